@@ -1,0 +1,9 @@
+complete -c agui-translate -s f -l from -d 'The CLI that wrote the input stream' -r -f -a "gemini\t'Gemini CLI: `gemini -p … --output-format stream-json`'
+codex\t'OpenAI Codex CLI: `codex exec --json …`'
+claude\t'Claude Code: `claude -p … --output-format stream-json --verbose`'"
+complete -c agui-translate -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
+sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"
+complete -c agui-translate -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
+complete -c agui-translate -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
+complete -c agui-translate -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agui-translate -s V -l version -d 'Print version'

@@ -1,0 +1,1045 @@
+//! AG-UI 1.0 output: the event types (serialize-only, borrowed) and the
+//! [`Emitter`] that every translator writes through.
+//!
+//! The emitter keeps the output well-formed by construction: it remembers what
+//! is open (text messages, tool calls, reasoning, subagents), starts a run when
+//! an event arrives outside one, closes everything that is still open before a
+//! run's terminal event, and ends a run that the input left open. Translators
+//! decide what the input means; the emitter decides what may be written.
+//!
+//! A run's terminal event (RUN_FINISHED or RUN_ERROR) is held back until the
+//! next run starts or the input ends, because AG-UI allows nothing after it:
+//! anything the CLI still prints after its final event (a late tool result, a
+//! trailing warning) then still belongs to the run instead of being lost.
+
+use std::fmt::Write as _;
+use std::io::{self, Write as _};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+/// A borrowed piece of JSON copied to the output verbatim.
+pub type Json<'a> = &'a RawValue;
+
+#[derive(Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "SCREAMING_SNAKE_CASE",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event<'a> {
+    RunStarted {
+        thread_id: &'a str,
+        run_id: &'a str,
+    },
+    RunFinished {
+        thread_id: &'a str,
+        run_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Json<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<Outcome>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        usage: &'a [Usage],
+    },
+    RunError {
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        usage: &'a [Usage],
+    },
+    StepStarted {
+        step_name: &'a str,
+    },
+    StepFinished {
+        step_name: &'a str,
+    },
+    TextMessageStart {
+        message_id: &'a str,
+        role: Role,
+    },
+    TextMessageContent {
+        message_id: &'a str,
+        delta: &'a str,
+    },
+    TextMessageEnd {
+        message_id: &'a str,
+    },
+    ToolCallStart {
+        tool_call_id: &'a str,
+        tool_call_name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_message_id: Option<&'a str>,
+    },
+    ToolCallArgs {
+        tool_call_id: &'a str,
+        delta: &'a str,
+    },
+    ToolCallEnd {
+        tool_call_id: &'a str,
+    },
+    ToolCallResult {
+        message_id: &'a str,
+        tool_call_id: &'a str,
+        content: Content<'a>,
+        role: &'static str,
+    },
+    ReasoningStart {
+        message_id: &'a str,
+    },
+    ReasoningMessageStart {
+        message_id: &'a str,
+        role: &'static str,
+    },
+    ReasoningMessageContent {
+        message_id: &'a str,
+        delta: &'a str,
+    },
+    ReasoningMessageEnd {
+        message_id: &'a str,
+    },
+    ReasoningEnd {
+        message_id: &'a str,
+    },
+    ReasoningEncryptedValue {
+        subtype: EncryptedSubtype,
+        entity_id: &'a str,
+        encrypted_value: &'a str,
+    },
+    ActivitySnapshot {
+        message_id: &'a str,
+        activity_type: &'a str,
+        content: Json<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replace: Option<bool>,
+    },
+    Raw {
+        event: Json<'a>,
+        source: &'a str,
+    },
+    Custom {
+        name: &'a str,
+        value: Json<'a>,
+    },
+    SubagentStarted {
+        subagent_run_id: &'a str,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_message_id: Option<&'a str>,
+    },
+    SubagentFinished {
+        subagent_run_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Json<'a>>,
+    },
+    SubagentError {
+        subagent_run_id: &'a str,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<&'a str>,
+    },
+}
+
+impl Event<'_> {
+    /// Events that may carry `subagentRunId` (all but the run lifecycle).
+    fn attributable(&self) -> bool {
+        !matches!(
+            self,
+            Event::RunStarted { .. } | Event::RunFinished { .. } | Event::RunError { .. }
+        ) && !matches!(
+            self,
+            Event::SubagentStarted { .. }
+                | Event::SubagentFinished { .. }
+                | Event::SubagentError { .. }
+        )
+    }
+}
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Assistant,
+    User,
+    System,
+    Developer,
+}
+
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+pub enum EncryptedSubtype {
+    ToolCall,
+    Message,
+}
+
+/// `RUN_FINISHED.outcome`; absent means success.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Outcome {
+    Success,
+    Cancelled,
+}
+
+/// `TOOL_CALL_RESULT.content`: a string, or an array of content parts
+/// (already in AG-UI's shape).
+#[derive(Serialize, Clone, Copy)]
+#[serde(untagged)]
+pub enum Content<'a> {
+    Text(&'a str),
+    Parts(Json<'a>),
+}
+
+/// AG-UI `TokenUsage`. `inputTokens` and `outputTokens` are totals;
+/// `cachedInputTokens`, `cacheWriteInputTokens` and `reasoningTokens` are parts
+/// of them. Only numbers the input gives are set.
+#[derive(Serialize, Clone, Default, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_tokens: Option<u64>,
+}
+
+/// How events are framed on the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// One JSON object per line.
+    #[default]
+    Ndjson,
+    /// Server-sent events: `data: <json>` and a blank line, as the official
+    /// AG-UI encoder frames them.
+    Sse,
+}
+
+/// The codes of RUN_ERROR, one per row of the outcome table (README).
+pub mod code {
+    /// The model provider's API failed (HTTP errors, retries exhausted).
+    pub const API_ERROR: &str = "api_error";
+    /// The CLI stopped at its turn limit.
+    pub const MAX_TURNS: &str = "max_turns";
+    /// The CLI could not authenticate.
+    pub const AUTH_ERROR: &str = "auth_error";
+    /// Any other failure the CLI reported.
+    pub const CLI_ERROR: &str = "cli_error";
+    /// The input ended before the CLI's final event (a killed CLI, a cut log).
+    pub const INPUT_ENDED: &str = "input_ended";
+    /// Non-empty input that held no event of the dialect.
+    pub const NO_EVENTS: &str = "no_events";
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Text,
+    Tool,
+    ReasoningMessage,
+    Reasoning,
+    Step,
+    Subagent,
+}
+
+struct Open {
+    kind: Kind,
+    id: String,
+}
+
+enum RunState {
+    /// No run yet, or the last one has ended and its terminal event is written.
+    Idle,
+    Active,
+    /// The terminal event is serialized in `terminal` and waits for the end.
+    Ending,
+}
+
+/// Fields added to the next events (see [`Emitter::set_timestamp`] and
+/// [`Emitter::set_subagent`]).
+#[derive(Default)]
+struct Context {
+    timestamp: Option<i64>,
+    subagent: Option<String>,
+}
+
+pub struct Emitter {
+    out: Vec<u8>,
+    format: Format,
+    thread_override: Option<String>,
+    run_override: Option<String>,
+    state: RunState,
+    thread_id: String,
+    run_id: String,
+    /// Runs started so far, for derived run ids.
+    runs: u64,
+    open: Vec<Open>,
+    terminal: Vec<u8>,
+    ctx: Context,
+    /// Scratch space for building small JSON values.
+    scratch: String,
+    events: u64,
+    /// RAW and CUSTOM events that arrived before the first event of a run:
+    /// written right after the RUN_STARTED, so that a stray line before the
+    /// CLI's first event does not start a run with made-up ids.
+    held: Vec<u8>,
+    held_events: u64,
+    /// Whether a run was started since the current input began.
+    input_had_run: bool,
+}
+
+/// Held events beyond this many bytes start a run without waiting further.
+const HOLD_LIMIT: usize = 1024 * 1024;
+
+impl Emitter {
+    pub fn new(format: Format, thread_id: Option<String>, run_id: Option<String>) -> Self {
+        Emitter {
+            out: Vec::with_capacity(64 * 1024),
+            format,
+            thread_override: thread_id,
+            run_override: run_id,
+            state: RunState::Idle,
+            thread_id: String::new(),
+            run_id: String::new(),
+            runs: 0,
+            open: Vec::new(),
+            terminal: Vec::new(),
+            ctx: Context::default(),
+            scratch: String::new(),
+            events: 0,
+            held: Vec::new(),
+            held_events: 0,
+            input_had_run: false,
+        }
+    }
+
+    /// The bytes written so far and not yet taken.
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Write the pending output to `w` and forget it.
+    pub fn drain_to(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
+        if !self.out.is_empty() {
+            w.write_all(&self.out)?;
+            self.out.clear();
+            if self.out.capacity() > 4 * 1024 * 1024 {
+                // A huge event (a 100 MB tool output) should not pin its memory.
+                self.out.shrink_to(64 * 1024);
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of events written.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The integer-millisecond timestamp put on the events that follow.
+    pub fn set_timestamp(&mut self, ts: Option<i64>) {
+        self.ctx.timestamp = ts;
+    }
+
+    /// The subagent the events that follow belong to (`subagentRunId`).
+    pub fn set_subagent(&mut self, id: Option<&str>) {
+        match id {
+            None => self.ctx.subagent = None,
+            Some(id) => {
+                if self.ctx.subagent.as_deref() != Some(id) {
+                    self.ctx.subagent = Some(id.to_owned());
+                }
+            }
+        }
+    }
+
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// A run is open (started and not yet given its terminal event).
+    pub fn in_run(&self) -> bool {
+        matches!(self.state, RunState::Active)
+    }
+
+    /// Whether the current run has been given its terminal event.
+    pub fn run_ended(&self) -> bool {
+        matches!(self.state, RunState::Ending)
+    }
+
+    /// Whether any run was started on this output.
+    pub fn started_any(&self) -> bool {
+        self.runs > 0
+    }
+
+    pub fn is_open(&self, id: &str) -> bool {
+        self.open.iter().any(|o| o.id == id)
+    }
+
+    fn is_open_kind(&self, kind: Kind, id: &str) -> bool {
+        self.open.iter().any(|o| o.kind == kind && o.id == id)
+    }
+
+    /// Ids of the open tool calls, oldest first.
+    pub fn open_tool_calls(&self) -> impl Iterator<Item = &str> {
+        self.open
+            .iter()
+            .filter(|o| o.kind == Kind::Tool)
+            .map(|o| o.id.as_str())
+    }
+
+    // ---- runs ----------------------------------------------------------
+
+    /// Start a run. The thread and run ids come from `--thread-id`/`--run-id`,
+    /// else from the input, else they are derived (`thread-N`, `run-N`).
+    /// A run still open is first ended as cut short; an ended run's terminal
+    /// event is written first.
+    pub fn start_run(&mut self, thread_id: Option<&str>, run_id: Option<&str>) {
+        if matches!(self.state, RunState::Active) {
+            self.fail_run(
+                "the input started a new run before this one ended",
+                code::INPUT_ENDED,
+                &[],
+                None,
+            );
+        }
+        if matches!(self.state, RunState::Ending) {
+            self.write_terminal();
+        }
+        self.runs += 1;
+        self.input_had_run = true;
+        let n = self.runs;
+        self.thread_id.clear();
+        match (&self.thread_override, thread_id) {
+            (Some(t), _) => self.thread_id.push_str(t),
+            (None, Some(t)) if !t.is_empty() => self.thread_id.push_str(t),
+            _ => {
+                let _ = write!(self.thread_id, "thread-{n}");
+            }
+        }
+        self.run_id.clear();
+        match (&self.run_override, run_id) {
+            (Some(r), _) if n == 1 => self.run_id.push_str(r),
+            (Some(r), _) => {
+                let _ = write!(self.run_id, "{r}-{n}");
+            }
+            (None, Some(r)) if !r.is_empty() => self.run_id.push_str(r),
+            _ => {
+                let _ = write!(self.run_id, "run-{n}");
+            }
+        }
+        self.state = RunState::Active;
+        let (t, r) = (
+            std::mem::take(&mut self.thread_id),
+            std::mem::take(&mut self.run_id),
+        );
+        self.write(&Event::RunStarted {
+            thread_id: &t,
+            run_id: &r,
+        });
+        self.thread_id = t;
+        self.run_id = r;
+        if !self.held.is_empty() {
+            self.out.extend_from_slice(&self.held);
+            self.events += self.held_events;
+            self.held.clear();
+            self.held_events = 0;
+        }
+    }
+
+    /// Write a RAW or CUSTOM event, holding it if no run has started yet.
+    fn write_or_hold(&mut self, ev: &Event) {
+        if !matches!(self.state, RunState::Idle) {
+            return self.write(ev);
+        }
+        let mut held = std::mem::take(&mut self.held);
+        self.frame(ev, &mut held, None);
+        self.held = held;
+        self.held_events += 1;
+        if self.held.len() > HOLD_LIMIT {
+            self.start_run(None, None);
+        }
+    }
+
+    /// Make sure a run is open before an event is written.
+    fn ensure_run(&mut self) {
+        if matches!(self.state, RunState::Idle) {
+            self.start_run(None, None);
+        }
+    }
+
+    /// End the run successfully. Open items are closed now; the RUN_FINISHED
+    /// itself is written when the next run starts or the input ends.
+    pub fn finish_run(&mut self, result: Option<Json>, outcome: Option<Outcome>, usage: &[Usage]) {
+        if !matches!(self.state, RunState::Active) {
+            if matches!(self.state, RunState::Ending) {
+                return; // one terminal event per run
+            }
+            self.ensure_run();
+        }
+        self.close_all();
+        let mut buf = std::mem::take(&mut self.terminal);
+        buf.clear();
+        let ev = Event::RunFinished {
+            thread_id: &self.thread_id,
+            run_id: &self.run_id,
+            result,
+            outcome,
+            usage,
+        };
+        self.frame(&ev, &mut buf, None);
+        self.terminal = buf;
+        self.state = RunState::Ending;
+    }
+
+    /// End the run with an error, closing what is open first. `metadata` (a
+    /// JSON object) keeps details that RUN_ERROR has no field for.
+    pub fn fail_run(&mut self, message: &str, code: &str, usage: &[Usage], metadata: Option<Json>) {
+        if !matches!(self.state, RunState::Active) {
+            if matches!(self.state, RunState::Ending) {
+                return;
+            }
+            self.ensure_run();
+        }
+        self.close_all();
+        let mut buf = std::mem::take(&mut self.terminal);
+        buf.clear();
+        let ev = Event::RunError {
+            message,
+            code: Some(code),
+            usage,
+        };
+        self.frame(&ev, &mut buf, metadata);
+        self.terminal = buf;
+        self.state = RunState::Ending;
+    }
+
+    /// Replace a pending terminal event with an error (a later line showed the
+    /// run failed after all). Does nothing if the run has not ended.
+    pub fn refail_run(
+        &mut self,
+        message: &str,
+        code: &str,
+        usage: &[Usage],
+        metadata: Option<Json>,
+    ) {
+        if matches!(self.state, RunState::Ending) {
+            self.state = RunState::Active;
+            self.fail_run(message, code, usage, metadata);
+        }
+    }
+
+    fn write_terminal(&mut self) {
+        self.out.extend_from_slice(&self.terminal);
+        self.terminal.clear();
+        self.events += 1;
+        self.state = RunState::Idle;
+    }
+
+    /// The input has ended: write the held terminal event, or end a run that
+    /// is still open as cut short. An input with no run at all (empty, or
+    /// nothing but lines of another format) still gets one, ending in
+    /// RUN_ERROR, so that a consumer never waits for nothing; `saw_input`
+    /// says which message it gets.
+    pub fn end_of_input(&mut self, saw_input: bool) {
+        match self.state {
+            RunState::Ending => self.write_terminal(),
+            RunState::Active => {
+                self.fail_run(
+                    "the input ended before the CLI's final event (the CLI was stopped or the log was cut)",
+                    code::INPUT_ENDED,
+                    &[],
+                    None,
+                );
+                self.write_terminal();
+            }
+            RunState::Idle if !self.held.is_empty() || !self.input_had_run => {
+                self.start_run(None, None);
+                let msg = if saw_input {
+                    "the input held no event of the selected CLI's stream format"
+                } else {
+                    "the input was empty"
+                };
+                self.fail_run(msg, code::NO_EVENTS, &[], None);
+                self.write_terminal();
+            }
+            RunState::Idle => {}
+        }
+        self.ctx = Context::default();
+        self.input_had_run = false;
+    }
+
+    /// Close every open item, newest first.
+    fn close_all(&mut self) {
+        while let Some(o) = self.open.pop() {
+            self.write_close(o.kind, &o.id);
+        }
+    }
+
+    fn write_close(&mut self, kind: Kind, id: &str) {
+        let ev = match kind {
+            Kind::Text => Event::TextMessageEnd { message_id: id },
+            Kind::Tool => Event::ToolCallEnd { tool_call_id: id },
+            Kind::ReasoningMessage => Event::ReasoningMessageEnd { message_id: id },
+            Kind::Reasoning => Event::ReasoningEnd { message_id: id },
+            Kind::Step => Event::StepFinished { step_name: id },
+            Kind::Subagent => Event::SubagentFinished {
+                subagent_run_id: id,
+                result: None,
+            },
+        };
+        self.write(&ev);
+    }
+
+    fn open_item(&mut self, kind: Kind, id: &str) {
+        self.open.push(Open {
+            kind,
+            id: id.to_owned(),
+        });
+    }
+
+    /// Close one open item (and whatever was opened inside it after it).
+    fn close_item(&mut self, kind: Kind, id: &str) -> bool {
+        let Some(i) = self.open.iter().rposition(|o| o.kind == kind && o.id == id) else {
+            return false;
+        };
+        let o = self.open.remove(i);
+        self.write_close(o.kind, &o.id);
+        true
+    }
+
+    // ---- text ----------------------------------------------------------
+
+    pub fn text_start(&mut self, id: &str, role: Role) {
+        self.ensure_run();
+        if self.is_open_kind(Kind::Text, id) {
+            return;
+        }
+        self.write(&Event::TextMessageStart {
+            message_id: id,
+            role,
+        });
+        self.open_item(Kind::Text, id);
+    }
+
+    /// Text for message `id`, opened as an assistant message if it is not open.
+    pub fn text_content(&mut self, id: &str, delta: &str) {
+        if !self.is_open_kind(Kind::Text, id) {
+            self.text_start(id, Role::Assistant);
+        }
+        self.write(&Event::TextMessageContent {
+            message_id: id,
+            delta,
+        });
+    }
+
+    pub fn text_end(&mut self, id: &str) {
+        self.close_item(Kind::Text, id);
+    }
+
+    /// A whole message at once: START, CONTENT (unless empty), END.
+    pub fn text_message(&mut self, id: &str, role: Role, text: &str) {
+        self.text_start(id, role);
+        if !text.is_empty() {
+            self.text_content(id, text);
+        }
+        self.text_end(id);
+    }
+
+    /// Close every open text message (before a tool call starts).
+    pub fn close_texts(&mut self) {
+        while let Some(i) = self.open.iter().rposition(|o| o.kind == Kind::Text) {
+            let o = self.open.remove(i);
+            self.write_close(o.kind, &o.id);
+        }
+    }
+
+    // ---- tool calls ----------------------------------------------------
+
+    pub fn tool_start(&mut self, id: &str, name: &str, parent_message_id: Option<&str>) {
+        self.tool_start_with(id, name, parent_message_id, None);
+    }
+
+    /// TOOL_CALL_START with `metadata` (a JSON object).
+    pub fn tool_start_with(
+        &mut self,
+        id: &str,
+        name: &str,
+        parent_message_id: Option<&str>,
+        metadata: Option<Json>,
+    ) {
+        self.ensure_run();
+        if self.is_open_kind(Kind::Tool, id) {
+            return;
+        }
+        self.write_with(
+            &Event::ToolCallStart {
+                tool_call_id: id,
+                tool_call_name: name,
+                parent_message_id,
+            },
+            metadata,
+        );
+        self.open_item(Kind::Tool, id);
+    }
+
+    /// Arguments for an open tool call; ignored for a call that is not open.
+    pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
+        if !self.is_open_kind(Kind::Tool, id) {
+            return false;
+        }
+        self.write(&Event::ToolCallArgs {
+            tool_call_id: id,
+            delta,
+        });
+        true
+    }
+
+    pub fn tool_end(&mut self, id: &str) -> bool {
+        self.close_item(Kind::Tool, id)
+    }
+
+    /// TOOL_CALL_RESULT (a new tool message `<id>-result`), ending the call
+    /// first if it is still open. `metadata` carries what the content cannot
+    /// (an error, an exit code).
+    pub fn tool_result(&mut self, tool_call_id: &str, content: Content, metadata: Option<Json>) {
+        self.ensure_run();
+        self.tool_end(tool_call_id);
+        self.scratch.clear();
+        self.scratch.push_str(tool_call_id);
+        self.scratch.push_str("-result");
+        let message_id = std::mem::take(&mut self.scratch);
+        self.write_with(
+            &Event::ToolCallResult {
+                message_id: &message_id,
+                tool_call_id,
+                content,
+                role: "tool",
+            },
+            metadata,
+        );
+        self.scratch = message_id;
+    }
+
+    // ---- reasoning -----------------------------------------------------
+
+    /// Open a reasoning span and its message (both with id `id`).
+    pub fn reasoning_start(&mut self, id: &str) {
+        self.ensure_run();
+        if self.is_open_kind(Kind::ReasoningMessage, id) {
+            return;
+        }
+        if !self.is_open_kind(Kind::Reasoning, id) {
+            self.write(&Event::ReasoningStart { message_id: id });
+            self.open_item(Kind::Reasoning, id);
+        }
+        self.write(&Event::ReasoningMessageStart {
+            message_id: id,
+            role: "reasoning",
+        });
+        self.open_item(Kind::ReasoningMessage, id);
+    }
+
+    pub fn reasoning_content(&mut self, id: &str, delta: &str) {
+        if !self.is_open_kind(Kind::ReasoningMessage, id) {
+            self.reasoning_start(id);
+        }
+        self.write(&Event::ReasoningMessageContent {
+            message_id: id,
+            delta,
+        });
+    }
+
+    /// Close the reasoning message and its span.
+    pub fn reasoning_end(&mut self, id: &str) {
+        self.close_item(Kind::ReasoningMessage, id);
+        self.close_item(Kind::Reasoning, id);
+    }
+
+    /// A whole reasoning message at once.
+    pub fn reasoning_message(&mut self, id: &str, text: &str) {
+        self.reasoning_start(id);
+        if !text.is_empty() {
+            self.reasoning_content(id, text);
+        }
+        self.reasoning_end(id);
+    }
+
+    pub fn reasoning_encrypted(&mut self, subtype: EncryptedSubtype, entity_id: &str, value: &str) {
+        self.ensure_run();
+        self.write(&Event::ReasoningEncryptedValue {
+            subtype,
+            entity_id,
+            encrypted_value: value,
+        });
+    }
+
+    // ---- steps and subagents --------------------------------------------
+
+    pub fn step_start(&mut self, name: &str) {
+        self.ensure_run();
+        if self.is_open_kind(Kind::Step, name) {
+            return;
+        }
+        self.write(&Event::StepStarted { step_name: name });
+        self.open_item(Kind::Step, name);
+    }
+
+    pub fn step_end(&mut self, name: &str) {
+        self.close_item(Kind::Step, name);
+    }
+
+    pub fn subagent_start(
+        &mut self,
+        id: &str,
+        name: &str,
+        description: Option<&str>,
+        parent_tool_call_id: Option<&str>,
+        parent_message_id: Option<&str>,
+    ) {
+        self.ensure_run();
+        if self.is_open_kind(Kind::Subagent, id) {
+            return;
+        }
+        self.write(&Event::SubagentStarted {
+            subagent_run_id: id,
+            name,
+            description,
+            parent_tool_call_id,
+            parent_message_id,
+        });
+        self.open_item(Kind::Subagent, id);
+    }
+
+    pub fn subagent_finish(&mut self, id: &str, result: Option<Json>) {
+        let Some(i) = self
+            .open
+            .iter()
+            .rposition(|o| o.kind == Kind::Subagent && o.id == id)
+        else {
+            return;
+        };
+        // Close what the subagent still has open, then the subagent itself.
+        while self.open.len() > i + 1 {
+            let o = self.open.pop().expect("len checked");
+            self.write_close(o.kind, &o.id);
+        }
+        self.open.pop();
+        self.write(&Event::SubagentFinished {
+            subagent_run_id: id,
+            result,
+        });
+    }
+
+    // ---- everything else -----------------------------------------------
+
+    /// A RAW event: `event` is the provider's own record.
+    pub fn raw(&mut self, event: Json, source: &str) {
+        self.write_or_hold(&Event::Raw { event, source });
+    }
+
+    pub fn custom(&mut self, name: &str, value: Json) {
+        self.write_or_hold(&Event::Custom { name, value });
+    }
+
+    pub fn activity_snapshot(&mut self, message_id: &str, activity_type: &str, content: Json) {
+        self.ensure_run();
+        self.write(&Event::ActivitySnapshot {
+            message_id,
+            activity_type,
+            content,
+            replace: Some(true),
+        });
+    }
+
+    /// Write any event as it is (no tracking). For events the methods above do
+    /// not cover; prefer those.
+    pub fn event(&mut self, ev: &Event, metadata: Option<Json>) {
+        self.ensure_run();
+        self.write_with(ev, metadata);
+    }
+
+    // ---- serialization ---------------------------------------------------
+
+    fn write(&mut self, ev: &Event) {
+        self.write_with(ev, None);
+    }
+
+    fn write_with(&mut self, ev: &Event, metadata: Option<Json>) {
+        let mut out = std::mem::take(&mut self.out);
+        self.frame(ev, &mut out, metadata);
+        self.out = out;
+        self.events += 1;
+    }
+
+    /// Serialize one event with its framing, adding the context fields
+    /// (`timestamp`, `subagentRunId`) and `metadata` before the closing brace.
+    fn frame(&self, ev: &Event, out: &mut Vec<u8>, metadata: Option<Json>) {
+        if self.format == Format::Sse {
+            out.extend_from_slice(b"data: ");
+        }
+        serde_json::to_writer(&mut *out, ev).expect("serializing to a Vec cannot fail");
+        let closing = out.pop();
+        debug_assert_eq!(closing, Some(b'}'));
+        if let Some(ts) = self.ctx.timestamp {
+            let _ = write!(out, ",\"timestamp\":{ts}");
+        }
+        if let Some(sub) = &self.ctx.subagent {
+            if ev.attributable() {
+                out.extend_from_slice(b",\"subagentRunId\":");
+                serde_json::to_writer(&mut *out, sub).expect("serializing to a Vec cannot fail");
+            }
+        }
+        if let Some(meta) = metadata {
+            out.extend_from_slice(b",\"metadata\":");
+            out.extend_from_slice(meta.get().as_bytes());
+        }
+        out.push(b'}');
+        out.extend_from_slice(match self.format {
+            Format::Ndjson => b"\n",
+            Format::Sse => b"\n\n",
+        });
+    }
+}
+
+/// Build a JSON object from key/value pairs whose values are already JSON.
+/// Keys must not need escaping. Pairs with `None` are left out.
+pub fn object(pairs: &[(&str, Option<&str>)]) -> Box<RawValue> {
+    let mut s = String::from("{");
+    for (k, v) in pairs {
+        if let Some(v) = v {
+            if s.len() > 1 {
+                s.push(',');
+            }
+            s.push('"');
+            s.push_str(k);
+            s.push_str("\":");
+            s.push_str(v);
+        }
+    }
+    s.push('}');
+    RawValue::from_string(s).expect("object() is given JSON values")
+}
+
+/// A JSON string literal for `s`.
+pub fn string_json(s: &str) -> String {
+    serde_json::to_string(s).expect("a string always serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(em: &Emitter) -> Vec<serde_json::Value> {
+        std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn types(em: &Emitter) -> Vec<String> {
+        lines(em)
+            .iter()
+            .map(|v| v["type"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn events_outside_a_run_start_one() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.text_content("m1", "hi");
+        em.end_of_input(true);
+        assert_eq!(
+            types(&em),
+            [
+                "RUN_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "RUN_ERROR"
+            ]
+        );
+        assert_eq!(lines(&em)[4]["code"], "input_ended");
+        assert_eq!(lines(&em)[0]["threadId"], "thread-1");
+    }
+
+    #[test]
+    fn terminal_waits_for_late_events_and_closes_everything() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.start_run(Some("t"), Some("r"));
+        em.tool_start("c1", "Bash", None);
+        em.reasoning_start("th");
+        em.finish_run(None, None, &[]);
+        em.raw(&RawValue::from_string("{\"late\":1}".into()).unwrap(), "x");
+        em.end_of_input(true);
+        assert_eq!(
+            types(&em),
+            [
+                "RUN_STARTED",
+                "TOOL_CALL_START",
+                "REASONING_START",
+                "REASONING_MESSAGE_START",
+                "REASONING_MESSAGE_END",
+                "REASONING_END",
+                "TOOL_CALL_END",
+                "RAW",
+                "RUN_FINISHED"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_terminal_per_run() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.start_run(None, None);
+        em.fail_run("boom", code::API_ERROR, &[], None);
+        em.finish_run(None, None, &[]);
+        em.end_of_input(true);
+        assert_eq!(types(&em), ["RUN_STARTED", "RUN_ERROR"]);
+    }
+
+    #[test]
+    fn context_fields_and_sse_framing() {
+        let mut em = Emitter::new(Format::Sse, Some("T".into()), Some("R".into()));
+        em.set_timestamp(Some(5));
+        em.start_run(Some("ignored"), None);
+        em.set_subagent(Some("sub"));
+        em.text_message("m", Role::User, "a\"b");
+        let out = String::from_utf8(em.output().to_vec()).unwrap();
+        assert_eq!(
+            out,
+            "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"T\",\"runId\":\"R\",\"timestamp\":5}\n\n\
+             data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"user\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n\
+             data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\\\"b\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n\
+             data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n"
+        );
+    }
+
+    #[test]
+    fn an_input_without_a_run_still_gets_one() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.end_of_input(false);
+        assert_eq!(types(&em), ["RUN_STARTED", "RUN_ERROR"]);
+        assert_eq!(lines(&em)[1]["message"], "the input was empty");
+        em.end_of_input(true);
+        assert_eq!(types(&em), ["RUN_STARTED", "RUN_ERROR", "RUN_STARTED", "RUN_ERROR"]);
+        assert_eq!(lines(&em)[3]["code"], "no_events");
+    }
+}

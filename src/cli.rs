@@ -1,0 +1,118 @@
+//! The command line: one clap definition, the single source of `--help`, the
+//! man page and the shell completions.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::agui::Format;
+use crate::source::Dialect;
+
+const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events";
+
+const LONG_ABOUT: &str = "\
+Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events.
+
+Reads the JSONL stream of Gemini CLI, Codex CLI or Claude Code from FILEs or
+standard input and writes one AG-UI event per line (NDJSON) to standard output,
+or server-sent events with --format sse. Every run in the output starts with
+RUN_STARTED and ends with exactly one RUN_FINISHED or RUN_ERROR, even when the
+input is cut short or holds garbage. Lines that cannot be translated are
+reported on standard error with their line number and still go out as RAW
+events, so nothing is lost.
+
+Events are written as soon as they are complete when the input is a live pipe,
+and in large batches when it is a file.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
+  agui-translate --from gemini session.jsonl > events.ndjson
+  agui-translate --from gemini --format sse < session.jsonl
+
+Exit status:
+  0  every line was translated
+  1  some input lines could not be translated (reported on stderr, sent as RAW)
+  2  usage error, or an input or output error";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "agui-translate",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+pub struct Args {
+    /// The CLI that wrote the input stream.
+    #[arg(long, short = 'f', value_enum, value_name = "CLI")]
+    pub from: Dialect,
+
+    /// How events are framed on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Ndjson, value_name = "FORMAT")]
+    pub format: Format,
+
+    /// Use this threadId instead of the session id found in the input.
+    #[arg(long, value_name = "ID")]
+    pub thread_id: Option<String>,
+
+    /// Use this runId instead of the derived one (later runs in the same
+    /// output get `ID-2`, `ID-3`, ...).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+
+    /// Input files, read one after another; `-` or none reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        super::Args::command().debug_assert();
+    }
+
+    /// The man page and completions in the repository are what the clap
+    /// definition generates. `AGUI_BLESS=1 cargo test` rewrites them.
+    #[test]
+    fn generated_docs_are_fresh() {
+        let mut cmd = super::Args::command();
+        let mut man = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut man).unwrap();
+        check("man/agui-translate.1", &man);
+        for (shell, file) in [
+            (
+                clap_complete::Shell::Bash,
+                "completions/agui-translate.bash",
+            ),
+            (clap_complete::Shell::Zsh, "completions/_agui-translate"),
+            (
+                clap_complete::Shell::Fish,
+                "completions/agui-translate.fish",
+            ),
+        ] {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "agui-translate", &mut out);
+            check(file, &out);
+        }
+    }
+
+    fn check(rel: &str, want: &[u8]) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+        if std::env::var_os("AGUI_BLESS").is_some() {
+            std::fs::write(&path, want).unwrap();
+            return;
+        }
+        let have = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{rel} is stale: run `AGUI_BLESS=1 cargo test` and review the diff"
+        );
+    }
+}

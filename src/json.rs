@@ -1,0 +1,275 @@
+//! Reading the input's JSON: the one place the parser is chosen, plus the
+//! repairs and conversions every translator needs.
+//!
+//! Input records are deserialized into borrowed structs (`Cow<str>` for
+//! strings, `&RawValue` for values copied through), so a line costs no
+//! allocation unless a string holds escapes.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Parse one input line.
+pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
+    serde_json::from_slice(line)
+}
+
+/// Whether `line` is valid JSON at all (used to tell a malformed line from a
+/// well-formed record of an unexpected shape).
+pub fn is_json(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+/// If `err` is about a lone UTF-16 surrogate escape (`\ud83d` without its
+/// pair, as when an emoji is split between two streamed deltas), a copy of
+/// `line` with each lone surrogate replaced by U+FFFD; else `None`.
+pub fn repair_surrogates(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
+    // serde_json says "lone leading surrogate in hex escape" or, for a high
+    // surrogate followed by anything but `\u`, "unexpected end of hex escape".
+    if !err.to_string().contains("escape") {
+        return None;
+    }
+    let fixed = replace_lone_surrogates(line);
+    (fixed != line).then_some(fixed)
+}
+
+/// `json` with every lone surrogate escape inside its strings replaced by
+/// `\ufffd` (proper pairs are kept).
+pub fn replace_lone_surrogates(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    let mut in_string = false;
+    while i < line.len() {
+        let b = line[i];
+        if !in_string {
+            in_string = b == b'"';
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = false;
+                out.push(b);
+                i += 1;
+            }
+            b'\\' if line.get(i + 1) == Some(&b'u') => {
+                let unit = hex4(&line[i + 2..]);
+                match unit {
+                    Some(hi @ 0xD800..=0xDBFF) => {
+                        let lo =
+                            if line.get(i + 6) == Some(&b'\\') && line.get(i + 7) == Some(&b'u') {
+                                hex4(&line[i + 8..])
+                            } else {
+                                None
+                            };
+                        if matches!(lo, Some(0xDC00..=0xDFFF)) {
+                            out.extend_from_slice(&line[i..i + 12]);
+                            i += 12;
+                        } else {
+                            let _ = hi;
+                            out.extend_from_slice(b"\\ufffd");
+                            i += 6;
+                        }
+                    }
+                    Some(0xDC00..=0xDFFF) => {
+                        out.extend_from_slice(b"\\ufffd");
+                        i += 6;
+                    }
+                    _ => {
+                        out.extend_from_slice(&line[i..(i + 6).min(line.len())]);
+                        i += 6;
+                    }
+                }
+            }
+            b'\\' => {
+                out.extend_from_slice(&line[i..(i + 2).min(line.len())]);
+                i += 2;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(b.get(..4)?).ok()?;
+    u32::from_str_radix(s, 16).ok()
+}
+
+/// The text of a JSON value: a string's content, or any other value's JSON.
+pub fn text_of(v: &RawValue) -> Cow<'_, str> {
+    str_of(v).unwrap_or(Cow::Borrowed(v.get()))
+}
+
+/// A JSON string value's content, if `v` is a string. Lone surrogate escapes
+/// become U+FFFD.
+pub fn str_of(v: &RawValue) -> Option<Cow<'_, str>> {
+    let s = v.get();
+    if !s.starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<Cow<str>>(s) {
+        Ok(text) => Some(text),
+        Err(_) => serde_json::from_slice::<String>(&replace_lone_surrogates(s.as_bytes()))
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+/// A non-negative integer from a JSON value, if it is one.
+pub fn u64_of(v: Option<&RawValue>) -> Option<u64> {
+    v.and_then(|v| v.get().parse::<u64>().ok())
+}
+
+/// The first 120 bytes of a line, for error messages (lossy, escaped).
+pub fn preview(line: &[u8]) -> String {
+    const MAX: usize = 120;
+    let cut = &line[..line.len().min(MAX)];
+    let mut s = String::with_capacity(cut.len());
+    for c in String::from_utf8_lossy(cut).chars() {
+        if c.is_control() {
+            s.extend(c.escape_default());
+        } else {
+            s.push(c);
+        }
+    }
+    if line.len() > MAX {
+        s.push('…');
+    }
+    s
+}
+
+/// An ISO 8601 / RFC 3339 timestamp (`2026-11-22T10:35:42.152Z`,
+/// `…+02:00`, fractional seconds of any length) as integer milliseconds since
+/// the Unix epoch. `None` for anything else.
+pub fn timestamp_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(r)?;
+        if !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 3 {
+                millis = millis * 10 + i64::from(b[i] - b'0');
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        for _ in (i - start)..3 {
+            millis *= 10;
+        }
+    }
+    let offset_min = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) if b.len() == i + 6 && b[i + 3] == b':' => {
+            let m = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
+            if sign == b'+' {
+                m
+            } else {
+                -m
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + min * 60 + sec - offset_min * 60;
+    Some(secs * 1000 + millis)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(timestamp_ms("1970-01-01T00:00:00.5Z"), Some(500));
+        assert_eq!(
+            timestamp_ms("2026-11-22T10:35:42.152Z"),
+            Some(1_795_343_742_152)
+        );
+        assert_eq!(
+            timestamp_ms("2026-11-22T10:35:42.152123Z"),
+            Some(1_795_343_742_152)
+        );
+        assert_eq!(
+            timestamp_ms("2026-11-22T12:35:42.152+02:00"),
+            Some(1_795_343_742_152)
+        );
+        assert_eq!(timestamp_ms("2000-02-29T00:00:00Z"), Some(951_782_400_000));
+        assert_eq!(timestamp_ms("2026-11-22"), None);
+        assert_eq!(timestamp_ms("2026-11-22T10:35:42.Z"), None);
+        assert_eq!(timestamp_ms("2026-13-22T10:35:42Z"), None);
+        assert_eq!(timestamp_ms("not a time at all!!"), None);
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let line = br#"{"a":"x\ud83d","b":"\ude00y","c":"\ud83d\ude00","d":"\\ud83d"}"#;
+        let err = parse::<serde_json::Value>(line).unwrap_err();
+        let fixed = repair_surrogates(line, &err).unwrap();
+        let v: serde_json::Value = parse(&fixed).unwrap();
+        assert_eq!(v["a"], "x\u{fffd}");
+        assert_eq!(v["b"], "\u{fffd}y");
+        assert_eq!(v["c"], "😀");
+        assert_eq!(v["d"], "\\ud83d");
+    }
+
+    #[test]
+    fn other_errors_are_not_repaired() {
+        let err = parse::<serde_json::Value>(b"{nope").unwrap_err();
+        assert!(repair_surrogates(b"{nope", &err).is_none());
+    }
+
+    #[test]
+    fn values() {
+        let v: &RawValue = serde_json::from_str(r#""a\nb""#).unwrap();
+        assert_eq!(text_of(v), "a\nb");
+        let v: &RawValue = serde_json::from_str(r#"{"x":1}"#).unwrap();
+        assert_eq!(text_of(v), r#"{"x":1}"#);
+        assert_eq!(str_of(v), None);
+        let n: &RawValue = serde_json::from_str("42").unwrap();
+        assert_eq!(u64_of(Some(n)), Some(42));
+        assert_eq!(preview(b"ab\xffc"), "ab\u{fffd}c");
+        let v: &RawValue = serde_json::from_str(r#""a\ud83d""#).unwrap();
+        assert_eq!(text_of(v), "a\u{fffd}");
+    }
+}

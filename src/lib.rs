@@ -1,0 +1,13 @@
+//! agui-translate: coding-agent CLI streams in, AG-UI 1.0 events out.
+//!
+//! Data flows one way: [`lines`] splits the input, a translator in [`source`]
+//! reads each line and writes events through the [`agui::Emitter`], and
+//! [`run`] hands the output to stdout and decides when to flush. The binary
+//! (`main.rs`) only parses arguments and maps errors to exit codes.
+
+pub mod agui;
+pub mod cli;
+pub mod json;
+pub mod lines;
+pub mod run;
+pub mod source;

@@ -1,0 +1,348 @@
+//! Gemini CLI: `gemini -p PROMPT --output-format stream-json`.
+//!
+//! One JSON object per line, each with `type` and an ISO `timestamp`:
+//! ```text
+//! {"type":"init","timestamp":"2026-11-22T10:35:42.152Z","session_id":"dad7…","model":"auto"}
+//! {"type":"message","timestamp":"…","role":"user","content":"Say hello."}
+//! {"type":"message","timestamp":"…","role":"assistant","content":"Hello! ","delta":true}
+//! {"type":"tool_use","timestamp":"…","tool_name":"run_shell_command","tool_id":"run_shell_command__…_0","parameters":{"command":"ls"}}
+//! {"type":"tool_result","timestamp":"…","tool_id":"run_shell_command__…_0","status":"success","output":"README.md"}
+//! {"type":"error","timestamp":"…","severity":"warning","message":"Loop detected, stopping execution"}
+//! {"type":"result","timestamp":"…","status":"success","stats":{"total_tokens":1295,"input_tokens":1250,"output_tokens":45,"cached":0,"input":1250,"duration_ms":602,"tool_calls":0,"models":{…}}}
+//! ```
+//! `result` may carry `error{type,message}` with `status:"error"`; older
+//! versions (0.11.x) have no `cached`/`input`/`models` in `stats`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{line_json, parse_record, LineError, Translate};
+use crate::agui::{code, object, string_json, Content, Emitter, Role, Usage};
+use crate::json::{self, text_of, timestamp_ms};
+
+const SOURCE: &str = "gemini";
+
+/// One line of Gemini's stream; every field that any event type has.
+#[derive(Deserialize)]
+struct Record<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    delta: Option<bool>,
+    #[serde(borrow)]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    parameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    severity: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stats: Option<&'a RawValue>,
+}
+
+/// `result.error` / `tool_result.error`: `{type, message}` (a bare string is
+/// accepted too).
+#[derive(Deserialize)]
+struct ErrorInfo<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Tokens {
+    total_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cached: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+struct Stats {
+    #[serde(flatten)]
+    total: Tokens,
+    #[serde(default)]
+    models: BTreeMap<String, Tokens>,
+}
+
+#[derive(Default)]
+pub struct Gemini {
+    /// The open assistant message, if text is streaming.
+    text: Option<String>,
+    /// The last assistant message of the current model turn: the parent of
+    /// the tool calls that follow it.
+    parent: Option<String>,
+    /// Messages in this run, for derived message ids.
+    messages: u64,
+    /// The model named by `init`, for usage.
+    model: Option<String>,
+    /// A fatal `error` event waiting for the `result` that follows it.
+    error: Option<String>,
+    scratch: Option<Vec<u8>>,
+    id: String,
+}
+
+impl Translate for Gemini {
+    fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
+        let mut scratch = self.scratch.take();
+        let result = match parse_record::<Record>(line, &mut scratch) {
+            Ok((rec, line)) => self.record(rec, line, em),
+            Err(e) => Err(e),
+        };
+        self.scratch = scratch;
+        result
+    }
+
+    fn finish(&mut self, em: &mut Emitter) {
+        if let Some(msg) = self.error.take() {
+            let code = error_code(None, &msg);
+            em.fail_run(&msg, code, &[], None);
+        }
+    }
+}
+
+impl Gemini {
+    fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
+        match &*rec.kind {
+            "init" => self.init(&rec, line, em),
+            "message" => self.message(&rec, line, em),
+            "tool_use" => self.tool_use(&rec, line, em)?,
+            "tool_result" => self.tool_result(&rec, em)?,
+            "error" => self.error(&rec, line, em),
+            "result" => self.result(&rec, line, em),
+            _ => raw(em, line),
+        }
+        Ok(())
+    }
+
+    fn init(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        let run_id = rec
+            .timestamp
+            .as_deref()
+            .and_then(timestamp_ms)
+            .map(|ms| format!("run-{ms}"));
+        *self = Gemini {
+            scratch: self.scratch.take(),
+            model: rec.model.as_deref().map(str::to_owned),
+            ..Gemini::default()
+        };
+        em.start_run(rec.session_id.as_deref(), run_id.as_deref());
+        // The init record (model name and anything newer versions add).
+        raw(em, line);
+    }
+
+    fn next_id(&mut self, em: &Emitter, what: &str) -> &str {
+        self.messages += 1;
+        self.id.clear();
+        let _ = write!(self.id, "{}-{what}-{}", em.run_id(), self.messages);
+        &self.id
+    }
+
+    fn message(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        let text = rec.content.map(text_of).unwrap_or_default();
+        match rec.role.as_deref() {
+            Some("assistant") => {
+                if rec.delta == Some(true) {
+                    let open = self.text.as_deref().is_some_and(|id| em.is_open(id));
+                    if !open {
+                        let id = self.next_id(em, "msg").to_owned();
+                        em.text_start(&id, Role::Assistant);
+                        self.parent = Some(id.clone());
+                        self.text = Some(id);
+                    }
+                    let id = self.text.as_deref().expect("opened above");
+                    if !text.is_empty() {
+                        em.text_content(id, &text);
+                    }
+                } else {
+                    // A complete message: it stands on its own.
+                    self.close_text(em);
+                    let id = self.next_id(em, "msg").to_owned();
+                    em.text_message(&id, Role::Assistant, &text);
+                    self.parent = Some(id);
+                }
+            }
+            Some("user") => {
+                self.close_text(em);
+                let id = self.next_id(em, "user").to_owned();
+                em.text_message(&id, Role::User, &text);
+            }
+            _ => raw(em, line),
+        }
+    }
+
+    fn close_text(&mut self, em: &mut Emitter) {
+        if let Some(id) = self.text.take() {
+            em.text_end(&id);
+        }
+    }
+
+    fn tool_use(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        let (Some(id), Some(name)) = (rec.tool_id.as_deref(), rec.tool_name.as_deref()) else {
+            return Err(LineError::Shape(
+                "tool_use without tool_id or tool_name".into(),
+            ));
+        };
+        if em.is_open(id) {
+            // The same call announced twice (a retried turn): keep the record,
+            // but do not open the call again.
+            raw(em, line);
+            return Ok(());
+        }
+        self.close_text(em);
+        em.tool_start(id, name, self.parent.as_deref());
+        if let Some(params) = rec.parameters {
+            em.tool_args(id, params.get());
+        }
+        Ok(())
+    }
+
+    fn tool_result(&mut self, rec: &Record, em: &mut Emitter) -> Result<(), LineError> {
+        let Some(id) = rec.tool_id.as_deref() else {
+            return Err(LineError::Shape("tool_result without tool_id".into()));
+        };
+        self.close_text(em);
+        // The model answers the results in a new turn.
+        self.parent = None;
+        if !em.is_open(id) {
+            // A result for a call never announced: announce it, keeping the result.
+            em.tool_start(id, "unknown", None);
+        }
+        let output = rec.output.map(text_of);
+        let failed = rec.status.as_deref() == Some("error") || rec.error.is_some();
+        if !failed {
+            let status = rec.status.as_deref().filter(|s| *s != "success");
+            let meta = status.map(|s| object(&[("status", Some(&string_json(s)))]));
+            em.tool_result(
+                id,
+                Content::Text(output.as_deref().unwrap_or("")),
+                meta.as_deref(),
+            );
+            return Ok(());
+        }
+        let err = rec.error.and_then(error_info);
+        let err_msg = err.as_ref().and_then(|e| e.message.as_deref());
+        let content = output.as_deref().or(err_msg).unwrap_or("");
+        let status = string_json(rec.status.as_deref().unwrap_or("error"));
+        let meta = object(&[
+            ("status", Some(&status)),
+            ("error", rec.error.map(RawValue::get)),
+        ]);
+        em.tool_result(id, Content::Text(content), Some(&meta));
+        Ok(())
+    }
+
+    fn error(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        // The record goes out as it is: a warning is information, and a fatal
+        // error's message also becomes the run's RUN_ERROR.
+        raw(em, line);
+        if rec.severity.as_deref() != Some("warning") {
+            let msg = rec.message.map(text_of).unwrap_or(Cow::Borrowed("error"));
+            self.error = Some(msg.into_owned());
+        }
+    }
+
+    fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        self.close_text(em);
+        let usage = self.usage(rec.stats);
+        let result = line_json(line);
+        let err = rec.error.and_then(error_info);
+        let status = rec.status.as_deref().unwrap_or("success");
+        if status == "success" && err.is_none() && self.error.is_none() {
+            em.finish_run(result, None, &usage);
+            return;
+        }
+        // An `error` event and the failed result after it are one failure:
+        // keep the more detailed message.
+        let result_msg = err.as_ref().and_then(|e| e.message.as_deref());
+        let event_msg = self.error.take();
+        let msg = match (result_msg, event_msg.as_deref()) {
+            (Some(a), Some(b)) if b.len() > a.len() => b,
+            (Some(a), _) => a,
+            (None, Some(b)) => b,
+            (None, None) => "the CLI reported an error",
+        };
+        let code = error_code(err.as_ref().and_then(|e| e.kind.as_deref()), msg);
+        let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        em.fail_run(msg, code, &usage, meta.as_deref());
+    }
+
+    fn usage(&self, stats: Option<&RawValue>) -> Vec<Usage> {
+        let Some(stats) = stats.and_then(|s| serde_json::from_str::<Stats>(s.get()).ok()) else {
+            return Vec::new();
+        };
+        let usage = |model: Option<&str>, t: &Tokens| Usage {
+            provider: Some("google".into()),
+            model: model.map(str::to_owned),
+            input_tokens: t.input_tokens,
+            output_tokens: t.output_tokens,
+            total_tokens: t.total_tokens,
+            cached_input_tokens: t.cached,
+            ..Usage::default()
+        };
+        if stats.models.is_empty() {
+            let model = self.model.as_deref().filter(|m| *m != "auto");
+            vec![usage(model, &stats.total)]
+        } else {
+            stats
+                .models
+                .iter()
+                .map(|(m, t)| usage(Some(m), t))
+                .collect()
+        }
+    }
+}
+
+fn error_info(v: &RawValue) -> Option<ErrorInfo<'_>> {
+    match json::str_of(v) {
+        Some(msg) => Some(ErrorInfo {
+            kind: None,
+            message: Some(msg),
+        }),
+        None => serde_json::from_str(v.get()).ok(),
+    }
+}
+
+/// The outcome-table code for a Gemini error.
+fn error_code(kind: Option<&str>, message: &str) -> &'static str {
+    let kind = kind.unwrap_or("");
+    if kind.contains("TurnLimit") || message.contains("max session turns") {
+        code::MAX_TURNS
+    } else if kind.contains("Authentication") || kind.contains("Auth") {
+        code::AUTH_ERROR
+    } else if message.contains("API Error") || kind.contains("Api") || kind.contains("Quota") {
+        code::API_ERROR
+    } else {
+        code::CLI_ERROR
+    }
+}
+
+fn raw(em: &mut Emitter, line: &[u8]) {
+    if let Some(v) = line_json(line) {
+        em.raw(v, SOURCE);
+    }
+}

@@ -1,0 +1,134 @@
+//! The translators, one per upstream CLI, behind one small trait.
+//!
+//! A translator turns one input line at a time into AG-UI events written
+//! through the [`Emitter`]; it never touches stdin, stdout or exit codes.
+
+use std::fmt;
+
+use serde_json::value::RawValue;
+
+use crate::agui::{self, Emitter};
+use crate::json;
+
+pub mod gemini;
+
+/// The CLI dialects `--from` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dialect {
+    /// Gemini CLI: `gemini -p … --output-format stream-json`
+    Gemini,
+    /// OpenAI Codex CLI: `codex exec --json …`
+    Codex,
+    /// Claude Code: `claude -p … --output-format stream-json --verbose`
+    Claude,
+}
+
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Gemini => "gemini",
+            Dialect::Codex => "codex",
+            Dialect::Claude => "claude",
+        }
+    }
+}
+
+pub trait Translate {
+    /// Translate one non-blank input line. `line` is `&mut` so that a parser
+    /// may decode in place.
+    fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError>;
+
+    /// The input has ended: settle what the input left open. The emitter
+    /// closes the rest.
+    fn finish(&mut self, em: &mut Emitter);
+}
+
+/// A fresh translator for one input stream.
+pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
+    match d {
+        Dialect::Gemini => Ok(Box::new(gemini::Gemini::default())),
+        Dialect::Codex | Dialect::Claude => anyhow::bail!(
+            "--from {} is not supported yet: this version translates --from gemini",
+            d.name()
+        ),
+    }
+}
+
+/// Why a line could not be translated. The line itself still goes out as a
+/// RAW event; this is what is reported on stderr.
+#[derive(Debug)]
+pub enum LineError {
+    /// Not JSON at all (or not UTF-8).
+    NotJson(serde_json::Error),
+    /// JSON, but not of a shape the translator knows (a field of the wrong
+    /// type, a required field missing).
+    Shape(String),
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineError::NotJson(e) => write!(f, "not a JSON line ({e})"),
+            LineError::Shape(msg) => write!(f, "unexpected record: {msg}"),
+        }
+    }
+}
+
+impl LineError {
+    /// Classify a failed parse of `line`.
+    pub fn from_parse(line: &[u8], err: serde_json::Error) -> Self {
+        if json::is_json(line) {
+            LineError::Shape(err.to_string())
+        } else {
+            LineError::NotJson(err)
+        }
+    }
+}
+
+/// Parse `line` into a record, repairing lone surrogate escapes if that is
+/// what failed (the repaired copy is kept in `scratch`).
+pub fn parse_record<'a, T: serde::Deserialize<'a>>(
+    line: &'a [u8],
+    scratch: &'a mut Option<Vec<u8>>,
+) -> Result<(T, &'a [u8]), LineError> {
+    match json::parse::<T>(line) {
+        Ok(rec) => Ok((rec, line)),
+        Err(err) => match json::repair_surrogates(line, &err) {
+            Some(fixed) => {
+                let fixed: &'a [u8] = scratch.insert(fixed);
+                match json::parse::<T>(fixed) {
+                    Ok(rec) => Ok((rec, fixed)),
+                    Err(err) => Err(LineError::from_parse(fixed, err)),
+                }
+            }
+            None => Err(LineError::from_parse(line, err)),
+        },
+    }
+}
+
+/// The whole line as a JSON value (for RAW events and `result` fields).
+/// `line` must be valid JSON.
+pub fn line_json(line: &[u8]) -> Option<&RawValue> {
+    serde_json::from_slice(line).ok()
+}
+
+/// Send a line that could not be translated out as a RAW event, so that
+/// nothing in the input is lost: the record itself when it is JSON, else
+/// `{"line": N, "text": …}` (or `"bytes"`: base64, when it is not UTF-8).
+pub fn passthrough(em: &mut Emitter, source: &str, lineno: u64, line: &[u8]) {
+    // The line's own time is unknown: do not reuse the previous line's.
+    em.set_timestamp(None);
+    if let Some(v) = line_json(line) {
+        return em.raw(v, source);
+    }
+    let value = match std::str::from_utf8(line) {
+        Ok(text) => format!(r#"{{"line":{lineno},"text":{}}}"#, agui::string_json(text)),
+        Err(_) => {
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::STANDARD.encode(line);
+            format!(r#"{{"line":{lineno},"bytes":"{b64}"}}"#)
+        }
+    };
+    let value = RawValue::from_string(value).expect("built as JSON");
+    em.raw(&value, source);
+}

@@ -1,0 +1,233 @@
+//! The program as a Unix filter: exit codes, closed pipes, live flushing,
+//! framing and options.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
+
+fn testdata(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(rel)
+}
+
+fn cmd() -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear();
+    c
+}
+
+#[test]
+fn help_teaches_usage_and_exit_codes() {
+    cmd()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--from <CLI>"))
+        .stdout(predicate::str::contains("Exit status"))
+        .stdout(predicate::str::contains("| agui-translate --from gemini"));
+}
+
+#[test]
+fn missing_from_is_a_usage_error() {
+    cmd()
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--from"));
+}
+
+#[test]
+fn missing_file_is_an_io_error() {
+    cmd()
+        .args(["--from", "gemini", "/nonexistent/agui-input.jsonl"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "cannot open /nonexistent/agui-input.jsonl",
+        ));
+}
+
+#[test]
+fn bad_lines_exit_1_and_are_named_on_stderr() {
+    cmd()
+        .args(["--from", "gemini"])
+        .write_stdin("{\"type\":\"init\",\"session_id\":\"s\"}\nnot json\n{\"type\":\"result\",\"status\":\"success\"}\n")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("<stdin>:2: not a JSON line"))
+        .stdout(predicate::str::contains(r#"{"type":"RAW","event":{"line":2,"text":"not json"},"source":"gemini"}"#))
+        .stdout(predicate::str::ends_with(
+            "{\"type\":\"RUN_FINISHED\",\"threadId\":\"s\",\"runId\":\"run-1\",\"result\":{\"type\":\"result\",\"status\":\"success\"}}\n",
+        ));
+}
+
+#[test]
+fn files_are_read_in_order_as_separate_streams() {
+    let a = testdata("gemini/0.61.0/k_resume_1.jsonl");
+    let b = testdata("gemini/0.61.0/j_sigterm_group.jsonl");
+    let out = cmd()
+        .args(["--from", "gemini"])
+        .arg(&a)
+        .arg("-")
+        .arg(&b)
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let starts: Vec<_> = text
+        .lines()
+        .filter(|l| l.contains("\"RUN_STARTED\""))
+        .collect();
+    assert_eq!(starts.len(), 3, "{text}");
+    assert!(starts[0].contains("c795a8c1-ed47-40b2-9b49-681fb01195ba"));
+    // The empty standard input still gets its run, ended as empty.
+    assert!(text.contains(r#""message":"the input was empty","code":"no_events""#));
+    assert!(starts[2].contains("49c9a569-be37-475b-a1a5-c8bad24806c6"));
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.contains("\"RUN_ERROR\"") && last.contains("input_ended"),
+        "{last}"
+    );
+}
+
+#[test]
+fn sse_frames_each_event_as_one_data_line() {
+    let out = cmd()
+        .args(["--from", "gemini", "--format", "sse"])
+        .arg(testdata("gemini/0.61.0/k_resume_1.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let frames: Vec<_> = text.split_terminator("\n\n").collect();
+    assert_eq!(frames.len(), 10);
+    for f in frames {
+        let json = f.strip_prefix("data: ").expect("data: prefix");
+        assert!(!json.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert!(v["type"].is_string());
+    }
+}
+
+#[test]
+fn thread_and_run_ids_can_be_set() {
+    let out = cmd()
+        .args(["--from", "gemini", "--thread-id", "T", "--run-id", "R"])
+        .arg(testdata("gemini/0.61.0/k_resume_1.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(r#"{"type":"RUN_STARTED","threadId":"T","runId":"R""#),
+        "{first}"
+    );
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with(r#"{"type":"RUN_FINISHED","threadId":"T","runId":"R""#),
+        "{last}"
+    );
+}
+
+#[test]
+fn output_is_deterministic() {
+    let run = || {
+        cmd()
+            .args(["--from", "gemini"])
+            .arg(testdata("gemini/0.61.0/b_shell.jsonl"))
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(run(), run());
+}
+
+/// `agui-translate … | head -1`: the reader goes away; we end quietly, exit 0.
+#[test]
+fn closed_pipe_ends_quietly() {
+    let mut child = StdCommand::new(BIN)
+        .args(["--from", "gemini"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(b"{\"type\":\"init\",\"session_id\":\"s\"}\n");
+        let line = b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"more text\",\"delta\":true}\n";
+        for _ in 0..200_000 {
+            if stdin.write_all(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// On a live pipe each event is written before the next input line exists.
+#[test]
+fn live_pipe_gets_each_event_at_once() {
+    let mut child = StdCommand::new(BIN)
+        .args(["--from", "gemini"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let wait = Duration::from_secs(20);
+    stdin
+        .write_all(
+            b"{\"type\":\"init\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"session_id\":\"live\"}\n",
+        )
+        .unwrap();
+    stdin.flush().unwrap();
+    assert!(rx.recv_timeout(wait).unwrap().contains("RUN_STARTED"));
+    assert!(rx.recv_timeout(wait).unwrap().contains("\"RAW\""));
+    for (i, word) in ["one", "two", "three"].iter().enumerate() {
+        let line = format!("{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"{word}\",\"delta\":true}}\n");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        if i == 0 {
+            assert!(rx
+                .recv_timeout(wait)
+                .unwrap()
+                .contains("TEXT_MESSAGE_START"));
+        }
+        let ev = rx.recv_timeout(wait).unwrap();
+        assert!(ev.contains(&format!("\"delta\":\"{word}\"")), "{ev}");
+    }
+    drop(stdin);
+    let rest: Vec<String> = rx.iter().collect();
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert!(rest[1].contains("input_ended"));
+    child.wait().unwrap();
+}

@@ -1,0 +1,93 @@
+//! Golden tests: every `testdata/<cli>/**/<case>.jsonl` is translated with
+//! `--from <cli>` and compared with `<case>.expected.ndjson` (stdout) and, when
+//! the run reports anything or exits non-zero, `<case>.expected.stderr` (the
+//! exit status on the first line, then stderr).
+//!
+//! To re-bless after an intended change: `AGUI_BLESS=1 cargo test --test golden`,
+//! then review `git diff testdata/` line by line.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn cases(cli: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(cli)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn sibling(case: &Path, ext: &str) -> PathBuf {
+    let stem = case.file_stem().unwrap().to_str().unwrap();
+    case.with_file_name(format!("{stem}.{ext}"))
+}
+
+fn golden(cli: &str) {
+    let bless = std::env::var_os("AGUI_BLESS").is_some();
+    let cases = cases(cli);
+    assert!(!cases.is_empty(), "no cases in testdata/{cli}");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+            .args(["--from", cli])
+            .pipe_stdin(case)
+            .unwrap()
+            .output()
+            .unwrap();
+        let status = out.status.code().unwrap_or(-1);
+        let stdout = String::from_utf8(out.stdout).expect("output is UTF-8");
+        let mut stderr = String::new();
+        if status != 0 || !out.stderr.is_empty() {
+            stderr = format!("exit: {status}\n{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let want_out = sibling(case, "expected.ndjson");
+        let want_err = sibling(case, "expected.stderr");
+        if bless {
+            std::fs::write(&want_out, &stdout).unwrap();
+            if stderr.is_empty() {
+                let _ = std::fs::remove_file(&want_err);
+            } else {
+                std::fs::write(&want_err, &stderr).unwrap();
+            }
+            continue;
+        }
+        let expected = std::fs::read_to_string(&want_out).unwrap_or_default();
+        if expected != stdout {
+            failures.push(format!(
+                "{}: stdout differs\n--- expected\n{expected}--- actual\n{stdout}",
+                case.display()
+            ));
+        }
+        let expected = std::fs::read_to_string(&want_err).unwrap_or_default();
+        if expected != stderr {
+            failures.push(format!(
+                "{}: exit status or stderr differs\n--- expected\n{expected}--- actual\n{stderr}",
+                case.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} golden cases differ (AGUI_BLESS=1 cargo test --test golden to re-bless, then review git diff):\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn gemini() {
+    golden("gemini");
+}
