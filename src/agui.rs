@@ -1039,7 +1039,10 @@ mod tests {
         assert_eq!(types(&em), ["RUN_STARTED", "RUN_ERROR"]);
         assert_eq!(lines(&em)[1]["message"], "the input was empty");
         em.end_of_input(true);
-        assert_eq!(types(&em), ["RUN_STARTED", "RUN_ERROR", "RUN_STARTED", "RUN_ERROR"]);
+        assert_eq!(
+            types(&em),
+            ["RUN_STARTED", "RUN_ERROR", "RUN_STARTED", "RUN_ERROR"]
+        );
         assert_eq!(lines(&em)[3]["code"], "no_events");
     }
 }
