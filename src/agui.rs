@@ -145,7 +145,65 @@ pub enum Event<'a> {
     },
 }
 
+/// The `type` of every event this program writes, in [`Event::index`] order.
+pub const EVENT_TYPES: [&str; 24] = [
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "RUN_ERROR",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "REASONING_START",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END",
+    "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE",
+    "ACTIVITY_SNAPSHOT",
+    "RAW",
+    "CUSTOM",
+    "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR",
+];
+
 impl Event<'_> {
+    /// This event's position in [`EVENT_TYPES`].
+    pub fn index(&self) -> usize {
+        match self {
+            Event::RunStarted { .. } => 0,
+            Event::RunFinished { .. } => 1,
+            Event::RunError { .. } => 2,
+            Event::StepStarted { .. } => 3,
+            Event::StepFinished { .. } => 4,
+            Event::TextMessageStart { .. } => 5,
+            Event::TextMessageContent { .. } => 6,
+            Event::TextMessageEnd { .. } => 7,
+            Event::ToolCallStart { .. } => 8,
+            Event::ToolCallArgs { .. } => 9,
+            Event::ToolCallEnd { .. } => 10,
+            Event::ToolCallResult { .. } => 11,
+            Event::ReasoningStart { .. } => 12,
+            Event::ReasoningMessageStart { .. } => 13,
+            Event::ReasoningMessageContent { .. } => 14,
+            Event::ReasoningMessageEnd { .. } => 15,
+            Event::ReasoningEnd { .. } => 16,
+            Event::ReasoningEncryptedValue { .. } => 17,
+            Event::ActivitySnapshot { .. } => 18,
+            Event::Raw { .. } => 19,
+            Event::Custom { .. } => 20,
+            Event::SubagentStarted { .. } => 21,
+            Event::SubagentFinished { .. } => 22,
+            Event::SubagentError { .. } => 23,
+        }
+    }
+
     /// Events that may carry `subagentRunId` (all but the run lifecycle).
     fn attributable(&self) -> bool {
         !matches!(
@@ -296,6 +354,14 @@ pub struct Emitter {
     /// CLI's first event does not start a run with made-up ids.
     held: Vec<u8>,
     held_events: u64,
+    /// Events written (or held) so far, by [`Event::index`].
+    counts: [u64; EVENT_TYPES.len()],
+    /// The [`Event::index`] of the held terminal event.
+    terminal_index: usize,
+    /// Bytes handed to the writer so far.
+    bytes_out: u64,
+    /// What the current line held that the translator does not know.
+    unknown: Vec<String>,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
 }
@@ -321,6 +387,10 @@ impl Emitter {
             events: 0,
             held: Vec::new(),
             held_events: 0,
+            counts: [0; EVENT_TYPES.len()],
+            terminal_index: 0,
+            bytes_out: 0,
+            unknown: Vec::new(),
             input_had_run: false,
         }
     }
@@ -334,6 +404,7 @@ impl Emitter {
     pub fn drain_to(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
         if !self.out.is_empty() {
             w.write_all(&self.out)?;
+            self.bytes_out += self.out.len() as u64;
             self.out.clear();
             if self.out.capacity() > 4 * 1024 * 1024 {
                 // A huge event (a 100 MB tool output) should not pin its memory.
@@ -346,6 +417,28 @@ impl Emitter {
     /// Number of events written.
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Events written, by type (in [`EVENT_TYPES`] order).
+    pub fn counts(&self) -> &[u64; EVENT_TYPES.len()] {
+        &self.counts
+    }
+
+    /// Bytes handed to the writer so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out
+    }
+
+    /// Note something in the current line that the translator does not know
+    /// (a record type, a block type, a field shape). The line still goes out
+    /// (as RAW where nothing else fits); `--strict` makes it an error.
+    pub fn unknown(&mut self, what: impl Into<String>) {
+        self.unknown.push(what.into());
+    }
+
+    /// What [`unknown`](Self::unknown) noted since the last call.
+    pub fn take_unknown(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.unknown)
     }
 
     /// The integer-millisecond timestamp put on the events that follow.
@@ -472,6 +565,7 @@ impl Emitter {
         self.frame(ev, &mut held, None);
         self.held = held;
         self.held_events += 1;
+        self.counts[ev.index()] += 1;
         if self.held.len() > HOLD_LIMIT {
             self.start_run(None, None);
         }
@@ -503,6 +597,7 @@ impl Emitter {
             outcome,
             usage,
         };
+        self.terminal_index = ev.index();
         self.frame(&ev, &mut buf, None);
         self.terminal = buf;
         self.state = RunState::Ending;
@@ -525,6 +620,7 @@ impl Emitter {
             code: Some(code),
             usage,
         };
+        self.terminal_index = ev.index();
         self.frame(&ev, &mut buf, metadata);
         self.terminal = buf;
         self.state = RunState::Ending;
@@ -549,6 +645,7 @@ impl Emitter {
         self.out.extend_from_slice(&self.terminal);
         self.terminal.clear();
         self.events += 1;
+        self.counts[self.terminal_index] += 1;
         self.state = RunState::Idle;
     }
 
@@ -886,6 +983,7 @@ impl Emitter {
         self.frame(ev, &mut out, metadata);
         self.out = out;
         self.events += 1;
+        self.counts[ev.index()] += 1;
     }
 
     /// Serialize one event with its framing, adding the context fields

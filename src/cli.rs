@@ -62,9 +62,37 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
 
+    /// Treat anything the translator does not know (a record type, a block
+    /// type, a field shape) as an error: reported on stderr with its line
+    /// number, exit status 1. For CI runs against a new CLI version. Without
+    /// it, such records go out as RAW events and are only counted.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// At the end, print a summary on stderr: lines and bytes read, events
+    /// written by type, unknown records, bad lines, runs, time.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "text"
+    )]
+    pub stats: Option<StatsFormat>,
+
     /// Input files, read one after another; `-` or none reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// How `--stats` prints its summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object.
+    Json,
 }
 
 #[cfg(test)]

@@ -1,22 +1,25 @@
 //! The filter loop: lines in, events out, and when to flush.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::agui::Emitter;
-use crate::cli::Args;
+use crate::agui::{Emitter, EVENT_TYPES};
+use crate::cli::{Args, StatsFormat};
 use crate::lines::Lines;
-use crate::source::{self, LineError, Translate};
+use crate::source::{self, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
 /// input is already buffered (a bulk input is written in large batches).
 const BATCH: usize = 64 * 1024;
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
     let mut em = Emitter::new(args.format, args.thread_id, args.run_id);
     // Fail on an unsupported dialect before reading anything.
     source::for_dialect(args.from)?;
@@ -27,7 +30,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.files
     };
-    let mut bad = 0;
+    let opts = Options {
+        strict: args.strict,
+    };
+    let mut stats = Stats::default();
     for path in &files {
         let mut tr = source::for_dialect(args.from)?;
         let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
@@ -36,26 +42,102 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             (path.display().to_string(), Box::new(f))
         };
-        let stats = filter(rdr, &name, args.from.name(), tr.as_mut(), &mut em, &mut out)?;
-        bad += stats.bad;
+        filter(
+            rdr,
+            &name,
+            args.from.name(),
+            tr.as_mut(),
+            &mut em,
+            &mut out,
+            opts,
+            &mut stats,
+        )?;
     }
-    Ok(if bad > 0 {
+    if let Some(format) = args.stats {
+        let report = stats.report(&em, started.elapsed().as_secs_f64(), format);
+        let _ = io::stderr().write_all(report.as_bytes());
+    }
+    Ok(if stats.bad > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
 
-/// What one input gave.
+/// How lines are judged.
 #[derive(Debug, Default, Clone, Copy)]
+pub struct Options {
+    /// Anything the translator does not know is an error, not only RAW.
+    pub strict: bool,
+}
+
+/// What the inputs gave, for `--stats` and the exit status.
+#[derive(Debug, Default, Clone)]
 pub struct Stats {
+    /// Lines read, blank ones included.
     pub lines: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Lines that could not be translated (and, with `--strict`, lines
+    /// holding something unknown).
     pub bad: u64,
+    /// Unknown record types and shapes seen, with how often.
+    pub unknown: BTreeMap<String, u64>,
+}
+
+impl Stats {
+    /// The `--stats` report for everything read so far.
+    pub fn report(&self, em: &Emitter, seconds: f64, format: StatsFormat) -> String {
+        let events: Vec<(&str, u64)> = EVENT_TYPES
+            .iter()
+            .zip(em.counts())
+            .filter(|(_, &n)| n > 0)
+            .map(|(&t, &n)| (t, n))
+            .collect();
+        let runs = em.counts()[0];
+        match format {
+            StatsFormat::Json => {
+                let value = serde_json::json!({
+                    "lines": self.lines,
+                    "bytesIn": self.bytes,
+                    "badLines": self.bad,
+                    "unknown": self.unknown,
+                    "runs": runs,
+                    "events": em.events(),
+                    "eventsByType": events.iter().copied().collect::<BTreeMap<_, _>>(),
+                    "bytesOut": em.bytes_out(),
+                    "seconds": (seconds * 1e6).round() / 1e6,
+                });
+                format!("{value}\n")
+            }
+            StatsFormat::Text => {
+                let mut s = format!(
+                    "agui-translate: {} lines ({} bytes) read in {:.3} s: {} bad, {} unknown; {} runs, {} events ({} bytes) written\n",
+                    self.lines,
+                    self.bytes,
+                    seconds,
+                    self.bad,
+                    self.unknown.values().sum::<u64>(),
+                    runs,
+                    em.events(),
+                    em.bytes_out()
+                );
+                for (t, n) in &events {
+                    s.push_str(&format!("  {t:<26} {n}\n"));
+                }
+                for (what, n) in &self.unknown {
+                    s.push_str(&format!("  unknown: {what} ({n})\n"));
+                }
+                s
+            }
+        }
+    }
 }
 
 /// Translate one input stream to `out`. An event is handed to `out` and
 /// flushed as soon as the next read could block, so a live pipe sees each
 /// event at once; otherwise output is batched.
+#[allow(clippy::too_many_arguments)]
 pub fn filter(
     rdr: impl Read,
     name: &str,
@@ -63,10 +145,12 @@ pub fn filter(
     tr: &mut dyn Translate,
     em: &mut Emitter,
     out: &mut dyn Write,
-) -> anyhow::Result<Stats> {
+    opts: Options,
+    stats: &mut Stats,
+) -> anyhow::Result<()> {
     let mut lines = Lines::new(rdr);
-    let mut stats = Stats::default();
     let mut saw_input = false;
+    let mut lineno = 0;
     loop {
         let Some((line, terminated)) = lines
             .next_with_end()
@@ -74,20 +158,35 @@ pub fn filter(
         else {
             break;
         };
+        lineno += 1;
         stats.lines += 1;
+        stats.bytes += line.len() as u64 + u64::from(terminated);
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         saw_input = true;
         if let Err(err) = tr.line(line, em) {
             stats.bad += 1;
-            let cut = if !terminated {
-                " (the input ends inside this line: it was cut short)"
-            } else {
+            let cut = if terminated {
                 ""
+            } else {
+                " (the input ends inside this line: it was cut short)"
             };
-            report(name, stats.lines, &err, line, cut);
-            source::passthrough(em, source, stats.lines, line);
+            report(name, lineno, &err.to_string(), line, cut);
+            source::passthrough(em, source, lineno, line);
+        }
+        for what in em.take_unknown() {
+            if opts.strict {
+                stats.bad += 1;
+                report(
+                    name,
+                    lineno,
+                    &format!("unknown {what} (--strict)"),
+                    line,
+                    "",
+                );
+            }
+            *stats.unknown.entry(what).or_default() += 1;
         }
         let more = lines.has_buffered_line();
         if !more || em.output().len() >= BATCH {
@@ -101,10 +200,10 @@ pub fn filter(
     em.end_of_input(saw_input);
     em.drain_to(out).context("writing stdout")?;
     out.flush().context("writing stdout")?;
-    Ok(stats)
+    Ok(())
 }
 
-fn report(name: &str, lineno: u64, err: &LineError, line: &[u8], cut: &str) {
+fn report(name: &str, lineno: u64, err: &str, line: &[u8], cut: &str) {
     let _ = writeln!(
         io::stderr(),
         "agui-translate: {name}:{lineno}: {err}{cut}: {}",

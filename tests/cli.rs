@@ -231,3 +231,86 @@ fn live_pipe_gets_each_event_at_once() {
     assert!(rest[1].contains("input_ended"));
     child.wait().unwrap();
 }
+
+#[test]
+fn strict_mode_fails_on_unknown_records() {
+    let input = "{\"type\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"brand_new\",\"x\":1}\n{\"type\":\"result\",\"status\":\"success\"}\n";
+    cmd()
+        .args(["--from", "gemini"])
+        .write_stdin(input)
+        .assert()
+        .success()
+        .stderr("")
+        .stdout(predicate::str::contains(
+            r#"{"type":"RAW","event":{"type":"brand_new","x":1},"source":"gemini"}"#,
+        ));
+    cmd()
+        .args(["--from", "gemini", "--strict"])
+        .write_stdin(input)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "<stdin>:2: unknown record type \"brand_new\" (--strict)",
+        ));
+}
+
+#[test]
+fn strict_mode_passes_every_recording() {
+    for entry in std::fs::read_dir(testdata("gemini/0.61.0")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            cmd()
+                .args(["--from", "gemini", "--strict"])
+                .arg(&path)
+                .assert()
+                .success()
+                .stderr("");
+        }
+    }
+}
+
+/// `--stats=json` agrees with counts taken from the output itself.
+#[test]
+fn stats_match_the_output() {
+    let path = testdata("gemini/cases/bad_lines.jsonl");
+    let input = std::fs::read(&path).unwrap();
+    let out = cmd()
+        .args(["--from", "gemini", "--stats=json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let stats: serde_json::Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
+    let mut by_type = std::collections::BTreeMap::<String, u64>::new();
+    for line in out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = serde_json::from_slice(line).unwrap();
+        *by_type
+            .entry(v["type"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let total: u64 = by_type.values().sum();
+    assert_eq!(stats["events"], total);
+    assert_eq!(
+        stats["eventsByType"],
+        serde_json::to_value(&by_type).unwrap()
+    );
+    assert_eq!(stats["bytesOut"], out.stdout.len() as u64);
+    assert_eq!(stats["bytesIn"], input.len() as u64);
+    assert_eq!(
+        stats["lines"],
+        input
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count() as u64
+    );
+    assert_eq!(
+        stats["badLines"],
+        stderr
+            .lines()
+            .filter(|l| l.contains(": not a JSON line") || l.contains(": unexpected record"))
+            .count() as u64
+    );
+    assert_eq!(stats["runs"], by_type["RUN_STARTED"]);
+    assert_eq!(stats["unknown"]["record type \"future_event\""], 1);
+}

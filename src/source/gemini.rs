@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Role, Usage};
+use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "gemini";
@@ -134,7 +134,10 @@ impl Gemini {
             "tool_result" => self.tool_result(&rec, em)?,
             "error" => self.error(&rec, line, em),
             "result" => self.result(&rec, line, em),
-            _ => raw(em, line),
+            other => {
+                em.unknown(format!("record type {other:?}"));
+                raw(em, line);
+            }
         }
         Ok(())
     }
@@ -191,7 +194,10 @@ impl Gemini {
                 let id = self.next_id(em, "user").to_owned();
                 em.text_message(&id, Role::User, &text);
             }
-            _ => raw(em, line),
+            role => {
+                em.unknown(format!("message role {:?}", role.unwrap_or("")));
+                raw(em, line);
+            }
         }
     }
 
@@ -286,7 +292,12 @@ impl Gemini {
             (None, Some(b)) => b,
             (None, None) => "the CLI reported an error",
         };
-        let code = error_code(err.as_ref().and_then(|e| e.kind.as_deref()), msg);
+        let kind = err.as_ref().and_then(|e| e.kind.as_deref());
+        if is_cancellation(kind) && event_msg.is_none() {
+            em.finish_run(result, Some(Outcome::Cancelled), &usage);
+            return;
+        }
+        let code = error_code(kind, msg);
         let meta = result.map(|r| object(&[("result", Some(r.get()))]));
         em.fail_run(msg, code, &usage, meta.as_deref());
     }
@@ -327,18 +338,30 @@ fn error_info(v: &RawValue) -> Option<ErrorInfo<'_>> {
     }
 }
 
-/// The outcome-table code for a Gemini error.
+/// The outcome-table code for a Gemini error (`kind` is `error.type`).
 fn error_code(kind: Option<&str>, message: &str) -> &'static str {
     let kind = kind.unwrap_or("");
-    if kind.contains("TurnLimit") || message.contains("max session turns") {
+    let lower = message.to_ascii_lowercase();
+    if kind.contains("TurnLimit") || lower.contains("session turns") {
         code::MAX_TURNS
-    } else if kind.contains("Authentication") || kind.contains("Auth") {
+    } else if kind.contains("Auth") || lower.starts_with("authentication") {
         code::AUTH_ERROR
-    } else if message.contains("API Error") || kind.contains("Api") || kind.contains("Quota") {
+    } else if message.contains("API Error")
+        || kind.contains("Api")
+        || kind.contains("Quota")
+        || lower.contains("invalid stream")
+        || lower.contains("the model returned")
+    {
         code::API_ERROR
     } else {
         code::CLI_ERROR
     }
+}
+
+/// Whether a failed result is a cancellation (Ctrl-C, a signal), which
+/// AG-UI ends as a cancelled run rather than an error.
+fn is_cancellation(kind: Option<&str>) -> bool {
+    kind.is_some_and(|k| k.contains("Cancel"))
 }
 
 fn raw(em: &mut Emitter, line: &[u8]) {

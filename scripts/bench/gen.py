@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Build a large benchmark input for one dialect from the real recordings.
+
+The recordings of a dialect are concatenated over and over until the output
+reaches SIZE; in copy N every id-like value (session, thread, tool call,
+message, item ids) gets the suffix `-cN`, so each copy is a distinct run, as
+in a day of CI logs.
+
+    gen.py DIALECT SIZE OUT      e.g. gen.py gemini 256M /tmp/gemini-256M.jsonl
+
+DIALECT: gemini, codex, codex-legacy, claude, claude-partial.
+"""
+import glob
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTDATA = os.path.join(HERE, "..", "..", "testdata")
+
+SOURCES = {
+    "gemini": ("gemini/0.61.0/*.jsonl", None),
+    "codex": ("codex/0.169.0/*.jsonl", None),
+    "codex-legacy": ("codex/0.42.0-legacy/*.jsonl", None),
+    "claude": ("claude/2.1.328/*.jsonl", lambda p: "partial" not in p),
+    "claude-partial": ("claude/2.1.328/*.jsonl", lambda p: "partial" in p),
+}
+
+ID_KEYS = (
+    "session_id|thread_id|tool_id|tool_use_id|parent_tool_use_id|call_id|id|uuid|message_id"
+)
+ID_RE = re.compile(rb'"(' + ID_KEYS.encode() + rb')":"([^"\\]+)"')
+
+
+def size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    if text[-1].upper() in units:
+        return int(float(text[:-1]) * units[text[-1].upper()])
+    return int(text)
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in SOURCES:
+        sys.exit(__doc__)
+    dialect, target, out = sys.argv[1], size(sys.argv[2]), sys.argv[3]
+    pattern, keep = SOURCES[dialect]
+    paths = sorted(p for p in glob.glob(os.path.join(TESTDATA, pattern)) if keep is None or keep(p))
+    if not paths:
+        sys.exit(f"no recordings for {dialect} under {TESTDATA}")
+    sessions = []
+    for p in paths:
+        with open(p, "rb") as f:
+            data = f.read()
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        sessions.append(data)
+    written = 0
+    copy = 0
+    with open(out, "wb") as f:
+        while written < target:
+            copy += 1
+            suffix = b"-c%d" % copy
+            for data in sessions:
+                chunk = ID_RE.sub(lambda m: b'"%s":"%s%s"' % (m.group(1), m.group(2), suffix), data)
+                f.write(chunk)
+                written += len(chunk)
+    print(f"{out}: {written} bytes, {copy} copies of {len(paths)} recordings", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
