@@ -30,11 +30,11 @@ _agui__translate() {
             fi
             case "${prev}" in
                 --from)
-                    COMPREPLY=($(compgen -W "gemini codex claude" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude" -- "${cur}"))
                     return 0
                     ;;
                 -f)
-                    COMPREPLY=($(compgen -W "gemini codex claude" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude" -- "${cur}"))
                     return 0
                     ;;
                 --format)

@@ -1,5 +1,6 @@
-complete -c agui-translate -s f -l from -d 'The CLI that wrote the input stream' -r -f -a "gemini\t'Gemini CLI: `gemini -p … --output-format stream-json`'
-codex\t'OpenAI Codex CLI: `codex exec --json …`'
+complete -c agui-translate -s f -l from -d 'The CLI that wrote the input stream; `auto` tells it from the first records that only one CLI writes' -r -f -a "auto\t'Tell the CLI from the stream itself'
+gemini\t'Gemini CLI: `gemini -p … --output-format stream-json`'
+codex\t'OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)'
 claude\t'Claude Code: `claude -p … --output-format stream-json --verbose`'"
 complete -c agui-translate -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
 sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::agui::Format;
-use crate::source::Dialect;
+use crate::source::FromCli;
 
 const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events";
 
@@ -26,6 +26,7 @@ and in large batches when it is a file.";
 
 const AFTER_HELP: &str = "\
 Examples:
+  gemini -p 'Fix the tests' --output-format stream-json | agui-translate
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
   agui-translate --from gemini session.jsonl > events.ndjson
   agui-translate --from gemini --format sse < session.jsonl
@@ -45,9 +46,10 @@ Exit status:
     max_term_width = 100
 )]
 pub struct Args {
-    /// The CLI that wrote the input stream.
-    #[arg(long, short = 'f', value_enum, value_name = "CLI")]
-    pub from: Dialect,
+    /// The CLI that wrote the input stream; `auto` tells it from the first
+    /// records that only one CLI writes.
+    #[arg(long, short = 'f', value_enum, value_name = "CLI", default_value_t = FromCli::Auto)]
+    pub from: FromCli,
 
     /// How events are framed on standard output.
     #[arg(long, value_enum, default_value_t = Format::Ndjson, value_name = "FORMAT")]

@@ -22,7 +22,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let mut em = Emitter::new(args.format, args.thread_id, args.run_id);
     // Fail on an unsupported dialect before reading anything.
-    source::for_dialect(args.from)?;
+    source::for_input(args.from)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let files = if args.files.is_empty() {
@@ -35,23 +35,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut stats = Stats::default();
     for path in &files {
-        let mut tr = source::for_dialect(args.from)?;
+        let mut tr = source::for_input(args.from)?;
         let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
             ("<stdin>".into(), Box::new(io::stdin().lock()))
         } else {
             let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             (path.display().to_string(), Box::new(f))
         };
-        filter(
-            rdr,
-            &name,
-            args.from.name(),
-            tr.as_mut(),
-            &mut em,
-            &mut out,
-            opts,
-            &mut stats,
-        )?;
+        filter(rdr, &name, tr.as_mut(), &mut em, &mut out, opts, &mut stats)?;
     }
     if let Some(format) = args.stats {
         let report = stats.report(&em, started.elapsed().as_secs_f64(), format);
@@ -141,7 +132,6 @@ impl Stats {
 pub fn filter(
     rdr: impl Read,
     name: &str,
-    source: &str,
     tr: &mut dyn Translate,
     em: &mut Emitter,
     out: &mut dyn Write,
@@ -173,7 +163,7 @@ pub fn filter(
                 " (the input ends inside this line: it was cut short)"
             };
             report(name, lineno, &err.to_string(), line, cut);
-            source::passthrough(em, source, lineno, line);
+            source::passthrough(em, tr.source(), lineno, line);
         }
         for what in em.take_unknown() {
             if opts.strict {
@@ -197,6 +187,13 @@ pub fn filter(
         }
     }
     tr.finish(em);
+    if saw_input && tr.source() == source::UNDETECTED {
+        stats.bad += 1;
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI or Claude Code was seen); name it with --from"
+        );
+    }
     em.end_of_input(saw_input);
     em.drain_to(out).context("writing stdout")?;
     out.flush().context("writing stdout")?;

@@ -34,12 +34,64 @@ fn help_teaches_usage_and_exit_codes() {
 }
 
 #[test]
-fn missing_from_is_a_usage_error() {
+fn unknown_dialect_is_a_usage_error() {
     cmd()
+        .args(["--from", "cursor"])
         .write_stdin("")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--from"));
+        .stderr(predicate::str::contains(
+            "invalid value 'cursor' for '--from <CLI>'",
+        ));
+}
+
+#[test]
+fn the_dialect_is_detected_from_the_stream() {
+    let path = testdata("gemini/0.61.0/b_shell.jsonl");
+    let forced = cmd()
+        .args(["--from", "gemini"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    cmd()
+        .arg(&path)
+        .assert()
+        .success()
+        .stderr("")
+        .stdout(forced.stdout.clone());
+    cmd()
+        .args(["--from", "auto"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(forced.stdout);
+}
+
+#[test]
+fn detection_ignores_noise_before_the_first_record() {
+    let input = "Loaded cached credentials.\n{\"type\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"result\",\"status\":\"success\"}\n";
+    cmd()
+        .write_stdin(input)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("<stdin>:1: not a JSON line"))
+        .stdout(predicate::str::starts_with(
+            r#"{"type":"RUN_STARTED","threadId":"s","runId":"run-1"}"#,
+        ))
+        .stdout(predicate::str::contains(r#""source":"unknown""#))
+        .stdout(predicate::str::contains("RUN_FINISHED"));
+}
+
+#[test]
+fn undetectable_input_is_reported() {
+    cmd()
+        .write_stdin("{\"hello\":\"world\"}\n")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "<stdin>: could not tell which CLI wrote this input",
+        ))
+        .stdout(predicate::str::contains(r#""code":"no_events""#));
 }
 
 #[test]

@@ -116,6 +116,10 @@ impl Translate for Gemini {
         result
     }
 
+    fn source(&self) -> &'static str {
+        SOURCE
+    }
+
     fn finish(&mut self, em: &mut Emitter) {
         if let Some(msg) = self.error.take() {
             let code = error_code(None, &msg);

@@ -10,10 +10,37 @@ use serde_json::value::RawValue;
 use crate::agui::{self, Emitter};
 use crate::json;
 
+pub mod detect;
 pub mod gemini;
 
-/// The CLI dialects `--from` accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// What `--from` accepts: a dialect, or `auto` to tell it from the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FromCli {
+    /// Tell the CLI from the stream itself.
+    #[default]
+    Auto,
+    /// Gemini CLI: `gemini -p … --output-format stream-json`
+    Gemini,
+    /// OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)
+    Codex,
+    /// Claude Code: `claude -p … --output-format stream-json --verbose`
+    Claude,
+}
+
+impl FromCli {
+    /// The forced dialect, or `None` for `auto`.
+    pub fn dialect(self) -> Option<Dialect> {
+        match self {
+            FromCli::Auto => None,
+            FromCli::Gemini => Some(Dialect::Gemini),
+            FromCli::Codex => Some(Dialect::Codex),
+            FromCli::Claude => Some(Dialect::Claude),
+        }
+    }
+}
+
+/// The CLI dialects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// Gemini CLI: `gemini -p … --output-format stream-json`
     Gemini,
@@ -41,6 +68,21 @@ pub trait Translate {
     /// The input has ended: settle what the input left open. The emitter
     /// closes the rest.
     fn finish(&mut self, em: &mut Emitter);
+
+    /// The dialect's name, for the `source` of RAW events.
+    fn source(&self) -> &'static str;
+}
+
+/// The `source` of RAW events before `--from auto` has told the dialect.
+pub const UNDETECTED: &str = "unknown";
+
+/// A fresh translator for one input stream: the forced dialect's, or one
+/// that detects it.
+pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
+    match from.dialect() {
+        Some(d) => for_dialect(d),
+        None => Ok(Box::new(detect::Detect::default())),
+    }
 }
 
 /// A fresh translator for one input stream.
