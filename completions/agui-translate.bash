@@ -23,7 +23,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -h -V --from --format --thread-id --run-id --strict --stats --help --version"
+            opts="-f -h -V --from --format --thread-id --run-id --tool-names --strict --stats --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -47,6 +47,10 @@ _agui__translate() {
                     ;;
                 --run-id)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-names)
+                    COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
                     return 0
                     ;;
                 --stats)

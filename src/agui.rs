@@ -275,6 +275,17 @@ pub struct Usage {
     pub cache_write_input_tokens: Option<u64>,
 }
 
+/// Which tool names TOOL_CALL_START carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ToolNames {
+    /// Each CLI's own names (`Bash`, `run_shell_command`, `command_execution`).
+    #[default]
+    Native,
+    /// One vocabulary for all CLIs (`shell`, `file_read`, `mcp`, …); the
+    /// native name goes into `metadata.nativeName`.
+    Canonical,
+}
+
 /// How events are framed on the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
@@ -362,6 +373,7 @@ pub struct Emitter {
     bytes_out: u64,
     /// What the current line held that the translator does not know.
     unknown: Vec<String>,
+    tool_names: ToolNames,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
 }
@@ -391,6 +403,7 @@ impl Emitter {
             terminal_index: 0,
             bytes_out: 0,
             unknown: Vec::new(),
+            tool_names: ToolNames::Native,
             input_had_run: false,
         }
     }
@@ -439,6 +452,11 @@ impl Emitter {
     /// What [`unknown`](Self::unknown) noted since the last call.
     pub fn take_unknown(&mut self) -> Vec<String> {
         std::mem::take(&mut self.unknown)
+    }
+
+    /// Which tool names TOOL_CALL_START carries.
+    pub fn set_tool_names(&mut self, names: ToolNames) {
+        self.tool_names = names;
     }
 
     /// The integer-millisecond timestamp put on the events that follow.
@@ -785,13 +803,38 @@ impl Emitter {
         if self.is_open_kind(Kind::Tool, id) {
             return;
         }
+        let canon;
+        let mut merged = None;
+        let name = match self.tool_names {
+            ToolNames::Native => name,
+            ToolNames::Canonical => {
+                canon = crate::tools::canonical(name);
+                let mut meta = format!("{{\"nativeName\":{}", string_json(name));
+                if let Some((server, tool)) = canon.mcp {
+                    meta.push_str(&format!(
+                        ",\"mcpServer\":{},\"mcpTool\":{}",
+                        string_json(server),
+                        string_json(tool)
+                    ));
+                }
+                match metadata.map(|m| m.get().trim()) {
+                    Some(rest) if rest.len() > 2 => {
+                        meta.push(',');
+                        meta.push_str(&rest[1..]);
+                    }
+                    _ => meta.push('}'),
+                }
+                merged = Some(RawValue::from_string(meta).expect("built as a JSON object"));
+                canon.name
+            }
+        };
         self.write_with(
             &Event::ToolCallStart {
                 tool_call_id: id,
                 tool_call_name: name,
                 parent_message_id,
             },
-            metadata,
+            merged.as_deref().or(metadata),
         );
         self.open_item(Kind::Tool, id);
     }

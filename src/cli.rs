@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::agui::Format;
+use crate::agui::{Format, ToolNames};
 use crate::source::FromCli;
 
 const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events";
@@ -63,6 +63,12 @@ pub struct Args {
     /// output get `ID-2`, `ID-3`, ...).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+
+    /// Tool names on TOOL_CALL_START: each CLI's own, or one vocabulary for
+    /// all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native
+    /// name goes into `metadata.nativeName`).
+    #[arg(long, value_enum, default_value_t = ToolNames::Native, value_name = "NAMES")]
+    pub tool_names: ToolNames,
 
     /// Treat anything the translator does not know (a record type, a block
     /// type, a field shape) as an error: reported on stderr with its line

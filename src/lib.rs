@@ -11,3 +11,4 @@ pub mod json;
 pub mod lines;
 pub mod run;
 pub mod source;
+pub mod tools;

@@ -21,6 +21,7 @@ const BATCH: usize = 64 * 1024;
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let mut em = Emitter::new(args.format, args.thread_id, args.run_id);
+    em.set_tool_names(args.tool_names);
     // Fail on an unsupported dialect before reading anything.
     source::for_input(args.from)?;
     let stdout = io::stdout();

@@ -366,3 +366,55 @@ fn stats_match_the_output() {
     assert_eq!(stats["runs"], by_type["RUN_STARTED"]);
     assert_eq!(stats["unknown"]["record type \"future_event\""], 1);
 }
+
+fn all_recordings() -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![testdata("")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl")
+                && !path.components().any(|c| c.as_os_str() == "cases")
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Every tool in every real recording has a canonical name, and the native
+/// name is kept.
+#[test]
+fn every_recorded_tool_has_a_canonical_name() {
+    let known: Vec<&str> = agui_translate::tools::TABLE
+        .iter()
+        .map(|(c, _)| *c)
+        .chain(["mcp"])
+        .collect();
+    let mut seen = 0;
+    for path in all_recordings() {
+        let out = cmd()
+            .args(["--tool-names", "canonical"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v["type"] == "TOOL_CALL_START" {
+                seen += 1;
+                let name = v["toolCallName"].as_str().unwrap();
+                assert!(
+                    known.contains(&name),
+                    "{}: {name} is not canonical",
+                    path.display()
+                );
+                assert!(v["metadata"]["nativeName"].is_string(), "{line}");
+            }
+        }
+    }
+    assert!(seen > 10, "only {seen} tool calls found");
+}
