@@ -61,7 +61,7 @@ pub enum Event<'a> {
     },
     TextMessageContent {
         message_id: &'a str,
-        delta: &'a str,
+        delta: Text<'a>,
     },
     TextMessageEnd {
         message_id: &'a str,
@@ -242,13 +242,32 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// `TOOL_CALL_RESULT.content`: a string, or an array of content parts
-/// (already in AG-UI's shape).
+/// `TOOL_CALL_RESULT.content`: a string, or JSON copied verbatim (an array of
+/// content parts already in AG-UI's shape, or a string literal from the
+/// input, see [`crate::json::literal`]).
 #[derive(Serialize, Clone, Copy)]
 #[serde(untagged)]
 pub enum Content<'a> {
     Text(&'a str),
     Parts(Json<'a>),
+}
+
+/// A string for the output: decoded text, or a JSON string literal from the
+/// input copied as it is (no decoding and re-escaping of large texts).
+#[derive(Serialize, Clone, Copy)]
+#[serde(untagged)]
+pub enum Text<'a> {
+    Str(&'a str),
+    Literal(Json<'a>),
+}
+
+impl Text<'_> {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Text::Str(s) => s.is_empty(),
+            Text::Literal(j) => j.get() == "\"\"",
+        }
+    }
 }
 
 /// AG-UI `TokenUsage`. `inputTokens` and `outputTokens` are totals;
@@ -755,6 +774,12 @@ impl Emitter {
 
     /// Text for message `id`, opened as an assistant message if it is not open.
     pub fn text_content(&mut self, id: &str, delta: &str) {
+        self.text_content_text(id, Text::Str(delta));
+    }
+
+    /// Like [`text_content`](Self::text_content) for text that may be a JSON
+    /// string literal from the input.
+    pub fn text_content_text(&mut self, id: &str, delta: Text) {
         if !self.is_open_kind(Kind::Text, id) {
             self.text_start(id, Role::Assistant);
         }

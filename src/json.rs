@@ -121,6 +121,27 @@ pub fn str_of(v: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
+/// `v` itself if it is a JSON string literal that can be copied to the output
+/// as it is: the input's escapes are valid JSON, so only lone surrogate
+/// escapes (which need repair) rule it out. Copying skips decoding and
+/// re-escaping, which is most of the work for large tool outputs.
+pub fn literal(v: &RawValue) -> Option<&RawValue> {
+    let b = v.get().as_bytes();
+    if b.first() != Some(&b'"') {
+        return None;
+    }
+    for i in memchr::memmem::find_iter(b, b"\\u") {
+        // `\\u` is an escaped backslash followed by `u`; a lone surrogate
+        // check that also trips on it only costs a decode.
+        if matches!(b.get(i + 2), Some(b'd' | b'D'))
+            && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+        {
+            return None;
+        }
+    }
+    Some(v)
+}
+
 /// A non-negative integer from a JSON value, if it is one.
 pub fn u64_of(v: Option<&RawValue>) -> Option<u64> {
     v.and_then(|v| v.get().parse::<u64>().ok())

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Usage};
+use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "gemini";
@@ -170,10 +170,19 @@ impl Gemini {
     }
 
     fn message(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
-        let text = rec.content.map(text_of).unwrap_or_default();
         match rec.role.as_deref() {
             Some("assistant") => {
                 if rec.delta == Some(true) {
+                    // The hot path: copy the delta's JSON string as it is.
+                    let literal = rec.content.and_then(json::literal);
+                    let decoded = match literal {
+                        Some(_) => None,
+                        None => Some(rec.content.map(text_of).unwrap_or_default()),
+                    };
+                    let text = match (literal, &decoded) {
+                        (Some(l), _) => Text::Literal(l),
+                        (None, d) => Text::Str(d.as_deref().unwrap_or("")),
+                    };
                     let open = self.text.as_deref().is_some_and(|id| em.is_open(id));
                     if !open {
                         let id = self.next_id(em, "msg").to_owned();
@@ -183,10 +192,11 @@ impl Gemini {
                     }
                     let id = self.text.as_deref().expect("opened above");
                     if !text.is_empty() {
-                        em.text_content(id, &text);
+                        em.text_content_text(id, text);
                     }
                 } else {
                     // A complete message: it stands on its own.
+                    let text = rec.content.map(text_of).unwrap_or_default();
                     self.close_text(em);
                     let id = self.next_id(em, "msg").to_owned();
                     em.text_message(&id, Role::Assistant, &text);
@@ -194,6 +204,7 @@ impl Gemini {
                 }
             }
             Some("user") => {
+                let text = rec.content.map(text_of).unwrap_or_default();
                 self.close_text(em);
                 let id = self.next_id(em, "user").to_owned();
                 em.text_message(&id, Role::User, &text);
@@ -242,18 +253,26 @@ impl Gemini {
             // A result for a call never announced: announce it, keeping the result.
             em.tool_start(id, "unknown", None);
         }
-        let output = rec.output.map(text_of);
         let failed = rec.status.as_deref() == Some("error") || rec.error.is_some();
         if !failed {
             let status = rec.status.as_deref().filter(|s| *s != "success");
             let meta = status.map(|s| object(&[("status", Some(&string_json(s)))]));
-            em.tool_result(
-                id,
-                Content::Text(output.as_deref().unwrap_or("")),
-                meta.as_deref(),
-            );
+            // Large outputs are copied as the JSON strings they already are.
+            let decoded;
+            let content = match rec.output {
+                None => Content::Text(""),
+                Some(out) => match json::literal(out) {
+                    Some(lit) => Content::Parts(lit),
+                    None => {
+                        decoded = text_of(out);
+                        Content::Text(&decoded)
+                    }
+                },
+            };
+            em.tool_result(id, content, meta.as_deref());
             return Ok(());
         }
+        let output = rec.output.map(text_of);
         let err = rec.error.and_then(error_info);
         let err_msg = err.as_ref().and_then(|e| e.message.as_deref());
         let content = output.as_deref().or(err_msg).unwrap_or("");
