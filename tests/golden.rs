@@ -91,3 +91,8 @@ fn golden(cli: &str) {
 fn gemini() {
     golden("gemini");
 }
+
+#[test]
+fn codex() {
+    golden("codex");
+}

@@ -280,6 +280,7 @@ impl Gemini {
         let meta = object(&[
             ("status", Some(&status)),
             ("error", rec.error.map(RawValue::get)),
+            ("isError", Some("true")),
         ]);
         em.tool_result(id, Content::Text(content), Some(&meta));
         Ok(())

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use crate::agui::{self, Emitter};
 use crate::json;
 
+pub mod codex;
 pub mod detect;
 pub mod gemini;
 
@@ -89,8 +90,9 @@ pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
 pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
     match d {
         Dialect::Gemini => Ok(Box::new(gemini::Gemini::default())),
-        Dialect::Codex | Dialect::Claude => anyhow::bail!(
-            "--from {} is not supported yet: this version translates --from gemini",
+        Dialect::Codex => Ok(Box::new(codex::Codex::default())),
+        Dialect::Claude => anyhow::bail!(
+            "--from {} is not supported yet: this version translates --from gemini and --from codex",
             d.name()
         ),
     }

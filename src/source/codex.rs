@@ -1,0 +1,1256 @@
+//! Codex CLI: `codex exec --json PROMPT`, in both formats Codex has shipped.
+//! The format is told per line by its shape, so a stream may hold either.
+//!
+//! Current format (0.44 and later), one event per line:
+//! ```text
+//! {"type":"thread.started","thread_id":"01a202ca-6a79-7e40-9707-33237cd13af4"}
+//! {"type":"turn.started"}
+//! {"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'ls'","aggregated_output":"","exit_code":null,"status":"in_progress"}}
+//! {"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"…","aggregated_output":"README.md\n","exit_code":0,"status":"completed"}}
+//! {"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Done."}}
+//! {"type":"turn.completed","usage":{"input_tokens":2400,"cached_input_tokens":2048,"cache_write_input_tokens":0,"output_tokens":90,"reasoning_output_tokens":24}}
+//! ```
+//! Legacy format (0.42 and earlier): two preamble lines (a config summary and
+//! `{"prompt":…}`), then `{"id":"0","msg":{"type":…}}` events; see
+//! [`Codex::legacy`]. Legacy streams have no closing event: the end of input
+//! closes the run.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{line_json, parse_record, LineError, Translate};
+use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Usage};
+use crate::json::{self, text_of};
+
+const SOURCE: &str = "codex";
+
+/// One line, of either format: every top-level field either has.
+#[derive(Deserialize)]
+struct Record<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    thread_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    item: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    // Legacy events and preamble.
+    #[serde(borrow)]
+    msg: Option<&'a RawValue>,
+    #[serde(borrow)]
+    prompt: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+}
+
+/// A current-format item. Parsed by hand because `web_search` items repeat
+/// the key `id` (the derived parser rejects duplicate keys): the first wins.
+#[derive(Default)]
+struct Item<'a> {
+    id: Option<Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    text: Option<&'a RawValue>,
+    command: Option<&'a RawValue>,
+    aggregated_output: Option<&'a RawValue>,
+    exit_code: Option<&'a RawValue>,
+    status: Option<Cow<'a, str>>,
+    changes: Option<&'a RawValue>,
+    server: Option<Cow<'a, str>>,
+    tool: Option<Cow<'a, str>>,
+    arguments: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+    query: Option<&'a RawValue>,
+    action: Option<&'a RawValue>,
+    items: Option<&'a RawValue>,
+    message: Option<&'a RawValue>,
+    prompt: Option<&'a RawValue>,
+    sender_thread_id: Option<&'a RawValue>,
+    receiver_thread_ids: Option<&'a RawValue>,
+    agents_states: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Item<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an item object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Item<'a>, M::Error> {
+                let mut it = Item::default();
+                while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+                    macro_rules! set {
+                        ($field:ident) => {{
+                            let v = m.next_value()?;
+                            if it.$field.is_none() {
+                                it.$field = v;
+                            }
+                        }};
+                    }
+                    match &*key {
+                        "id" => set!(id),
+                        "type" => set!(kind),
+                        "text" => set!(text),
+                        "command" => set!(command),
+                        "aggregated_output" => set!(aggregated_output),
+                        "exit_code" => set!(exit_code),
+                        "status" => set!(status),
+                        "changes" => set!(changes),
+                        "server" => set!(server),
+                        "tool" => set!(tool),
+                        "arguments" => set!(arguments),
+                        "result" => set!(result),
+                        "error" => set!(error),
+                        "query" => set!(query),
+                        "action" => set!(action),
+                        "items" => set!(items),
+                        "message" => set!(message),
+                        "prompt" => set!(prompt),
+                        "sender_thread_id" => set!(sender_thread_id),
+                        "receiver_thread_ids" => set!(receiver_thread_ids),
+                        "agents_states" => set!(agents_states),
+                        _ => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(it)
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A legacy event's `msg`: every field any event type has.
+#[derive(Deserialize, Default)]
+struct Msg<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    command: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cwd: Option<&'a RawValue>,
+    #[serde(borrow)]
+    parsed_cmd: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stream: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    chunk: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stdout: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stderr: Option<&'a RawValue>,
+    #[serde(borrow)]
+    aggregated_output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    exit_code: Option<&'a RawValue>,
+    #[serde(borrow)]
+    duration: Option<&'a RawValue>,
+    #[serde(borrow)]
+    changes: Option<&'a RawValue>,
+    #[serde(borrow)]
+    auto_approved: Option<&'a RawValue>,
+    success: Option<bool>,
+    #[serde(borrow)]
+    invocation: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    query: Option<&'a RawValue>,
+    #[serde(borrow)]
+    plan: Option<&'a RawValue>,
+    #[serde(borrow)]
+    explanation: Option<&'a RawValue>,
+    #[serde(borrow)]
+    info: Option<&'a RawValue>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Invocation<'a> {
+    #[serde(borrow)]
+    server: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct TokenUsage {
+    input_tokens: Option<u64>,
+    cached_input_tokens: Option<u64>,
+    cache_write_input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    reasoning_output_tokens: Option<u64>,
+    total_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct TokenInfo {
+    total_token_usage: Option<TokenUsage>,
+}
+
+/// A streaming UTF-8 decoder for one command's output: a character split
+/// between two chunks is kept until its last byte arrives.
+#[derive(Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    /// Decode `bytes` after what is pending; invalid bytes in the middle
+    /// become U+FFFD, an incomplete character at the end waits.
+    fn push(&mut self, bytes: &[u8], out: &mut String) {
+        self.pending.extend_from_slice(bytes);
+        let mut rest: &[u8] = &self.pending;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    out.push_str(s);
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    out.push_str(std::str::from_utf8(good).expect("checked"));
+                    match e.error_len() {
+                        Some(n) => {
+                            out.push('\u{fffd}');
+                            rest = &bad[n..];
+                        }
+                        None => {
+                            rest = bad;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let keep = rest.len();
+        let len = self.pending.len();
+        self.pending.copy_within(len - keep.., 0);
+        self.pending.truncate(keep);
+    }
+
+    /// The end of the output: an incomplete character is invalid after all.
+    fn finish(&mut self, out: &mut String) {
+        if !self.pending.is_empty() {
+            out.push_str(&String::from_utf8_lossy(&self.pending));
+            self.pending.clear();
+        }
+    }
+}
+
+/// A tool call in flight (legacy format), by `call_id`.
+struct Call {
+    id: String,
+    /// One decoder per output stream (stdout, stderr).
+    decoders: [Utf8Stream; 2],
+    running_command: bool,
+}
+
+#[derive(Default)]
+pub struct Codex {
+    /// The model named by the legacy preamble, for usage.
+    model: Option<String>,
+    /// The legacy `{"prompt":…}`, sent as the user's message once the run has
+    /// started (a `session_configured` event may still name the session).
+    prompt: Option<String>,
+    /// The last legacy `token_count` totals.
+    totals: Option<TokenUsage>,
+    /// The message of an `error` event that is so far the last word.
+    last_error: Option<String>,
+    /// Legacy tool calls in flight.
+    calls: Vec<Call>,
+    /// Legacy `web_search_begin` call ids waiting for their query.
+    searches: Vec<String>,
+    /// Legacy streamed text and reasoning (`agent_message_delta`, …).
+    text: Option<String>,
+    reasoning: Option<String>,
+    /// Current-format items whose text is streaming (`item.plan.delta`).
+    streamed: Vec<String>,
+    /// Derived message ids in this run.
+    n: u64,
+    /// Whether this stream used the legacy format, and whether any legacy
+    /// event (beyond the preamble) arrived.
+    legacy: bool,
+    legacy_events: bool,
+    /// Legacy call ids that have ended (the most recent ones), so that a
+    /// repeated begin does not open a second tool call.
+    ended: std::collections::VecDeque<String>,
+    scratch: Option<Vec<u8>>,
+    buf: String,
+}
+
+impl Translate for Codex {
+    fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
+        let mut scratch = self.scratch.take();
+        let result = match parse_record::<Record>(line, &mut scratch) {
+            Ok((rec, line)) => self.record(rec, line, em),
+            Err(e) => Err(e),
+        };
+        self.scratch = scratch;
+        result
+    }
+
+    fn finish(&mut self, em: &mut Emitter) {
+        self.flush_prompt(em);
+        if !em.in_run() {
+            return;
+        }
+        // Legacy searches still waiting for their query were running.
+        for id in std::mem::take(&mut self.searches) {
+            em.tool_start(&id, "web_search", None);
+        }
+        let running =
+            self.calls.iter().any(|c| c.running_command) || em.open_tool_calls().next().is_some();
+        if running {
+            em.fail_run(
+                "the input ended while a tool call was still running (the CLI was stopped)",
+                code::INPUT_ENDED,
+                &self.usage(self.totals),
+                None,
+            );
+        } else if let Some(msg) = self.last_error.take() {
+            em.fail_run(&msg, error_code(&msg), &self.usage(self.totals), None);
+        } else if self.legacy && !self.legacy_events {
+            em.fail_run(
+                "the input ended after the preamble, before the CLI's first event",
+                code::INPUT_ENDED,
+                &[],
+                None,
+            );
+        } else if self.legacy {
+            // Legacy streams have no closing event: a stream that ends
+            // cleanly is a finished run.
+            self.close_streams(em);
+            em.finish_run(None, None, &self.usage(self.totals));
+        }
+    }
+
+    fn source(&self) -> &'static str {
+        SOURCE
+    }
+}
+
+impl Codex {
+    fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        if let Some(msg) = rec.msg {
+            self.legacy = true;
+            let msg: Msg = serde_json::from_str(msg.get())
+                .map_err(|e| LineError::Shape(format!("msg: {e}")))?;
+            return self.legacy(msg, line, em);
+        }
+        match rec.kind.as_deref() {
+            None => {
+                // The legacy preamble: a config summary, then the prompt.
+                self.legacy = true;
+                if let Some(p) = rec.prompt {
+                    self.prompt = Some(text_of(p).into_owned());
+                } else {
+                    if let Some(m) = rec.model.as_deref() {
+                        self.model = Some(m.to_owned());
+                    }
+                    // Kept as RAW; written once the run starts.
+                    raw(em, line);
+                }
+                Ok(())
+            }
+            Some(kind) => self.current(kind, &rec, line, em),
+        }
+    }
+
+    // ---- current format -------------------------------------------------
+
+    fn current(
+        &mut self,
+        kind: &str,
+        rec: &Record,
+        line: &[u8],
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        match kind {
+            "thread.started" => {
+                *self = Codex {
+                    scratch: self.scratch.take(),
+                    ..Codex::default()
+                };
+                em.start_run(rec.thread_id.as_deref(), None);
+            }
+            "turn.started" => {
+                if !em.in_run() {
+                    em.start_run(None, None);
+                }
+            }
+            "item.started" | "item.updated" | "item.completed" => {
+                let Some(raw_item) = rec.item else {
+                    return Err(LineError::Shape(format!("{kind} without item")));
+                };
+                let item: Item = serde_json::from_str(raw_item.get())
+                    .map_err(|e| LineError::Shape(format!("item: {e}")))?;
+                self.last_error = None;
+                self.item(kind, &item, raw_item, line, em)?;
+            }
+            "item.plan.delta" => {
+                let id = rec.item_id.as_deref().unwrap_or("plan");
+                if !self.streamed.iter().any(|s| s == id) {
+                    self.streamed.push(id.to_owned());
+                }
+                if let Some(d) = rec.delta {
+                    let d = text_of(d);
+                    em.text_content(id, &d);
+                }
+            }
+            "turn.completed" => {
+                self.close_streams(em);
+                let usage = rec
+                    .usage
+                    .and_then(|u| serde_json::from_str::<TokenUsage>(u.get()).ok());
+                em.finish_run(line_json(line), None, &self.usage(usage));
+                self.last_error = None;
+            }
+            "turn.failed" => {
+                let msg = rec
+                    .error
+                    .and_then(|e| serde_json::from_str::<ErrorMsg>(e.get()).ok())
+                    .and_then(|e| e.message)
+                    .or_else(|| self.last_error.take().map(Cow::Owned))
+                    .unwrap_or(Cow::Borrowed("the turn failed"));
+                let meta = object(&[("record", Some(std::str::from_utf8(line).unwrap_or("null")))]);
+                em.fail_run(&msg, error_code(&msg), &[], Some(&meta));
+                self.last_error = None;
+            }
+            "error" => {
+                // Retry notices ("Reconnecting... 1/5") and the error before
+                // turn.failed: kept, and fatal only if nothing follows.
+                raw(em, line);
+                self.last_error = Some(rec.message.map(text_of).unwrap_or_default().into_owned());
+            }
+            other => {
+                em.unknown(format!("event type {other:?}"));
+                raw(em, line);
+            }
+        }
+        Ok(())
+    }
+
+    fn item(
+        &mut self,
+        event: &str,
+        it: &Item,
+        raw_item: &RawValue,
+        line: &[u8],
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let Some(id) = it.id.as_deref() else {
+            return Err(LineError::Shape("item without id".into()));
+        };
+        let done = event == "item.completed";
+        let kind = it.kind.as_deref().unwrap_or("");
+        match kind {
+            "agent_message" | "plan" => {
+                if self.streamed.iter().any(|s| s == id) {
+                    // Its text already arrived as deltas.
+                    if done {
+                        em.text_end(id);
+                        self.streamed.retain(|s| s != id);
+                    }
+                } else if done {
+                    let text = it.text.map(text_of).unwrap_or_default();
+                    em.text_message(id, Role::Assistant, &text);
+                }
+            }
+            "reasoning" => {
+                if done {
+                    let text = it.text.map(text_of).unwrap_or_default();
+                    em.reasoning_message(id, &text);
+                }
+            }
+            "command_execution" | "file_change" | "mcp_tool_call" | "web_search"
+            | "collab_tool_call" => {
+                let name: Cow<str> = match kind {
+                    "mcp_tool_call" => Cow::Owned(format!(
+                        "mcp:{}/{}",
+                        it.server.as_deref().unwrap_or(""),
+                        it.tool.as_deref().unwrap_or("")
+                    )),
+                    "collab_tool_call" => Cow::Owned(
+                        it.tool
+                            .as_deref()
+                            .map_or("collab_tool_call".to_owned(), str::to_owned),
+                    ),
+                    k => Cow::Borrowed(k),
+                };
+                if !em.is_open(id) {
+                    em.tool_start(id, &name, None);
+                    let args = item_args(kind, it);
+                    em.tool_args(id, &args);
+                }
+                if done {
+                    self.item_result(kind, id, it, em);
+                }
+            }
+            "todo_list" => {
+                let content = object(&[("items", Some(it.items.map_or("[]", RawValue::get)))]);
+                em.activity_snapshot(id, "PLAN", &content);
+            }
+            "error" => {
+                // A non-fatal error: kept as it is.
+                if done || event == "item.started" {
+                    raw(em, line);
+                }
+            }
+            other => {
+                em.unknown(format!("item type {other:?}"));
+                let _ = raw_item;
+                raw(em, line);
+            }
+        }
+        Ok(())
+    }
+
+    fn item_result(&mut self, kind: &str, id: &str, it: &Item, em: &mut Emitter) {
+        let status = it.status.as_deref();
+        let failed = matches!(status, Some("failed" | "declined")) || it.error.is_some();
+        let status_json = status.map(string_json);
+        let is_error = failed.then_some("true");
+        match kind {
+            "command_execution" => {
+                let meta = object(&[
+                    ("status", status_json.as_deref()),
+                    ("exitCode", it.exit_code.map(RawValue::get)),
+                    ("isError", is_error),
+                ]);
+                let decoded;
+                let content = match it.aggregated_output {
+                    None => Content::Text(""),
+                    Some(out) => match json::literal(out) {
+                        Some(lit) => Content::Parts(lit),
+                        None => {
+                            decoded = text_of(out);
+                            Content::Text(&decoded)
+                        }
+                    },
+                };
+                em.tool_result(id, content, Some(&meta));
+            }
+            "file_change" => {
+                let mut text = String::new();
+                if let Some(changes) = it
+                    .changes
+                    .and_then(|c| serde_json::from_str::<Vec<Change>>(c.get()).ok())
+                {
+                    for c in changes {
+                        let _ = writeln!(
+                            text,
+                            "{} {}",
+                            c.kind.as_deref().unwrap_or("?"),
+                            c.path.as_deref().unwrap_or("?")
+                        );
+                    }
+                }
+                let _ = write!(text, "{}", status.unwrap_or("completed"));
+                let meta = object(&[("status", status_json.as_deref()), ("isError", is_error)]);
+                em.tool_result(id, Content::Text(&text), Some(&meta));
+            }
+            "mcp_tool_call" => {
+                let err_msg = it
+                    .error
+                    .and_then(|e| serde_json::from_str::<ErrorMsg>(e.get()).ok())
+                    .and_then(|e| e.message);
+                let parts = it.result.and_then(mcp_content);
+                let structured = it
+                    .result
+                    .and_then(|r| serde_json::from_str::<McpResult>(r.get()).ok())
+                    .and_then(|r| r.structured_content)
+                    .filter(|s| s.get() != "null");
+                let meta = object(&[
+                    ("status", status_json.as_deref()),
+                    ("isError", is_error),
+                    ("error", it.error.map(RawValue::get)),
+                    ("structuredContent", structured.map(RawValue::get)),
+                ]);
+                match (&parts, err_msg) {
+                    (Some(McpContent::Text(t)), _) => {
+                        em.tool_result(id, Content::Text(t), Some(&meta))
+                    }
+                    (Some(McpContent::Parts(p)), _) => {
+                        em.tool_result(id, Content::Parts(p), Some(&meta))
+                    }
+                    (None, Some(m)) => em.tool_result(id, Content::Text(&m), Some(&meta)),
+                    (None, None) => em.tool_result(id, Content::Text(""), Some(&meta)),
+                }
+            }
+            "web_search" => {
+                let meta = object(&[
+                    ("status", status_json.as_deref()),
+                    ("action", it.action.map(RawValue::get)),
+                ]);
+                let query = it.query.map(text_of).unwrap_or_default();
+                em.tool_result(id, Content::Text(&query), Some(&meta));
+            }
+            _ => {
+                let meta = object(&[
+                    ("status", status_json.as_deref()),
+                    ("isError", is_error),
+                    ("agentsStates", it.agents_states.map(RawValue::get)),
+                ]);
+                em.tool_result(id, Content::Text(status.unwrap_or("")), Some(&meta));
+            }
+        }
+    }
+
+    // ---- legacy format --------------------------------------------------
+
+    /// Legacy `{"id","msg":{…}}` events.
+    fn legacy(&mut self, msg: Msg, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        let kind = msg.kind.as_deref().unwrap_or("");
+        self.legacy_events = true;
+        if kind == "session_configured" {
+            if !em.in_run() {
+                em.start_run(msg.session_id.as_deref(), None);
+            }
+            if let Some(m) = msg.model.as_deref() {
+                self.model = Some(m.to_owned());
+            }
+            raw(em, line);
+            self.flush_prompt(em);
+            return Ok(());
+        }
+        if !em.in_run() && !em.run_ended() {
+            em.start_run(None, None);
+        }
+        self.flush_prompt(em);
+        if !matches!(kind, "token_count" | "error" | "stream_error") {
+            self.last_error = None;
+        }
+        match kind {
+            "task_started" => raw(em, line),
+            "token_count" => {
+                if let Some(t) = msg
+                    .info
+                    .and_then(|i| serde_json::from_str::<TokenInfo>(i.get()).ok())
+                    .and_then(|i| i.total_token_usage)
+                {
+                    self.totals = Some(t);
+                }
+            }
+            "agent_message_delta" => {
+                let id = match &self.text {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = self.next_id(em, "msg");
+                        self.text = Some(id.clone());
+                        id
+                    }
+                };
+                if let Some(d) = msg.delta {
+                    em.text_content(&id, &text_of(d));
+                }
+            }
+            "agent_message" => {
+                match self.text.take() {
+                    // Its text already arrived as deltas.
+                    Some(id) => em.text_end(&id),
+                    None => {
+                        let id = self.next_id(em, "msg");
+                        let text = msg.message.map(text_of).unwrap_or_default();
+                        em.text_message(&id, Role::Assistant, &text);
+                    }
+                }
+            }
+            "agent_reasoning_delta" | "agent_reasoning_raw_content_delta" => {
+                let id = match &self.reasoning {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = self.next_id(em, "reasoning");
+                        self.reasoning = Some(id.clone());
+                        id
+                    }
+                };
+                if let Some(d) = msg.delta {
+                    em.reasoning_content(&id, &text_of(d));
+                }
+            }
+            "agent_reasoning" | "agent_reasoning_raw_content" => match self.reasoning.take() {
+                Some(id) => em.reasoning_end(&id),
+                None => {
+                    let id = self.next_id(em, "reasoning");
+                    let text = msg.text.map(text_of).unwrap_or_default();
+                    em.reasoning_message(&id, &text);
+                }
+            },
+            "agent_reasoning_section_break" => {
+                if let Some(id) = self.reasoning.take() {
+                    em.reasoning_end(&id);
+                }
+            }
+            "exec_command_begin" => {
+                let id = need_call_id(&msg, kind)?;
+                if self.call(id).is_some() || em.is_open(id) || self.has_ended(id) {
+                    // The same command announced again (a retry): one tool call.
+                    raw(em, line);
+                    return Ok(());
+                }
+                self.close_streams(em);
+                em.tool_start(id, "exec_command", None);
+                let args = object(&[
+                    ("command", msg.command.map(RawValue::get)),
+                    ("cwd", msg.cwd.map(RawValue::get)),
+                    ("parsed_cmd", msg.parsed_cmd.map(RawValue::get)),
+                ]);
+                em.tool_args(id, args.get());
+                self.calls.push(Call {
+                    id: id.to_owned(),
+                    decoders: Default::default(),
+                    running_command: true,
+                });
+            }
+            "exec_command_output_delta" => {
+                let id = need_call_id(&msg, kind)?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(msg.chunk.as_deref().unwrap_or("").as_bytes())
+                    .map_err(|e| {
+                        LineError::Shape(format!(
+                            "exec_command_output_delta: chunk is not base64 ({e})"
+                        ))
+                    })?;
+                let stream = msg.stream.as_deref().unwrap_or("stdout");
+                let which = usize::from(stream == "stderr");
+                self.buf.clear();
+                match self.calls.iter_mut().find(|c| c.id == id) {
+                    Some(call) => call.decoders[which].push(&bytes, &mut self.buf),
+                    None => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+                }
+                if !self.buf.is_empty() {
+                    output_event(em, id, stream, &self.buf);
+                }
+            }
+            "exec_command_end" => {
+                let id = need_call_id(&msg, kind)?;
+                self.end_call(id, em);
+                let failed = msg.exit_code.is_some_and(|c| c.get() != "0");
+                let stderr = msg.stderr.filter(|s| s.get() != "\"\"");
+                let meta = object(&[
+                    ("exitCode", msg.exit_code.map(RawValue::get)),
+                    ("duration", msg.duration.map(RawValue::get)),
+                    ("stderr", stderr.map(RawValue::get)),
+                    ("isError", failed.then_some("true")),
+                ]);
+                let out = msg.aggregated_output.or(msg.stdout);
+                let decoded;
+                let content = match out {
+                    None => Content::Text(""),
+                    Some(o) => match json::literal(o) {
+                        Some(lit) => Content::Parts(lit),
+                        None => {
+                            decoded = text_of(o);
+                            Content::Text(&decoded)
+                        }
+                    },
+                };
+                if !em.is_open(id) {
+                    em.tool_start(id, "exec_command", None);
+                }
+                em.tool_result(id, content, Some(&meta));
+                self.ended(id);
+            }
+            "patch_apply_begin" => {
+                let id = need_call_id(&msg, kind)?;
+                if em.is_open(id) || self.has_ended(id) {
+                    raw(em, line);
+                    return Ok(());
+                }
+                self.close_streams(em);
+                em.tool_start(id, "apply_patch", None);
+                let args = object(&[
+                    ("changes", msg.changes.map(RawValue::get)),
+                    ("auto_approved", msg.auto_approved.map(RawValue::get)),
+                ]);
+                em.tool_args(id, args.get());
+            }
+            "patch_apply_end" => {
+                let id = need_call_id(&msg, kind)?;
+                let ok = msg.success.unwrap_or(true);
+                let stdout = msg.stdout.map(text_of).unwrap_or_default();
+                let stderr = msg.stderr.map(text_of).unwrap_or_default();
+                let content = if stderr.is_empty() {
+                    stdout.into_owned()
+                } else if stdout.is_empty() {
+                    stderr.into_owned()
+                } else {
+                    format!("{stdout}{stderr}")
+                };
+                let meta = object(&[
+                    ("success", Some(if ok { "true" } else { "false" })),
+                    ("isError", (!ok).then_some("true")),
+                ]);
+                if !em.is_open(id) {
+                    em.tool_start(id, "apply_patch", None);
+                }
+                em.tool_result(id, Content::Text(&content), Some(&meta));
+                self.ended(id);
+            }
+            "mcp_tool_call_begin" => {
+                let id = need_call_id(&msg, kind)?;
+                if em.is_open(id) || self.has_ended(id) {
+                    raw(em, line);
+                    return Ok(());
+                }
+                self.close_streams(em);
+                let inv = msg
+                    .invocation
+                    .and_then(|i| serde_json::from_str::<Invocation>(i.get()).ok());
+                let name = format!(
+                    "mcp:{}/{}",
+                    inv.as_ref().and_then(|i| i.server.as_deref()).unwrap_or(""),
+                    inv.as_ref().and_then(|i| i.tool.as_deref()).unwrap_or("")
+                );
+                em.tool_start(id, &name, None);
+                let args = inv
+                    .as_ref()
+                    .and_then(|i| i.arguments)
+                    .map_or("{}", RawValue::get);
+                em.tool_args(id, if args == "null" { "{}" } else { args });
+            }
+            "mcp_tool_call_end" => {
+                let id = need_call_id(&msg, kind)?;
+                if !em.is_open(id) {
+                    em.tool_start(id, "mcp", None);
+                }
+                let res = msg
+                    .result
+                    .and_then(|r| serde_json::from_str::<OkErr>(r.get()).ok());
+                match res {
+                    Some(OkErr { ok: Some(ok), .. }) => {
+                        let r: Option<McpResult> = serde_json::from_str(ok.get()).ok();
+                        let is_error = r.as_ref().and_then(|r| r.is_error).unwrap_or(false);
+                        let meta = object(&[
+                            ("isError", is_error.then_some("true")),
+                            (
+                                "structuredContent",
+                                r.as_ref()
+                                    .and_then(|r| r.structured_content)
+                                    .map(RawValue::get),
+                            ),
+                            ("duration", msg.duration.map(RawValue::get)),
+                        ]);
+                        match mcp_content(ok) {
+                            Some(McpContent::Text(t)) => {
+                                em.tool_result(id, Content::Text(&t), Some(&meta))
+                            }
+                            Some(McpContent::Parts(p)) => {
+                                em.tool_result(id, Content::Parts(&p), Some(&meta))
+                            }
+                            None => em.tool_result(id, Content::Text(""), Some(&meta)),
+                        }
+                    }
+                    Some(OkErr { err: Some(err), .. }) => {
+                        let meta = object(&[("isError", Some("true")), ("error", Some(err.get()))]);
+                        em.tool_result(id, Content::Text(&text_of(err)), Some(&meta));
+                    }
+                    _ => {
+                        let meta = object(&[("result", msg.result.map(RawValue::get))]);
+                        em.tool_result(id, Content::Text(""), Some(&meta));
+                    }
+                }
+                self.ended(id);
+            }
+            "web_search_begin" => {
+                let id = need_call_id(&msg, kind)?;
+                if !self.searches.iter().any(|s| s == id) && !em.is_open(id) {
+                    self.searches.push(id.to_owned());
+                }
+            }
+            "web_search_end" => {
+                let id = need_call_id(&msg, kind)?;
+                self.searches.retain(|s| s != id);
+                if !em.is_open(id) {
+                    self.close_streams(em);
+                    em.tool_start(id, "web_search", None);
+                    let args = object(&[("query", msg.query.map(RawValue::get))]);
+                    em.tool_args(id, args.get());
+                }
+                let query = msg.query.map(text_of).unwrap_or_default();
+                em.tool_result(id, Content::Text(&query), None);
+                self.ended(id);
+            }
+            "plan_update" => {
+                let id = self.plan_id(em);
+                let content = object(&[
+                    ("explanation", msg.explanation.map(RawValue::get)),
+                    ("plan", msg.plan.map(RawValue::get)),
+                ]);
+                em.activity_snapshot(&id, "PLAN", &content);
+            }
+            "error" => {
+                raw(em, line);
+                self.last_error = Some(msg.message.map(text_of).unwrap_or_default().into_owned());
+            }
+            "task_complete" => {
+                self.close_streams(em);
+                em.finish_run(line_json(line), None, &self.usage(self.totals));
+            }
+            "turn_aborted" => {
+                self.close_streams(em);
+                em.finish_run(
+                    line_json(line),
+                    Some(Outcome::Cancelled),
+                    &self.usage(self.totals),
+                );
+            }
+            "stream_error"
+            | "turn_diff"
+            | "background_event"
+            | "exec_approval_request"
+            | "apply_patch_approval_request"
+            | "get_history_entry_response"
+            | "shutdown_complete"
+            | "user_message"
+            | "list_custom_prompts_response"
+            | "mcp_list_tools_response" => raw(em, line),
+            other => {
+                em.unknown(format!("event type {other:?}"));
+                raw(em, line);
+            }
+        }
+        let _ = msg.reason;
+        Ok(())
+    }
+
+    /// How many ended call ids are remembered.
+    const ENDED: usize = 64;
+
+    fn ended(&mut self, id: &str) {
+        if self.ended.len() == Self::ENDED {
+            self.ended.pop_front();
+        }
+        self.ended.push_back(id.to_owned());
+    }
+
+    fn has_ended(&self, id: &str) -> bool {
+        self.ended.iter().any(|e| e == id)
+    }
+
+    fn call(&self, id: &str) -> Option<&Call> {
+        self.calls.iter().find(|c| c.id == id)
+    }
+
+    /// A command ended: flush its decoders' incomplete characters.
+    fn end_call(&mut self, id: &str, em: &mut Emitter) {
+        if let Some(i) = self.calls.iter().position(|c| c.id == id) {
+            let mut call = self.calls.remove(i);
+            for (which, stream) in [(0, "stdout"), (1, "stderr")] {
+                self.buf.clear();
+                call.decoders[which].finish(&mut self.buf);
+                if !self.buf.is_empty() {
+                    output_event(em, id, stream, &self.buf);
+                }
+            }
+        }
+    }
+
+    /// Close streamed text and reasoning (before a tool call, or at the end).
+    fn close_streams(&mut self, em: &mut Emitter) {
+        if let Some(id) = self.text.take() {
+            em.text_end(&id);
+        }
+        if let Some(id) = self.reasoning.take() {
+            em.reasoning_end(&id);
+        }
+    }
+
+    /// Send the legacy prompt as the user's message, once a run is open.
+    fn flush_prompt(&mut self, em: &mut Emitter) {
+        if let Some(prompt) = self.prompt.take() {
+            if !em.in_run() {
+                em.start_run(None, None);
+            }
+            let id = self.next_id(em, "user");
+            em.text_message(&id, Role::User, &prompt);
+        }
+    }
+
+    fn next_id(&mut self, em: &Emitter, what: &str) -> String {
+        self.n += 1;
+        format!("{}-{what}-{}", em.run_id(), self.n)
+    }
+
+    fn plan_id(&self, em: &Emitter) -> String {
+        format!("{}-plan", em.run_id())
+    }
+
+    fn usage(&self, t: Option<TokenUsage>) -> Vec<Usage> {
+        let Some(t) = t else { return Vec::new() };
+        vec![Usage {
+            provider: Some("openai".into()),
+            model: self.model.clone(),
+            input_tokens: t.input_tokens,
+            output_tokens: t.output_tokens,
+            total_tokens: t
+                .total_tokens
+                .or_else(|| Some(t.input_tokens? + t.output_tokens?)),
+            reasoning_tokens: t.reasoning_output_tokens,
+            cached_input_tokens: t.cached_input_tokens,
+            cache_write_input_tokens: t.cache_write_input_tokens,
+        }]
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorMsg<'a> {
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Change<'a> {
+    #[serde(borrow)]
+    path: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct OkErr<'a> {
+    #[serde(rename = "Ok", borrow)]
+    ok: Option<&'a RawValue>,
+    #[serde(rename = "Err", borrow)]
+    err: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct McpResult<'a> {
+    #[serde(borrow)]
+    content: Option<Vec<&'a RawValue>>,
+    #[serde(alias = "structuredContent", borrow)]
+    structured_content: Option<&'a RawValue>,
+    #[serde(alias = "isError")]
+    is_error: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct McpBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(alias = "mimeType", borrow)]
+    mime_type: Option<Cow<'a, str>>,
+}
+
+enum McpContent {
+    Text(String),
+    Parts(Box<RawValue>),
+}
+
+/// An MCP result's content blocks as AG-UI content: the text when every
+/// block is text, else content parts (images and audio as data sources,
+/// anything else as its JSON in a text part).
+fn mcp_content(result: &RawValue) -> Option<McpContent> {
+    let r: McpResult = serde_json::from_str(result.get()).ok()?;
+    let blocks = r.content?;
+    let parsed: Vec<Option<McpBlock>> = blocks
+        .iter()
+        .map(|b| serde_json::from_str(b.get()).ok())
+        .collect();
+    if parsed
+        .iter()
+        .all(|b| matches!(b, Some(McpBlock { kind: Some(k), text: Some(_), .. }) if k == "text"))
+    {
+        let text: String = parsed
+            .iter()
+            .filter_map(|b| b.as_ref().and_then(|b| b.text.as_deref()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Some(McpContent::Text(text));
+    }
+    let mut parts = String::from("[");
+    for (raw_block, b) in blocks.iter().zip(&parsed) {
+        if parts.len() > 1 {
+            parts.push(',');
+        }
+        match b {
+            Some(McpBlock {
+                kind: Some(k),
+                text: Some(t),
+                ..
+            }) if k == "text" => {
+                let _ = write!(parts, r#"{{"type":"text","text":{}}}"#, string_json(t));
+            }
+            Some(McpBlock {
+                kind: Some(k),
+                data: Some(d),
+                mime_type,
+                ..
+            }) if matches!(&**k, "image" | "audio") => {
+                let _ = write!(
+                    parts,
+                    r#"{{"type":{},"source":{{"type":"data","value":{},"mimeType":{}}}}}"#,
+                    string_json(k),
+                    string_json(d),
+                    string_json(mime_type.as_deref().unwrap_or("application/octet-stream"))
+                );
+            }
+            _ => {
+                let _ = write!(
+                    parts,
+                    r#"{{"type":"text","text":{}}}"#,
+                    string_json(raw_block.get())
+                );
+            }
+        }
+    }
+    parts.push(']');
+    RawValue::from_string(parts).ok().map(McpContent::Parts)
+}
+
+/// The arguments of a current-format tool item, as JSON text.
+fn item_args(kind: &str, it: &Item) -> String {
+    let args = match kind {
+        "command_execution" => object(&[("command", it.command.map(RawValue::get))]),
+        "file_change" => object(&[("changes", it.changes.map(RawValue::get))]),
+        "mcp_tool_call" => {
+            return match it.arguments.map(RawValue::get) {
+                None | Some("null") => "{}".to_owned(),
+                Some(a) => a.to_owned(),
+            }
+        }
+        "web_search" => object(&[
+            ("query", it.query.map(RawValue::get)),
+            ("action", it.action.map(RawValue::get)),
+        ]),
+        _ => object(&[
+            ("prompt", it.prompt.map(RawValue::get)),
+            ("sender_thread_id", it.sender_thread_id.map(RawValue::get)),
+            (
+                "receiver_thread_ids",
+                it.receiver_thread_ids.map(RawValue::get),
+            ),
+        ]),
+    };
+    args.get().to_owned()
+}
+
+fn need_call_id<'m>(msg: &'m Msg, kind: &str) -> Result<&'m str, LineError> {
+    msg.call_id
+        .as_deref()
+        .ok_or_else(|| LineError::Shape(format!("{kind} without call_id")))
+}
+
+/// Live command output: a CUSTOM `tool_output` event per decoded chunk (the
+/// final TOOL_CALL_RESULT still holds the whole output).
+fn output_event(em: &mut Emitter, id: &str, stream: &str, text: &str) {
+    let value = object(&[
+        ("toolCallId", Some(&string_json(id))),
+        ("stream", Some(&string_json(stream))),
+        ("delta", Some(&string_json(text))),
+    ]);
+    em.custom("tool_output", &value);
+}
+
+/// The outcome-table code for a Codex error message.
+fn error_code(msg: &str) -> &'static str {
+    let lower = msg.to_ascii_lowercase();
+    if lower.contains("unauthorized")
+        || lower.contains("401")
+        || lower.contains("api key")
+        || lower.contains("log in")
+    {
+        code::AUTH_ERROR
+    } else if lower.contains("high demand")
+        || lower.contains("stream disconnected")
+        || lower.contains("reconnecting")
+        || lower.contains("rate limit")
+        || lower.contains("usage limit")
+        || lower.contains("status")
+        || lower.contains("server")
+        || lower.contains("http")
+        || lower.contains("timeout")
+        || lower.contains("timed out")
+    {
+        code::API_ERROR
+    } else {
+        code::CLI_ERROR
+    }
+}
+
+fn raw(em: &mut Emitter, line: &[u8]) {
+    if let Some(v) = line_json(line) {
+        em.raw(v, SOURCE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_stream_keeps_split_characters() {
+        // "é" (2 bytes), "☃" (3), "🚀" (4), each split at every point.
+        for s in ["é", "☃", "🚀", "a🚀b☃c"] {
+            let bytes = s.as_bytes();
+            for cut in 0..=bytes.len() {
+                let mut d = Utf8Stream::default();
+                let mut out = String::new();
+                d.push(&bytes[..cut], &mut out);
+                d.push(&bytes[cut..], &mut out);
+                d.finish(&mut out);
+                assert_eq!(out, s, "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn utf8_stream_replaces_invalid_bytes_only_when_known() {
+        let mut d = Utf8Stream::default();
+        let mut out = String::new();
+        d.push(b"a\xffb\xe2\x98", &mut out);
+        assert_eq!(out, "a\u{fffd}b");
+        d.finish(&mut out);
+        assert_eq!(out, "a\u{fffd}b\u{fffd}");
+    }
+
+    #[test]
+    fn duplicate_item_ids_are_tolerated() {
+        let item: Item = serde_json::from_str(
+            r#"{"id":"item_3","type":"web_search","id":"ws_1","query":"rust","action":{"type":"search"}}"#,
+        )
+        .unwrap();
+        assert_eq!(item.id.as_deref(), Some("item_3"));
+        assert_eq!(item.kind.as_deref(), Some("web_search"));
+    }
+}
