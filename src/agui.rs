@@ -522,6 +522,11 @@ impl Emitter {
         self.open.iter().any(|o| o.id == id)
     }
 
+    /// Whether subagent `id` is running.
+    pub fn subagent_open(&self, id: &str) -> bool {
+        self.is_open_kind(Kind::Subagent, id)
+    }
+
     fn is_open_kind(&self, kind: Kind, id: &str) -> bool {
         self.open.iter().any(|o| o.kind == kind && o.id == id)
     }
@@ -663,6 +668,19 @@ impl Emitter {
         self.state = RunState::Ending;
     }
 
+    /// Take back a held terminal event: the run goes on (a CLI that reports a
+    /// result and then continues, as a background task does). Returns whether
+    /// there was one.
+    pub fn reopen_run(&mut self) -> bool {
+        if matches!(self.state, RunState::Ending) {
+            self.terminal.clear();
+            self.state = RunState::Active;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Replace a pending terminal event with an error (a later line showed the
     /// run failed after all). Does nothing if the run has not ended.
     pub fn refail_run(
@@ -679,6 +697,8 @@ impl Emitter {
     }
 
     fn write_terminal(&mut self) {
+        // Anything opened after the run's end (a late record) is closed first.
+        self.close_all();
         self.out.extend_from_slice(&self.terminal);
         self.terminal.clear();
         self.events += 1;

@@ -142,6 +142,30 @@ pub fn literal(v: &RawValue) -> Option<&RawValue> {
     Some(v)
 }
 
+/// If the JSON string literal `lit` ends with a lone high surrogate escape
+/// (`…\ud83d"`: the first half of a character whose second half comes in the
+/// next delta), the literal without it and the escape itself.
+pub fn split_high_surrogate(lit: &str) -> Option<(String, String)> {
+    let b = lit.as_bytes();
+    if b.len() < 8 || b[b.len() - 1] != b'"' {
+        return None;
+    }
+    let esc = b.len() - 7;
+    if b[esc] != b'\\' || b[esc + 1] != b'u' {
+        return None;
+    }
+    // The backslash must not itself be escaped.
+    let preceding = b[..esc].iter().rev().take_while(|&&c| c == b'\\').count();
+    if preceding % 2 == 1 {
+        return None;
+    }
+    let unit = hex4(&b[esc + 2..esc + 6])?;
+    if !(0xD800..=0xDBFF).contains(&unit) {
+        return None;
+    }
+    Some((format!("{}\"", &lit[..esc]), lit[esc..esc + 6].to_owned()))
+}
+
 /// A non-negative integer from a JSON value, if it is one.
 pub fn u64_of(v: Option<&RawValue>) -> Option<u64> {
     v.and_then(|v| v.get().parse::<u64>().ok())
@@ -278,6 +302,15 @@ mod tests {
     fn other_errors_are_not_repaired() {
         let err = parse::<serde_json::Value>(b"{nope").unwrap_err();
         assert!(repair_surrogates(b"{nope", &err).is_none());
+    }
+
+    #[test]
+    fn trailing_high_surrogates_are_split_off() {
+        let (rest, hi) = split_high_surrogate(r#""ab\ud83d""#).unwrap();
+        assert_eq!((rest.as_str(), hi.as_str()), (r#""ab""#, r#"\ud83d"#));
+        assert!(split_high_surrogate(r#""ab\\ud83d""#).is_none());
+        assert!(split_high_surrogate(r#""ab\ude00""#).is_none());
+        assert!(split_high_surrogate(r#""plain""#).is_none());
     }
 
     #[test]

@@ -308,16 +308,15 @@ fn strict_mode_fails_on_unknown_records() {
 
 #[test]
 fn strict_mode_passes_every_recording() {
-    for entry in std::fs::read_dir(testdata("gemini/0.61.0")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            cmd()
-                .args(["--from", "gemini", "--strict"])
-                .arg(&path)
-                .assert()
-                .success()
-                .stderr("");
-        }
+    let all = all_recordings();
+    assert!(all.len() > 20);
+    for path in all {
+        cmd()
+            .arg("--strict")
+            .arg(&path)
+            .assert()
+            .success()
+            .stderr("");
     }
 }
 
@@ -417,4 +416,95 @@ fn every_recorded_tool_has_a_canonical_name() {
         }
     }
     assert!(seen > 10, "only {seen} tool calls found");
+}
+
+/// What a conversation holds, whatever the ids: texts, tool calls with
+/// parsed arguments, and results, in order.
+fn conversation(path: &std::path::Path) -> Vec<String> {
+    let out = cmd().arg(path).output().unwrap();
+    let mut items = Vec::new();
+    let mut texts = std::collections::HashMap::<String, String>::new();
+    let mut args = std::collections::HashMap::<String, String>::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        match v["type"].as_str().unwrap() {
+            "TEXT_MESSAGE_CONTENT" => texts
+                .entry(id("messageId"))
+                .or_default()
+                .push_str(v["delta"].as_str().unwrap()),
+            "TEXT_MESSAGE_END" => items.push(format!(
+                "text: {}",
+                texts.remove(&id("messageId")).unwrap_or_default()
+            )),
+            "TOOL_CALL_START" => items.push(format!("call: {}", v["toolCallName"])),
+            "TOOL_CALL_ARGS" => args
+                .entry(id("toolCallId"))
+                .or_default()
+                .push_str(v["delta"].as_str().unwrap()),
+            "TOOL_CALL_END" => {
+                let a: serde_json::Value =
+                    serde_json::from_str(&args.remove(&id("toolCallId")).unwrap_or_default())
+                        .unwrap();
+                items.push(format!("args: {a}"));
+            }
+            "TOOL_CALL_RESULT" => items.push(format!("result: {}", v["content"])),
+            "RUN_FINISHED" | "RUN_ERROR" => items.push(format!("end: {}", v["type"])),
+            _ => {}
+        }
+    }
+    items
+}
+
+/// Claude Code with and without --include-partial-messages: the same
+/// conversation comes out.
+#[test]
+fn partial_and_complete_claude_streams_agree() {
+    for case in ["a-text", "b-bash"] {
+        let whole = conversation(&testdata(&format!("claude/2.1.328/{case}.jsonl")));
+        let partial = conversation(&testdata(&format!("claude/2.1.328/{case}-partial.jsonl")));
+        assert!(whole.len() >= 2, "{whole:?}");
+        assert_eq!(whole, partial, "{case}");
+    }
+}
+
+/// `--from auto` gives what naming the CLI gives, on every recording and on
+/// each recording cut after each of its first lines.
+#[test]
+fn detection_matches_the_named_dialect() {
+    for path in all_recordings() {
+        let rel = path.strip_prefix(testdata("")).unwrap();
+        let cli = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let input = std::fs::read(&path).unwrap();
+        let ends: Vec<usize> = input
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .map(|(i, _)| i + 1)
+            .take(5)
+            .chain([input.len()])
+            .collect();
+        for end in ends {
+            let cut = input[..end].to_vec();
+            let named = cmd()
+                .args(["--from", &cli])
+                .write_stdin(cut.clone())
+                .output()
+                .unwrap();
+            let auto = cmd().write_stdin(cut).output().unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&auto.stdout),
+                String::from_utf8_lossy(&named.stdout),
+                "{} cut at byte {end}",
+                rel.display()
+            );
+        }
+    }
 }

@@ -96,3 +96,8 @@ fn gemini() {
 fn codex() {
     golden("codex");
 }
+
+#[test]
+fn claude() {
+    golden("claude");
+}

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use crate::agui::{self, Emitter};
 use crate::json;
 
+pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod gemini;
@@ -91,10 +92,7 @@ pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
     match d {
         Dialect::Gemini => Ok(Box::new(gemini::Gemini::default())),
         Dialect::Codex => Ok(Box::new(codex::Codex::default())),
-        Dialect::Claude => anyhow::bail!(
-            "--from {} is not supported yet: this version translates --from gemini and --from codex",
-            d.name()
-        ),
+        Dialect::Claude => Ok(Box::new(claude::Claude::default())),
     }
 }
 

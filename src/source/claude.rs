@@ -1,0 +1,1101 @@
+//! Claude Code: `claude -p PROMPT --output-format stream-json --verbose`,
+//! with or without `--include-partial-messages`.
+//!
+//! One JSON object per line (keys in any order):
+//! ```text
+//! {"type":"system","subtype":"init","session_id":"52bd…","model":"claude-…","cwd":"…","tools":[…],"uuid":"…"}
+//! {"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"I'll run th"}},"parent_tool_use_id":null,…}
+//! {"type":"assistant","message":{"id":"msg_…","content":[{"type":"tool_use","id":"toolu_…","name":"Bash","input":{"command":"ls"}}],…},"parent_tool_use_id":null,…}
+//! {"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_…","content":"a.txt","is_error":false}]},"tool_use_result":{…},…}
+//! {"type":"result","subtype":"success","is_error":false,"result":"…","usage":{…},"total_cost_usd":0.0028,"num_turns":2,"duration_ms":900,…}
+//! ```
+//! With partial messages every content block streams as `stream_event`
+//! lines and then arrives again, whole, in an `assistant` line: it is sent
+//! once, from the stream. Lines with `parent_tool_use_id` belong to the
+//! subagent started by that tool call.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{line_json, parse_record, LineError, Translate};
+use crate::agui::{
+    code, object, string_json, Content, Emitter, EncryptedSubtype, Outcome, Role, Text, Usage,
+};
+use crate::json::{self, text_of, timestamp_ms};
+
+const SOURCE: &str = "claude";
+
+#[derive(Deserialize)]
+struct Record<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    uuid: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    parent_tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    event: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_use_result: Option<&'a RawValue>,
+    // system
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    subagent_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    summary: Option<&'a RawValue>,
+    is_backgrounded: Option<bool>,
+    // result
+    is_error: Option<bool>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    errors: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(rename = "modelUsage", borrow)]
+    model_usage: Option<&'a RawValue>,
+    api_error_status: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+/// A content block, of any type.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
+    #[serde(borrow)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    is_error: Option<bool>,
+    #[serde(borrow)]
+    source: Option<&'a RawValue>,
+}
+
+/// A raw Messages API streaming event.
+#[derive(Deserialize)]
+struct StreamEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: Option<u64>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content_block: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partial_json: Option<&'a RawValue>,
+    #[serde(borrow)]
+    thinking: Option<&'a RawValue>,
+    #[serde(borrow)]
+    signature: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct ApiUsage {
+    input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct OutputDetails {
+    thinking_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ModelUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    thinking_tokens: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Text,
+    Thinking,
+    Tool,
+    Other,
+}
+
+/// A content block seen in the stream of the current message.
+struct Streamed {
+    index: u64,
+    kind: Kind,
+    /// The AG-UI id: the message or reasoning id, or the tool call id.
+    id: String,
+    open: bool,
+    /// Confirmed by the complete `assistant` line (so not sent again).
+    confirmed: bool,
+    /// Tool arguments arrived as deltas.
+    args: bool,
+    /// A signature, sent when the block ends.
+    signature: String,
+    /// A high surrogate escape held back until its pair arrives.
+    pending_surrogate: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Claude {
+    /// The message streaming now (`message_start`), and its blocks.
+    stream_msg: Option<String>,
+    blocks: Vec<Streamed>,
+    /// The subagent the streaming message belongs to.
+    stream_sub: Option<String>,
+    /// Blocks sent from complete lines, per message: (message id, count).
+    complete_msg: Option<(String, u64)>,
+    /// The model named by `init`, for usage.
+    model: Option<String>,
+    /// The session of the run.
+    session: Option<String>,
+    /// The last `result` line of the run, kept in case the run goes on
+    /// (a background task) and the result must be re-sent as RAW.
+    last_result: Option<String>,
+    /// Recent tool call ids, so that a call is never announced twice.
+    tools: std::collections::VecDeque<String>,
+    /// Subagents that have finished (they are not started again).
+    finished: Vec<String>,
+    /// Subagents running in the background: their tool call returns at once,
+    /// and they finish with their task notification.
+    background: Vec<String>,
+    /// A result that arrived while a background subagent was still running:
+    /// the run goes on, and this result ends it only if no later one comes.
+    deferred: Option<String>,
+    scratch: Option<Vec<u8>>,
+    buf: String,
+}
+
+impl Translate for Claude {
+    fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
+        let mut scratch = self.scratch.take();
+        let result = match parse_record::<Record>(line, &mut scratch) {
+            Ok((rec, line)) => {
+                let r = self.record(&rec, line, em);
+                em.set_subagent(None);
+                r
+            }
+            Err(e) => Err(e),
+        };
+        self.scratch = scratch;
+        result
+    }
+
+    fn finish(&mut self, em: &mut Emitter) {
+        self.close_stream(em);
+        if let Some(line) = self.deferred.take() {
+            if let Ok(rec) = serde_json::from_str::<Record>(&line) {
+                self.end_run(&rec, line.as_bytes(), em);
+            }
+        }
+    }
+
+    fn source(&self) -> &'static str {
+        SOURCE
+    }
+}
+
+impl Claude {
+    fn record(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
+        let sub = rec.parent_tool_use_id.as_deref();
+        match rec.kind.as_deref() {
+            Some("stream_event") => {
+                self.enter_subagent(sub, rec, em);
+                let Some(ev) = rec.event else {
+                    return Err(LineError::Shape("stream_event without event".into()));
+                };
+                let ev: StreamEvent = serde_json::from_str(ev.get())
+                    .map_err(|e| LineError::Shape(format!("stream_event: {e}")))?;
+                self.stream_event(&ev, sub, line, em);
+            }
+            Some("assistant") => {
+                self.enter_subagent(sub, rec, em);
+                self.assistant(rec, line, em)?;
+            }
+            Some("user") => {
+                self.enter_subagent(sub, rec, em);
+                self.user(rec, line, em)?;
+            }
+            Some("system") => self.system(rec, line, em),
+            Some("result") => self.result(rec, line, em),
+            Some(other) => {
+                em.unknown(format!("record type {other:?}"));
+                raw(em, line);
+            }
+            None => {
+                em.unknown("record without a type");
+                raw(em, line);
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines of a subagent carry `parent_tool_use_id`: its events get
+    /// `subagentRunId`, and the subagent is started if it was not.
+    fn enter_subagent(&mut self, sub: Option<&str>, rec: &Record, em: &mut Emitter) {
+        let Some(parent) = sub else { return };
+        if self.finished.iter().any(|f| f == parent) {
+            return;
+        }
+        if !em.subagent_open(parent) {
+            let name = rec.subagent_type.as_deref().unwrap_or("subagent");
+            em.subagent_start(parent, name, rec.description.as_deref(), Some(parent), None);
+        }
+        em.set_subagent(Some(parent));
+    }
+
+    fn finish_subagent(&mut self, id: &str, result: Option<&RawValue>, em: &mut Emitter) {
+        if em.subagent_open(id) {
+            em.subagent_finish(id, result);
+            self.finished.push(id.to_owned());
+        }
+    }
+
+    /// Announce a tool call unless it was announced before.
+    fn start_tool(&mut self, id: &str, name: &str, parent: Option<&str>, em: &mut Emitter) -> bool {
+        if em.is_open(id) || self.tools.iter().any(|t| t == id) {
+            return false;
+        }
+        if self.tools.len() == 256 {
+            self.tools.pop_front();
+        }
+        self.tools.push_back(id.to_owned());
+        em.close_texts();
+        em.tool_start(id, name, parent);
+        true
+    }
+
+    // ---- system ---------------------------------------------------------
+
+    fn system(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        match rec.subtype.as_deref() {
+            Some("init") => {
+                let same = rec.session_id.is_some()
+                    && rec.session_id.as_deref() == self.session.as_deref();
+                if same && (em.in_run() || em.run_ended()) {
+                    // A second init of the same session (a background task
+                    // waking up): the run goes on.
+                    raw(em, line);
+                    return;
+                }
+                self.close_stream(em);
+                self.session = rec.session_id.as_deref().map(str::to_owned);
+                self.model = rec.model.as_deref().map(str::to_owned);
+                self.last_result = None;
+                self.complete_msg = None;
+                self.finished.clear();
+                self.background.clear();
+                self.deferred = None;
+                em.start_run(rec.session_id.as_deref(), rec.uuid.as_deref());
+                raw(em, line);
+            }
+            Some("api_retry") => {
+                // The failed attempt's partial output stays; what it opened
+                // is closed, and the retry streams under a new message id.
+                self.close_stream(em);
+                raw(em, line);
+            }
+            Some("task_started") => {
+                if let Some(parent) = rec.tool_use_id.as_deref() {
+                    if rec.is_backgrounded == Some(true) {
+                        self.background.push(parent.to_owned());
+                    }
+                    if !em.subagent_open(parent) && !self.finished.iter().any(|f| f == parent) {
+                        let name = rec.subagent_type.as_deref().unwrap_or("subagent");
+                        em.subagent_start(
+                            parent,
+                            name,
+                            rec.description.as_deref(),
+                            Some(parent),
+                            None,
+                        );
+                    }
+                }
+                raw(em, line);
+            }
+            Some("task_notification") => {
+                raw(em, line);
+                if let Some(parent) = rec.tool_use_id.as_deref() {
+                    let result = object(&[
+                        ("status", rec.status.as_deref().map(string_json).as_deref()),
+                        ("summary", rec.summary.map(RawValue::get)),
+                    ]);
+                    self.finish_subagent(parent, Some(&result), em);
+                }
+            }
+            _ => raw(em, line),
+        }
+    }
+
+    // ---- partial messages -------------------------------------------------
+
+    fn stream_event(&mut self, ev: &StreamEvent, sub: Option<&str>, line: &[u8], em: &mut Emitter) {
+        match &*ev.kind {
+            "message_start" => {
+                self.close_stream(em);
+                self.blocks.clear();
+                let id = ev
+                    .message
+                    .and_then(|m| serde_json::from_str::<Message>(m.get()).ok())
+                    .and_then(|m| m.id)
+                    .map(Cow::into_owned);
+                self.stream_msg = id;
+                self.stream_sub = sub.map(str::to_owned);
+            }
+            "content_block_start" => {
+                let Some(block) = ev
+                    .content_block
+                    .and_then(|b| serde_json::from_str::<Block>(b.get()).ok())
+                else {
+                    return raw(em, line);
+                };
+                let index = ev.index.unwrap_or(self.blocks.len() as u64);
+                let msg = self
+                    .stream_msg
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-msg", em.run_id()));
+                let id = block_id(&msg, index);
+                match block.kind.as_deref() {
+                    Some("text") => {
+                        em.text_start(&id, Role::Assistant);
+                        self.push_block(index, Kind::Text, id.clone());
+                        if let Some(t) = block.text.map(text_of).filter(|t| !t.is_empty()) {
+                            em.text_content(&id, &t);
+                        }
+                    }
+                    Some("thinking") => {
+                        em.reasoning_start(&id);
+                        self.push_block(index, Kind::Thinking, id.clone());
+                        if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
+                            em.reasoning_content(&id, &t);
+                        }
+                    }
+                    Some("redacted_thinking") => {
+                        em.reasoning_start(&id);
+                        em.reasoning_encrypted(
+                            EncryptedSubtype::Message,
+                            &id,
+                            block.data.as_deref().unwrap_or(""),
+                        );
+                        self.push_block(index, Kind::Thinking, id);
+                    }
+                    Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
+                        let tid = block
+                            .id
+                            .as_deref()
+                            .map_or_else(|| id.clone(), str::to_owned);
+                        self.start_tool(
+                            &tid,
+                            block.name.as_deref().unwrap_or("unknown"),
+                            Some(&msg),
+                            em,
+                        );
+                        self.push_block(index, Kind::Tool, tid);
+                    }
+                    _ => {
+                        // Results of server-side tools and newer block types:
+                        // the complete line sends them.
+                        self.push_block(index, Kind::Other, id);
+                    }
+                }
+            }
+            "content_block_delta" => {
+                let Some(delta) = ev
+                    .delta
+                    .and_then(|d| serde_json::from_str::<Delta>(d.get()).ok())
+                else {
+                    return raw(em, line);
+                };
+                let Some(i) = self.find_block(ev.index) else {
+                    em.unknown("content_block_delta for a block that never started");
+                    return raw(em, line);
+                };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => {
+                        if let Some(t) = delta.text {
+                            self.text_delta(i, t, em);
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        if let Some(t) = delta.thinking {
+                            let id = &self.blocks[i].id;
+                            em.reasoning_content(id, &text_of(t));
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(s) = delta.signature {
+                            let s = text_of(s);
+                            self.blocks[i].signature.push_str(&s);
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(p) = delta.partial_json {
+                            let p = text_of(p);
+                            if !p.is_empty() {
+                                let b = &mut self.blocks[i];
+                                b.args = true;
+                                em.tool_args(&b.id, &p);
+                            }
+                        }
+                    }
+                    Some(other) => {
+                        em.unknown(format!("delta type {other:?}"));
+                        raw(em, line);
+                    }
+                    None => raw(em, line),
+                }
+            }
+            "content_block_stop" => {
+                if let Some(i) = self.find_block(ev.index) {
+                    self.close_block(i, em);
+                }
+            }
+            "message_stop" => self.close_stream(em),
+            "message_delta" | "ping" => {}
+            "error" => raw(em, line),
+            other => {
+                em.unknown(format!("stream event type {other:?}"));
+                raw(em, line);
+            }
+        }
+    }
+
+    fn push_block(&mut self, index: u64, kind: Kind, id: String) {
+        self.blocks.push(Streamed {
+            index,
+            kind,
+            id,
+            open: kind != Kind::Other,
+            confirmed: false,
+            args: false,
+            signature: String::new(),
+            pending_surrogate: None,
+        });
+    }
+
+    fn find_block(&self, index: Option<u64>) -> Option<usize> {
+        match index {
+            Some(ix) => self.blocks.iter().rposition(|b| b.index == ix),
+            None => self.blocks.len().checked_sub(1),
+        }
+    }
+
+    /// A text delta, copied as the JSON string it is; an emoji split between
+    /// two deltas (a lone high surrogate at the end of one) is joined again.
+    fn text_delta(&mut self, i: usize, t: &RawValue, em: &mut Emitter) {
+        let b = &mut self.blocks[i];
+        let joined;
+        let mut lit: &str = t.get();
+        if let Some(hi) = b.pending_surrogate.take() {
+            joined = format!("\"{hi}{}", &lit[1..]);
+            lit = &joined;
+        }
+        let split = json::split_high_surrogate(lit);
+        if let Some((rest, hi)) = &split {
+            b.pending_surrogate = Some(hi.clone());
+            lit = rest;
+        }
+        if lit == "\"\"" {
+            return;
+        }
+        let Ok(v) = serde_json::from_str::<&RawValue>(lit) else {
+            return;
+        };
+        match json::literal(v) {
+            Some(l) => em.text_content_text(&b.id, Text::Literal(l)),
+            None => em.text_content(&b.id, &text_of(v)),
+        }
+    }
+
+    fn close_block(&mut self, i: usize, em: &mut Emitter) {
+        let b = &mut self.blocks[i];
+        if !b.open {
+            return;
+        }
+        b.open = false;
+        match b.kind {
+            Kind::Text => {
+                if b.pending_surrogate.take().is_some() {
+                    em.text_content(&b.id, "\u{fffd}");
+                }
+                em.text_end(&b.id);
+            }
+            Kind::Thinking => {
+                if !b.signature.is_empty() {
+                    em.reasoning_encrypted(EncryptedSubtype::Message, &b.id, &b.signature);
+                }
+                em.reasoning_end(&b.id);
+            }
+            Kind::Tool => {
+                if !b.args && !b.confirmed {
+                    // No argument deltas and no complete line yet: the
+                    // arguments may still come from it, so the call stays
+                    // open until then (or until the stream closes).
+                    b.open = true;
+                    return;
+                }
+                em.tool_end(&b.id);
+            }
+            Kind::Other => {}
+        }
+    }
+
+    /// Close everything the current stream opened (message end, a retry, a
+    /// new message, the end of input).
+    fn close_stream(&mut self, em: &mut Emitter) {
+        let sub = self.stream_sub.take();
+        if sub.is_some() {
+            em.set_subagent(sub.as_deref());
+        }
+        for i in 0..self.blocks.len() {
+            if self.blocks[i].kind == Kind::Tool && self.blocks[i].open && !self.blocks[i].args {
+                // Arguments never came: the call ends with none.
+                self.blocks[i].args = true;
+            }
+            self.close_block(i, em);
+        }
+        // The blocks stay known until the next message starts, so that a
+        // complete line arriving late is still recognized as a repeat.
+        if sub.is_some() {
+            em.set_subagent(None);
+        }
+    }
+
+    // ---- complete lines ---------------------------------------------------
+
+    fn assistant(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        let msg: Message = rec
+            .message
+            .map(|m| serde_json::from_str(m.get()))
+            .transpose()
+            .map_err(|e| LineError::Shape(format!("assistant message: {e}")))?
+            .ok_or_else(|| LineError::Shape("assistant without message".into()))?;
+        let blocks: Vec<&RawValue> = match msg.content {
+            Some(c) if c.get().starts_with('[') => serde_json::from_str(c.get())
+                .map_err(|e| LineError::Shape(format!("assistant content: {e}")))?,
+            Some(c) => {
+                // Content as a plain string.
+                let id = msg
+                    .id
+                    .as_deref()
+                    .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
+                em.text_message(&id, Role::Assistant, &text_of(c));
+                return Ok(());
+            }
+            None => Vec::new(),
+        };
+        let msg_id = msg
+            .id
+            .as_deref()
+            .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
+        let streamed = self.stream_msg.as_deref() == Some(msg_id.as_str());
+        for raw_block in blocks {
+            let block: Block = serde_json::from_str(raw_block.get())
+                .map_err(|e| LineError::Shape(format!("content block: {e}")))?;
+            let kind = block.kind.as_deref().unwrap_or("");
+            if streamed && self.confirm(kind, &block, em) {
+                continue;
+            }
+            // Not streamed: the complete block is all there is.
+            let index = match &mut self.complete_msg {
+                Some((m, n)) if *m == msg_id => {
+                    *n += 1;
+                    *n
+                }
+                _ => {
+                    self.complete_msg = Some((msg_id.clone(), 0));
+                    0
+                }
+            };
+            let id = block_id(&msg_id, index);
+            self.complete_block(kind, &block, &id, &msg_id, raw_block, line, em);
+        }
+        Ok(())
+    }
+
+    /// Match a complete block with the streamed one it repeats; true if it
+    /// was streamed (and so is not sent again).
+    fn confirm(&mut self, kind: &str, block: &Block, em: &mut Emitter) -> bool {
+        let want = match kind {
+            "text" => Kind::Text,
+            "thinking" | "redacted_thinking" => Kind::Thinking,
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => Kind::Tool,
+            _ => Kind::Other,
+        };
+        let found = self.blocks.iter().position(|b| {
+            !b.confirmed
+                && b.kind == want
+                && (want != Kind::Tool || block.id.as_deref() == Some(b.id.as_str()))
+        });
+        let Some(i) = found else { return false };
+        if want == Kind::Other {
+            // Streamed blocks of other types carried nothing: send the whole.
+            self.blocks[i].confirmed = true;
+            return false;
+        }
+        let b = &mut self.blocks[i];
+        b.confirmed = true;
+        if want == Kind::Tool && !b.args {
+            // No argument deltas: the complete input is the arguments.
+            let args = block.input.map_or("{}", RawValue::get);
+            em.tool_args(&b.id, args);
+            b.args = true;
+        }
+        if want == Kind::Thinking && b.signature.is_empty() {
+            if let Some(s) = block.signature.as_deref() {
+                b.signature.push_str(s);
+            }
+        }
+        if want == Kind::Tool && !b.open {
+            em.tool_end(&b.id);
+        }
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn complete_block(
+        &mut self,
+        kind: &str,
+        block: &Block,
+        id: &str,
+        msg_id: &str,
+        raw_block: &RawValue,
+        line: &[u8],
+        em: &mut Emitter,
+    ) {
+        match kind {
+            "text" => {
+                em.text_start(id, Role::Assistant);
+                if let Some(t) = block.text {
+                    match json::literal(t) {
+                        Some(l) if l.get() != "\"\"" => em.text_content_text(id, Text::Literal(l)),
+                        Some(_) => {}
+                        None => em.text_content(id, &text_of(t)),
+                    }
+                }
+                em.text_end(id);
+            }
+            "thinking" => {
+                em.reasoning_start(id);
+                if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
+                    em.reasoning_content(id, &t);
+                }
+                if let Some(s) = block.signature.as_deref().filter(|s| !s.is_empty()) {
+                    em.reasoning_encrypted(EncryptedSubtype::Message, id, s);
+                }
+                em.reasoning_end(id);
+            }
+            "redacted_thinking" => {
+                em.reasoning_start(id);
+                em.reasoning_encrypted(
+                    EncryptedSubtype::Message,
+                    id,
+                    block.data.as_deref().unwrap_or(""),
+                );
+                em.reasoning_end(id);
+            }
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                let tid = block.id.as_deref().unwrap_or(id);
+                if self.start_tool(
+                    tid,
+                    block.name.as_deref().unwrap_or("unknown"),
+                    Some(msg_id),
+                    em,
+                ) {
+                    em.tool_args(tid, block.input.map_or("{}", RawValue::get));
+                    em.tool_end(tid);
+                }
+            }
+            k if k.ends_with("_tool_result") => {
+                // A server-side tool's result (web search, code execution).
+                let tid = block.tool_use_id.as_deref().unwrap_or(id);
+                self.start_tool(tid, k, Some(msg_id), em);
+                let content = block.content.map_or("null", RawValue::get);
+                em.tool_result(tid, Content::Text(content), None);
+            }
+            other => {
+                em.unknown(format!("content block type {other:?}"));
+                let _ = raw_block;
+                raw(em, line);
+            }
+        }
+    }
+
+    fn user(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        let msg: Message = rec
+            .message
+            .map(|m| serde_json::from_str(m.get()))
+            .transpose()
+            .map_err(|e| LineError::Shape(format!("user message: {e}")))?
+            .ok_or_else(|| LineError::Shape("user without message".into()))?;
+        let uuid = rec
+            .uuid
+            .as_deref()
+            .map_or_else(|| format!("{}-user", em.run_id()), str::to_owned);
+        let Some(content) = msg.content else {
+            return Ok(());
+        };
+        if !content.get().starts_with('[') {
+            em.text_message(&uuid, Role::User, &text_of(content));
+            return Ok(());
+        }
+        let blocks: Vec<&RawValue> = serde_json::from_str(content.get())
+            .map_err(|e| LineError::Shape(format!("user content: {e}")))?;
+        let mut texts = 0;
+        for raw_block in blocks {
+            let block: Block = serde_json::from_str(raw_block.get())
+                .map_err(|e| LineError::Shape(format!("content block: {e}")))?;
+            match block.kind.as_deref() {
+                Some("tool_result") => {
+                    let Some(tid) = block.tool_use_id.as_deref() else {
+                        return Err(LineError::Shape("tool_result without tool_use_id".into()));
+                    };
+                    // A subagent's work is over when its tool call returns
+                    // (unless it runs in the background).
+                    if !self.background.iter().any(|b| b == tid) {
+                        self.finish_subagent(tid, None, em);
+                    }
+                    self.tool_result(tid, &block, rec.tool_use_result, em);
+                }
+                Some("text") => {
+                    let id = if texts == 0 {
+                        uuid.clone()
+                    } else {
+                        format!("{uuid}-{texts}")
+                    };
+                    texts += 1;
+                    em.text_message(
+                        &id,
+                        Role::User,
+                        &block.text.map(text_of).unwrap_or_default(),
+                    );
+                }
+                Some(other) => {
+                    em.unknown(format!("user content block type {other:?}"));
+                    raw(em, line);
+                }
+                None => raw(em, line),
+            }
+        }
+        Ok(())
+    }
+
+    fn tool_result(
+        &mut self,
+        tid: &str,
+        block: &Block,
+        extra: Option<&RawValue>,
+        em: &mut Emitter,
+    ) {
+        // A result for a call never announced: announce it, keeping the result.
+        self.start_tool(tid, "unknown", None, em);
+        let is_error = block.is_error == Some(true);
+        let meta = object(&[
+            ("isError", is_error.then_some("true")),
+            ("toolUseResult", extra.map(RawValue::get)),
+        ]);
+        let meta = (meta.get() != "{}").then_some(meta);
+        match block.content {
+            None => em.tool_result(tid, Content::Text(""), meta.as_deref()),
+            Some(c) if c.get().starts_with('"') => match json::literal(c) {
+                Some(l) => em.tool_result(tid, Content::Parts(l), meta.as_deref()),
+                None => em.tool_result(tid, Content::Text(&text_of(c)), meta.as_deref()),
+            },
+            Some(c) => match content_parts(c, &mut self.buf) {
+                Some(parts) => em.tool_result(tid, Content::Parts(&parts), meta.as_deref()),
+                None => em.tool_result(tid, Content::Text(c.get()), meta.as_deref()),
+            },
+        }
+    }
+
+    // ---- result -------------------------------------------------------------
+
+    fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        self.close_stream(em);
+        if let Some(prev) = self.deferred.take() {
+            if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
+                em.raw(v, SOURCE);
+            }
+        }
+        if self.background.iter().any(|b| em.subagent_open(b)) {
+            // A background subagent is still at work: this is not the end.
+            self.deferred = std::str::from_utf8(line).ok().map(str::to_owned);
+            return;
+        }
+        self.end_run(rec, line, em);
+    }
+
+    fn end_run(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+        if em.run_ended() {
+            // A second result in the same run (a background task finished
+            // after the first): the run goes on to this one; the first
+            // result is kept as RAW.
+            em.reopen_run();
+            if let Some(prev) = self.last_result.take() {
+                if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
+                    em.raw(v, SOURCE);
+                }
+            }
+        }
+        self.last_result = std::str::from_utf8(line).ok().map(str::to_owned);
+        let usage = self.usage(rec);
+        let result = line_json(line);
+        let subtype = rec.subtype.as_deref().unwrap_or("success");
+        let text = rec.result.map(text_of);
+        let errors: Vec<String> = rec
+            .errors
+            .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
+            .unwrap_or_default();
+        let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        match subtype {
+            "success" if rec.is_error != Some(true) => em.finish_run(result, None, &usage),
+            "error_max_turns" => {
+                let msg = errors
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "reached the maximum number of turns".into());
+                em.fail_run(&msg, code::MAX_TURNS, &usage, meta.as_deref());
+            }
+            "error_during_execution"
+                if errors.iter().any(|e| {
+                    e.contains("interrupt") || e.contains("abort") || e.contains("cancel")
+                }) =>
+            {
+                em.finish_run(result, Some(Outcome::Cancelled), &usage);
+            }
+            _ => {
+                let msg = text
+                    .as_deref()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
+                    .unwrap_or_else(|| format!("the run ended with {subtype}"));
+                let code = if rec.api_error_status.is_some() || msg.starts_with("API Error") {
+                    if msg.contains("401") || msg.to_ascii_lowercase().contains("authentication") {
+                        code::AUTH_ERROR
+                    } else {
+                        code::API_ERROR
+                    }
+                } else if msg.to_ascii_lowercase().contains("invalid api key")
+                    || msg.contains("/login")
+                {
+                    code::AUTH_ERROR
+                } else {
+                    code::CLI_ERROR
+                };
+                em.fail_run(&msg, code, &usage, meta.as_deref());
+            }
+        }
+    }
+
+    /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
+    /// `inputTokens` is the whole input, with the cache parts inside it.
+    fn usage(&self, rec: &Record) -> Vec<Usage> {
+        if let Some(per_model) = rec
+            .model_usage
+            .and_then(|m| {
+                serde_json::from_str::<std::collections::BTreeMap<String, ModelUsage>>(m.get()).ok()
+            })
+            .filter(|m| !m.is_empty())
+        {
+            return per_model
+                .iter()
+                .map(|(model, u)| {
+                    usage(
+                        Some(model),
+                        u.input_tokens,
+                        u.cache_read_input_tokens,
+                        u.cache_creation_input_tokens,
+                        u.output_tokens,
+                        u.thinking_tokens.filter(|&t| t > 0),
+                    )
+                })
+                .collect();
+        }
+        let Some(u) = rec
+            .usage
+            .and_then(|u| serde_json::from_str::<ApiUsage>(u.get()).ok())
+        else {
+            return Vec::new();
+        };
+        vec![usage(
+            self.model.as_deref(),
+            u.input_tokens,
+            u.cache_read_input_tokens,
+            u.cache_creation_input_tokens,
+            u.output_tokens,
+            u.output_tokens_details
+                .and_then(|d| d.thinking_tokens)
+                .filter(|&t| t > 0),
+        )]
+    }
+}
+
+fn usage(
+    model: Option<&str>,
+    input: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+    output: Option<u64>,
+    reasoning: Option<u64>,
+) -> Usage {
+    let input_total = input.map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
+    Usage {
+        provider: Some("anthropic".into()),
+        model: model.map(str::to_owned),
+        input_tokens: input_total,
+        output_tokens: output,
+        total_tokens: input_total.zip(output).map(|(i, o)| i + o),
+        reasoning_tokens: reasoning,
+        cached_input_tokens: cache_read,
+        cache_write_input_tokens: cache_write,
+    }
+}
+
+/// The AG-UI id of block `index` of message `msg`: the message id for the
+/// first block, `<msg>-<index>` for the rest.
+fn block_id(msg: &str, index: u64) -> String {
+    if index == 0 {
+        msg.to_owned()
+    } else {
+        format!("{msg}-{index}")
+    }
+}
+
+/// Anthropic content blocks as AG-UI content parts: text as text, images and
+/// documents with base64 or URL sources as data or url sources, anything else
+/// as its JSON in a text part.
+fn content_parts(content: &RawValue, buf: &mut String) -> Option<Box<RawValue>> {
+    let blocks: Vec<&RawValue> = serde_json::from_str(content.get()).ok()?;
+    buf.clear();
+    buf.push('[');
+    for raw_block in blocks {
+        if buf.len() > 1 {
+            buf.push(',');
+        }
+        let block: Option<Block> = serde_json::from_str(raw_block.get()).ok();
+        let source = block
+            .as_ref()
+            .and_then(|b| b.source)
+            .and_then(|s| serde_json::from_str::<Source>(s.get()).ok());
+        match (
+            block.as_ref().and_then(|b| b.kind.as_deref()),
+            &block,
+            source,
+        ) {
+            (Some("text"), Some(b), _) => {
+                let _ = write!(
+                    buf,
+                    r#"{{"type":"text","text":{}}}"#,
+                    b.text.map_or("\"\"", RawValue::get)
+                );
+            }
+            (Some(k @ ("image" | "document")), _, Some(src)) => {
+                let mime = src.media_type.as_deref().map(string_json);
+                let source = match (src.kind.as_deref(), src.data.as_deref(), src.url.as_deref()) {
+                    (Some("base64"), Some(d), _) => format!(
+                        r#"{{"type":"data","value":{},"mimeType":{}}}"#,
+                        string_json(d),
+                        mime.as_deref().unwrap_or("\"application/octet-stream\"")
+                    ),
+                    (_, _, Some(u)) => match &mime {
+                        Some(m) => format!(
+                            r#"{{"type":"url","value":{},"mimeType":{m}}}"#,
+                            string_json(u)
+                        ),
+                        None => format!(r#"{{"type":"url","value":{}}}"#, string_json(u)),
+                    },
+                    _ => {
+                        let _ = write!(
+                            buf,
+                            r#"{{"type":"text","text":{}}}"#,
+                            string_json(raw_block.get())
+                        );
+                        continue;
+                    }
+                };
+                let _ = write!(buf, r#"{{"type":{},"source":{source}}}"#, string_json(k));
+            }
+            _ => {
+                let _ = write!(
+                    buf,
+                    r#"{{"type":"text","text":{}}}"#,
+                    string_json(raw_block.get())
+                );
+            }
+        }
+    }
+    buf.push(']');
+    RawValue::from_string(buf.clone()).ok()
+}
+
+#[derive(Deserialize)]
+struct Source<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    media_type: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    url: Option<Cow<'a, str>>,
+}
+
+fn raw(em: &mut Emitter, line: &[u8]) {
+    if let Some(v) = line_json(line) {
+        em.raw(v, SOURCE);
+    }
+}
