@@ -326,6 +326,8 @@ pub mod code {
     pub const AUTH_ERROR: &str = "auth_error";
     /// Any other failure the CLI reported.
     pub const CLI_ERROR: &str = "cli_error";
+    /// `run`: the CLI is not installed.
+    pub const CLI_MISSING: &str = "cli_missing";
     /// The input ended before the CLI's final event (a killed CLI, a cut log).
     pub const INPUT_ENDED: &str = "input_ended";
     /// Non-empty input that held no event of the dialect.
@@ -666,6 +668,11 @@ impl Emitter {
         self.frame(&ev, &mut buf, metadata);
         self.terminal = buf;
         self.state = RunState::Ending;
+    }
+
+    /// Whether the held terminal event is a RUN_ERROR.
+    pub fn terminal_is_error(&self) -> bool {
+        matches!(self.state, RunState::Ending) && self.terminal_index == 2
     }
 
     /// Take back a held terminal event: the run goes on (a CLI that reports a

@@ -25,6 +25,9 @@ Events are written as soon as they are complete when the input is a live pipe,
 and in large batches when it is a file.";
 
 const AFTER_HELP: &str = "\
+Commands:
+  run   start a CLI and translate its output (agui-translate run --help)
+
 Examples:
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
@@ -43,32 +46,35 @@ Exit status:
     about = ABOUT,
     long_about = LONG_ABOUT,
     after_help = AFTER_HELP,
-    max_term_width = 100
+    max_term_width = 100,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Start a CLI in its headless streaming mode and translate its output.
+    #[command(long_about = RUN_LONG_ABOUT, after_help = RUN_AFTER_HELP)]
+    Run(RunArgs),
+}
+
+/// Translating a stream (the default command).
+#[derive(clap::Args, Debug)]
+pub struct FilterArgs {
     /// The CLI that wrote the input stream; `auto` tells it from the first
     /// records that only one CLI writes.
     #[arg(long, short = 'f', value_enum, value_name = "CLI", default_value_t = FromCli::Auto)]
     pub from: FromCli,
 
-    /// How events are framed on standard output.
-    #[arg(long, value_enum, default_value_t = Format::Ndjson, value_name = "FORMAT")]
-    pub format: Format,
-
-    /// Use this threadId instead of the session id found in the input.
-    #[arg(long, value_name = "ID")]
-    pub thread_id: Option<String>,
-
-    /// Use this runId instead of the derived one (later runs in the same
-    /// output get `ID-2`, `ID-3`, ...).
-    #[arg(long, value_name = "ID")]
-    pub run_id: Option<String>,
-
-    /// Tool names on TOOL_CALL_START: each CLI's own, or one vocabulary for
-    /// all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native
-    /// name goes into `metadata.nativeName`).
-    #[arg(long, value_enum, default_value_t = ToolNames::Native, value_name = "NAMES")]
-    pub tool_names: ToolNames,
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// Treat anything the translator does not know (a record type, a block
     /// type, a field shape) as an error: reported on stderr with its line
@@ -92,6 +98,122 @@ pub struct Args {
     /// Input files, read one after another; `-` or none reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+}
+
+/// How the AG-UI output looks, for both commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// How events are framed on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Ndjson, value_name = "FORMAT")]
+    pub format: Format,
+
+    /// Use this threadId instead of the session id found in the input.
+    #[arg(long, value_name = "ID")]
+    pub thread_id: Option<String>,
+
+    /// Use this runId instead of the derived one (later runs in the same
+    /// output get `ID-2`, `ID-3`, ...).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+
+    /// Tool names on TOOL_CALL_START: each CLI's own, or one vocabulary for
+    /// all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native
+    /// name goes into `metadata.nativeName`).
+    #[arg(long, value_enum, default_value_t = ToolNames::Native, value_name = "NAMES")]
+    pub tool_names: ToolNames,
+}
+
+const RUN_LONG_ABOUT: &str = "\
+Start a coding-agent CLI in its headless streaming mode and translate its
+output to AG-UI events as it runs: the one-command way to put an agent behind
+an AG-UI front end.
+
+  gemini  gemini -p PROMPT --output-format stream-json
+  codex   codex exec --json --skip-git-repo-check PROMPT
+  claude  claude -p PROMPT --output-format stream-json --verbose --include-partial-messages
+
+The prompt is passed as one argument, never through a shell; without a
+prompt, or with `-`, it is read from standard input. Options are mapped to
+each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
+stderr is passed through, and when the run fails its last lines say why in
+RUN_ERROR. SIGINT and SIGTERM are passed to the CLI's process group and the
+stream ends as a cancelled run.";
+
+const RUN_AFTER_HELP: &str = "\
+Examples:
+  agui-translate run claude 'Fix the failing test' > events.ndjson
+  echo 'Summarize README.md' | agui-translate run gemini --model gemini-2.5-flash
+  agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- --sandbox workspace-write
+  agui-translate run --check
+
+Exit status: the CLI's own; 127 when it is not installed; 130 or 143 when
+interrupted by SIGINT or SIGTERM; 124 when --timeout ended the run.
+
+Environment: AGUI_GEMINI_CLI, AGUI_CODEX_CLI, AGUI_CLAUDE_CLI name the
+executables (like --cli). The CLI inherits the environment, API keys included:
+they never go on its command line or into the output.";
+
+/// `agui-translate run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The CLI to start.
+    #[arg(value_enum, required_unless_present = "check")]
+    pub cli: Option<crate::spawn::Cli>,
+
+    /// The prompt; `-` or none reads it from standard input.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Arguments passed to the CLI untouched (after `--`).
+    #[arg(last = true, value_name = "CLI ARGS")]
+    pub extra: Vec<String>,
+
+    /// The CLI's executable (default: `gemini`, `codex` or `claude` on PATH,
+    /// or the AGUI_<CLI>_CLI environment variable).
+    #[arg(long = "cli", value_name = "PATH")]
+    pub cli_path: Option<PathBuf>,
+
+    /// The model the CLI uses.
+    #[arg(long, short = 'm', value_name = "MODEL")]
+    pub model: Option<String>,
+
+    /// Stop after this many agent turns (claude only: the others have no
+    /// such flag).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Run the CLI in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// Continue an earlier session (multi-turn).
+    #[arg(long, value_name = "SESSION")]
+    pub resume: Option<String>,
+
+    /// Allow this tool without asking (repeatable; gemini and claude).
+    #[arg(long, value_name = "TOOL")]
+    pub allow_tool: Vec<String>,
+
+    /// Forbid this tool (repeatable; claude only).
+    #[arg(long, value_name = "TOOL")]
+    pub deny_tool: Vec<String>,
+
+    /// How tool calls are approved. `yolo` approves everything and is never
+    /// the default.
+    #[arg(long, value_enum, default_value_t = crate::spawn::Approval::Default, value_name = "MODE")]
+    pub approval: crate::spawn::Approval,
+
+    /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
+    /// plain seconds.
+    #[arg(long, value_name = "DURATION", value_parser = crate::spawn::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
+    /// List the CLIs that are installed, with their versions.
+    #[arg(long)]
+    pub check: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// How `--stats` prints its summary.
@@ -122,6 +244,14 @@ mod tests {
         let mut man = Vec::new();
         clap_mangen::Man::new(cmd.clone()).render(&mut man).unwrap();
         check("man/agui-translate.1", &man);
+        let run = cmd
+            .find_subcommand("run")
+            .expect("the run subcommand")
+            .clone()
+            .name("agui-translate-run");
+        let mut man = Vec::new();
+        clap_mangen::Man::new(run).render(&mut man).unwrap();
+        check("man/agui-translate-run.1", &man);
         for (shell, file) in [
             (
                 clap_complete::Shell::Bash,

@@ -11,4 +11,5 @@ pub mod json;
 pub mod lines;
 pub mod run;
 pub mod source;
+pub mod spawn;
 pub mod tools;

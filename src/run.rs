@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
-use crate::cli::{Args, StatsFormat};
+use crate::cli::{Args, Command, FilterArgs, OutputArgs, StatsFormat};
 use crate::lines::Lines;
 use crate::source::{self, Translate};
 
@@ -19,9 +19,22 @@ use crate::source::{self, Translate};
 const BATCH: usize = 64 * 1024;
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(Command::Run(run)) => crate::spawn::main(run),
+        None => translate(args.filter),
+    }
+}
+
+/// An emitter set up by the output options.
+pub fn emitter(o: &OutputArgs) -> Emitter {
+    let mut em = Emitter::new(o.format, o.thread_id.clone(), o.run_id.clone());
+    em.set_tool_names(o.tool_names);
+    em
+}
+
+fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let mut em = Emitter::new(args.format, args.thread_id, args.run_id);
-    em.set_tool_names(args.tool_names);
+    let mut em = emitter(&args.output);
     // Fail on an unsupported dialect before reading anything.
     source::for_input(args.from)?;
     let stdout = io::stdout();
@@ -139,6 +152,22 @@ pub fn filter(
     opts: Options,
     stats: &mut Stats,
 ) -> anyhow::Result<()> {
+    let saw_input = pump(rdr, name, tr, em, out, opts, stats)?;
+    settle(name, tr, em, out, saw_input, stats)
+}
+
+/// The loop of [`filter`], up to the end of the input (nothing is settled
+/// yet). Returns whether the input had any non-blank line.
+#[allow(clippy::too_many_arguments)]
+pub fn pump(
+    rdr: impl Read,
+    name: &str,
+    tr: &mut dyn Translate,
+    em: &mut Emitter,
+    out: &mut dyn Write,
+    opts: Options,
+    stats: &mut Stats,
+) -> anyhow::Result<bool> {
     let mut lines = Lines::new(rdr);
     let mut saw_input = false;
     let mut lineno = 0;
@@ -187,6 +216,19 @@ pub fn filter(
             }
         }
     }
+    Ok(saw_input)
+}
+
+/// The end of an input: the translator settles what the input left open,
+/// then every run is ended and the output flushed.
+pub fn settle(
+    name: &str,
+    tr: &mut dyn Translate,
+    em: &mut Emitter,
+    out: &mut dyn Write,
+    saw_input: bool,
+    stats: &mut Stats,
+) -> anyhow::Result<()> {
     tr.finish(em);
     if saw_input && tr.source() == source::UNDETECTED {
         stats.bad += 1;

@@ -1,0 +1,460 @@
+//! `agui-translate run`, with a stand-in CLI (`tests/fake/cli`) that
+//! replays real recordings, exits with chosen statuses, writes to stderr,
+//! floods it, hangs, or ignores SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fake() -> PathBuf {
+    root().join("tests/fake/cli")
+}
+
+fn recording(rel: &str) -> PathBuf {
+    root().join("testdata").join(rel)
+}
+
+fn run(cli: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", cli, "--cli"])
+        .arg(fake());
+    c
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-run-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn events(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn last(stdout: &[u8]) -> serde_json::Value {
+    events(stdout).pop().expect("some output")
+}
+
+fn argv_of(cli: &str, args: &[&str], stdin: &str) -> Vec<String> {
+    let file = tmp(&format!("argv-{cli}-{}", args.join("_").len()));
+    run(cli)
+        .args(args)
+        .env("FAKE_ARGV", &file)
+        .write_stdin(stdin)
+        .assert()
+        .success();
+    std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn argv_per_cli() {
+    let prompt = "fix it; rm -rf / `x` $(y) \"q\"";
+    assert_eq!(
+        argv_of("gemini", &[prompt], ""),
+        ["-p", prompt, "--output-format", "stream-json"]
+    );
+    assert_eq!(
+        argv_of("codex", &[prompt], ""),
+        ["exec", "--json", "--skip-git-repo-check", prompt]
+    );
+    assert_eq!(
+        argv_of("claude", &[prompt], ""),
+        [
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages"
+        ]
+    );
+}
+
+#[test]
+fn options_map_to_each_clis_flags() {
+    let common = [
+        "--model",
+        "m1",
+        "--resume",
+        "s-1",
+        "--approval",
+        "yolo",
+        "hi",
+        "--",
+        "--extra",
+        "x",
+    ];
+    assert_eq!(
+        argv_of("gemini", &[&common[..], &[]].concat(), ""),
+        [
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--model",
+            "m1",
+            "--resume",
+            "s-1",
+            "--approval-mode",
+            "yolo",
+            "--extra",
+            "x"
+        ]
+    );
+    assert_eq!(
+        argv_of("codex", &common, ""),
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--model",
+            "m1",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "resume",
+            "s-1",
+            "hi",
+            "--extra",
+            "x"
+        ]
+    );
+    let claude = argv_of(
+        "claude",
+        &[
+            "--max-turns",
+            "3",
+            "--allow-tool",
+            "Read",
+            "--allow-tool",
+            "Bash(git:*)",
+            "--deny-tool",
+            "WebFetch",
+            "--approval",
+            "auto-edit",
+            "hi",
+        ],
+        "",
+    );
+    assert_eq!(
+        claude,
+        [
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--max-turns",
+            "3",
+            "--allowedTools",
+            "Read,Bash(git:*)",
+            "--disallowedTools",
+            "WebFetch",
+            "--permission-mode",
+            "acceptEdits"
+        ]
+    );
+    assert_eq!(
+        argv_of(
+            "gemini",
+            &["--allow-tool", "read_file", "--allow-tool", "glob", "hi"],
+            ""
+        ),
+        [
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--allowed-tools",
+            "read_file,glob"
+        ]
+    );
+}
+
+#[test]
+fn what_a_cli_cannot_express_is_refused() {
+    run("codex")
+        .args(["--deny-tool", "shell", "hi"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "codex cannot allow or forbid single tools",
+        ));
+    run("gemini")
+        .args(["--max-turns", "2", "hi"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "gemini has no flag for a turn limit",
+        ));
+}
+
+#[test]
+fn the_prompt_can_come_from_stdin() {
+    let prompt = "line one\nline two: ünïcödé\n";
+    assert_eq!(
+        argv_of("gemini", &[], prompt),
+        [
+            "-p",
+            "line one",
+            "line two: ünïcödé",
+            "--output-format",
+            "stream-json"
+        ]
+    );
+    let argv = argv_of("claude", &["-"], prompt);
+    assert_eq!(&argv[..3], ["-p", "line one", "line two: ünïcödé"]);
+}
+
+#[test]
+fn a_missing_cli_names_its_package() {
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/nonexistent")
+        .args(["run", "codex", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let evs = events(&out.stdout);
+    assert_eq!(evs.len(), 2);
+    assert_eq!(evs[0]["type"], "RUN_STARTED");
+    assert_eq!(evs[1]["type"], "RUN_ERROR");
+    assert_eq!(evs[1]["code"], "cli_missing");
+    assert!(evs[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("npm install -g @openai/codex"));
+}
+
+#[test]
+fn a_recording_streams_through_unchanged() {
+    let path = recording("claude/2.1.328/b-bash-partial.jsonl");
+    let direct = Command::new(BIN)
+        .args(["--from", "claude"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    run("claude")
+        .arg("hi")
+        .env("FAKE_REPLAY", &path)
+        .assert()
+        .success()
+        .stdout(direct.stdout);
+}
+
+#[test]
+fn exit_statuses_end_the_run() {
+    // gemini: 41 authentication, with the CLI's own words from stderr.
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_EXIT", "41")
+        .env(
+            "FAKE_STDERR",
+            "Please set an Auth method in your settings.json",
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(41));
+    let end = last(&out.stdout);
+    assert_eq!(end["type"], "RUN_ERROR");
+    assert_eq!(end["code"], "auth_error");
+    assert_eq!(
+        end["message"],
+        "gemini exited with status 41: authentication failed: Please set an Auth method in your settings.json"
+    );
+    // gemini: a stream cut by the turn limit, exit 53.
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("gemini/0.61.0/j_max_turns.jsonl"))
+        .env("FAKE_LINES", "8")
+        .env("FAKE_EXIT", "53")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(53));
+    assert_eq!(last(&out.stdout)["code"], "max_turns");
+    // gemini: the stream says success, the status says HTTP 500.
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("gemini/0.61.0/k_resume_1.jsonl"))
+        .env("FAKE_EXIT", "244")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(244));
+    let evs = events(&out.stdout);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+            .count(),
+        1
+    );
+    assert_eq!(evs.last().unwrap()["code"], "api_error");
+    assert!(evs.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("HTTP 500"));
+    // A stream that ended well-formed with its own error is not ended twice.
+    let out = run("gemini")
+        .arg("hi")
+        .env(
+            "FAKE_REPLAY",
+            recording("gemini/0.61.0/g_http500_maxattempts2.jsonl"),
+        )
+        .env("FAKE_EXIT", "244")
+        .output()
+        .unwrap();
+    let end = last(&out.stdout);
+    assert_eq!(end["type"], "RUN_ERROR");
+    assert!(end["message"].as_str().unwrap().starts_with("[API Error"));
+    // codex and claude: 1 is an error; the stderr tail says which.
+    let out = run("codex")
+        .arg("hi")
+        .env("FAKE_EXIT", "1")
+        .env("FAKE_STDERR", "Error: stream disconnected")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let end = last(&out.stdout);
+    assert_eq!(end["code"], "cli_error");
+    assert!(end["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("Error: stream disconnected"));
+    // A CLI killed by SIGTERM from elsewhere.
+    let out = run("claude")
+        .arg("hi")
+        .env(
+            "FAKE_REPLAY",
+            recording("claude/2.1.328/k-sigterm-tool.jsonl"),
+        )
+        .env("FAKE_EXIT", "143")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    assert!(last(&out.stdout)["message"]
+        .as_str()
+        .unwrap()
+        .contains("killed by signal 15"));
+}
+
+#[test]
+fn a_stderr_flood_does_not_hang_the_run() {
+    let start = Instant::now();
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_FLOOD", "8000000")
+        .env("FAKE_REPLAY", recording("gemini/0.61.0/b_shell.jsonl"))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stderr.len() >= 8_000_000);
+    assert_eq!(last(&out.stdout)["type"], "RUN_FINISHED");
+    assert!(start.elapsed() < Duration::from_secs(60));
+}
+
+fn interrupt(sig: i32, ignore_term: bool) -> (Option<i32>, Vec<serde_json::Value>, Duration) {
+    let mut cmd = StdCommand::new(BIN);
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(fake())
+        .arg("hi")
+        .env(
+            "FAKE_REPLAY",
+            recording("gemini/0.61.0/j_sigterm_group.jsonl"),
+        )
+        .env("FAKE_HANG", "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if ignore_term {
+        cmd.env("FAKE_IGNORE_TERM", "1");
+    }
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let start = Instant::now();
+    // SAFETY: signalling the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), events(&out.stdout), start.elapsed())
+}
+
+#[test]
+fn sigterm_and_sigint_cancel_the_run() {
+    for (sig, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let (code, evs, took) = interrupt(sig, false);
+        assert_eq!(code, Some(status));
+        let end = evs.last().unwrap();
+        assert_eq!(end["type"], "RUN_FINISHED");
+        assert_eq!(end["outcome"]["type"], "cancelled");
+        // The text that came before the signal is there, closed.
+        assert!(evs.iter().any(|e| e["delta"] == "Part 2. "));
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    }
+}
+
+#[test]
+fn a_cli_that_ignores_sigterm_is_killed() {
+    let (code, evs, took) = interrupt(libc::SIGTERM, true);
+    assert_eq!(code, Some(143));
+    assert_eq!(evs.last().unwrap()["outcome"]["type"], "cancelled");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(20),
+        "took {took:?}"
+    );
+}
+
+#[test]
+fn a_timeout_cancels_the_run() {
+    let start = Instant::now();
+    let out = run("gemini")
+        .args(["--timeout", "500ms", "hi"])
+        .env(
+            "FAKE_REPLAY",
+            recording("gemini/0.61.0/j_sigterm_group.jsonl"),
+        )
+        .env("FAKE_HANG", "60")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    assert_eq!(last(&out.stdout)["outcome"]["type"], "cancelled");
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn check_lists_the_installed_clis() {
+    Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("AGUI_GEMINI_CLI", "/nonexistent/gemini")
+        .env("AGUI_CODEX_CLI", "/nonexistent/codex")
+        .env("AGUI_CLAUDE_CLI", fake())
+        .args(["run", "--check"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "gemini  missing: npm install -g @google/gemini-cli",
+        ))
+        .stdout(predicate::str::contains(
+            "codex   missing: npm install -g @openai/codex",
+        ))
+        .stdout(predicate::str::contains("claude  fake-cli 1.2.3 ("));
+}
