@@ -16,11 +16,17 @@ _agui__translate() {
             ",$1")
                 cmd="agui__translate"
                 ;;
+            agui__translate,check)
+                cmd="agui__translate__subcmd__check"
+                ;;
             agui__translate,help)
                 cmd="agui__translate__subcmd__help"
                 ;;
             agui__translate,run)
                 cmd="agui__translate__subcmd__run"
+                ;;
+            agui__translate__subcmd__help,check)
+                cmd="agui__translate__subcmd__help__subcmd__check"
                 ;;
             agui__translate__subcmd__help,help)
                 cmd="agui__translate__subcmd__help__subcmd__help"
@@ -35,7 +41,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -h -V --from --format --thread-id --run-id --tool-names --strict --stats --help --version run help"
+            opts="-f -q -h -V --from --format --thread-id --run-id --tool-names --strict --quiet --stats --help --version run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -76,9 +82,37 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help)
-            opts="run help"
+        agui__subcmd__translate__subcmd__check)
+            opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agui__subcmd__translate__subcmd__help)
+            opts="run check help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agui__subcmd__translate__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -347,6 +347,9 @@ enum Kind {
 struct Open {
     kind: Kind,
     id: String,
+    /// A tool call's arguments so far, to complete them if the call is
+    /// closed before they are (a cut stream).
+    args: Option<Box<crate::closer::Closer>>,
 }
 
 enum RunState {
@@ -749,8 +752,20 @@ impl Emitter {
     /// Close every open item, newest first.
     fn close_all(&mut self) {
         while let Some(o) = self.open.pop() {
-            self.write_close(o.kind, &o.id);
+            self.close_open(o);
         }
+    }
+
+    /// Write the end of an item taken off the open list; a tool call whose
+    /// arguments were cut short gets the ARGS that complete them first.
+    fn close_open(&mut self, o: Open) {
+        if let Some(tail) = o.args.as_ref().and_then(|c| c.closing()) {
+            self.write(&Event::ToolCallArgs {
+                tool_call_id: &o.id,
+                delta: &tail,
+            });
+        }
+        self.write_close(o.kind, &o.id);
     }
 
     fn write_close(&mut self, kind: Kind, id: &str) {
@@ -772,6 +787,7 @@ impl Emitter {
         self.open.push(Open {
             kind,
             id: id.to_owned(),
+            args: (kind == Kind::Tool).then(Box::default),
         });
     }
 
@@ -781,7 +797,7 @@ impl Emitter {
             return false;
         };
         let o = self.open.remove(i);
-        self.write_close(o.kind, &o.id);
+        self.close_open(o);
         true
     }
 
@@ -833,7 +849,7 @@ impl Emitter {
     pub fn close_texts(&mut self) {
         while let Some(i) = self.open.iter().rposition(|o| o.kind == Kind::Text) {
             let o = self.open.remove(i);
-            self.write_close(o.kind, &o.id);
+            self.close_open(o);
         }
     }
 
@@ -893,8 +909,15 @@ impl Emitter {
 
     /// Arguments for an open tool call; ignored for a call that is not open.
     pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
-        if !self.is_open_kind(Kind::Tool, id) {
+        let Some(open) = self
+            .open
+            .iter_mut()
+            .rfind(|o| o.kind == Kind::Tool && o.id == id)
+        else {
             return false;
+        };
+        if let Some(c) = open.args.as_mut() {
+            c.feed(delta);
         }
         self.write(&Event::ToolCallArgs {
             tool_call_id: id,
@@ -1030,7 +1053,7 @@ impl Emitter {
         // Close what the subagent still has open, then the subagent itself.
         while self.open.len() > i + 1 {
             let o = self.open.pop().expect("len checked");
-            self.write_close(o.kind, &o.id);
+            self.close_open(o);
         }
         self.open.pop();
         self.write(&Event::SubagentFinished {

@@ -26,7 +26,8 @@ and in large batches when it is a file.";
 
 const AFTER_HELP: &str = "\
 Commands:
-  run   start a CLI and translate its output (agui-translate run --help)
+  run     start a CLI and translate its output (agui-translate run --help)
+  check   check AG-UI NDJSON streams (agui-translate check --help)
 
 Examples:
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate
@@ -62,7 +63,33 @@ pub struct Args {
 pub enum Command {
     /// Start a CLI in its headless streaming mode and translate its output.
     #[command(long_about = RUN_LONG_ABOUT, after_help = RUN_AFTER_HELP)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
+    /// Check AG-UI NDJSON streams: every START has its END, one terminal
+    /// event per run, tool arguments are JSON, and more.
+    #[command(long_about = CHECK_LONG_ABOUT)]
+    Check(CheckArgs),
+}
+
+const CHECK_LONG_ABOUT: &str = "\
+Check AG-UI NDJSON streams (this program's output, or any producer's) against
+the rules every translation keeps: every line is a JSON event; runs start with
+RUN_STARTED and end with exactly one RUN_FINISHED (with the same ids) or
+RUN_ERROR, and nothing but a new run follows; every START has its END with
+the same id before the run ends (text and reasoning messages, reasoning,
+tool calls, steps, subagents); tool-call arguments join into valid JSON; a
+tool result names a tool call of its run.
+
+Problems are reported on stderr as FILE:LINE: message; the exit status is 0
+when every stream is valid, 1 when one is not.
+
+  agui-translate --from claude session.jsonl | agui-translate check";
+
+/// `agui-translate check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// AG-UI NDJSON files; `-` or none reads standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 }
 
 /// Translating a stream (the default command).
@@ -82,6 +109,11 @@ pub struct FilterArgs {
     /// it, such records go out as RAW events and are only counted.
     #[arg(long)]
     pub strict: bool,
+
+    /// Do not report bad lines on stderr (they still go out as RAW events and
+    /// still make the exit status 1).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 
     /// At the end, print a summary on stderr: lines and bytes read, events
     /// written by type, unknown records, bad lines, runs, time.
@@ -252,6 +284,14 @@ mod tests {
         let mut man = Vec::new();
         clap_mangen::Man::new(run).render(&mut man).unwrap();
         check("man/agui-translate-run.1", &man);
+        let sub = cmd
+            .find_subcommand("check")
+            .expect("the check subcommand")
+            .clone()
+            .name("agui-translate-check");
+        let mut man = Vec::new();
+        clap_mangen::Man::new(sub).render(&mut man).unwrap();
+        check("man/agui-translate-check.1", &man);
         for (shell, file) in [
             (
                 clap_complete::Shell::Bash,

@@ -18,7 +18,9 @@ pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
 /// Whether `line` is valid JSON at all (used to tell a malformed line from a
 /// well-formed record of an unexpected shape).
 pub fn is_json(line: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+    // Skipping a string does not check its UTF-8: check it here.
+    std::str::from_utf8(line).is_ok()
+        && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
 }
 
 /// If `err` is about a lone UTF-16 surrogate escape (`\ud83d` without its

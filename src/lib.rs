@@ -6,7 +6,9 @@
 //! (`main.rs`) only parses arguments and maps errors to exit codes.
 
 pub mod agui;
+pub mod check;
 pub mod cli;
+pub mod closer;
 pub mod json;
 pub mod lines;
 pub mod run;

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
-use crate::cli::{Args, Command, FilterArgs, OutputArgs, StatsFormat};
+use crate::cli::{Args, CheckArgs, Command, FilterArgs, OutputArgs, StatsFormat};
 use crate::lines::Lines;
 use crate::source::{self, Translate};
 
@@ -20,9 +20,50 @@ const BATCH: usize = 64 * 1024;
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        Some(Command::Run(run)) => crate::spawn::main(run),
+        Some(Command::Run(run)) => crate::spawn::main(*run),
+        Some(Command::Check(c)) => check(c),
         None => translate(args.filter),
     }
+}
+
+/// `agui-translate check`.
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let files = if args.files.is_empty() {
+        vec![Path::new("-").to_path_buf()]
+    } else {
+        args.files
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut failed = false;
+    for path in &files {
+        let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
+            ("<stdin>".into(), Box::new(io::stdin().lock()))
+        } else {
+            let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            (path.display().to_string(), Box::new(f))
+        };
+        match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
+            Ok(s) => writeln!(out, "{name}: OK, {} events in {} runs", s.events, s.runs)?,
+            Err(violations) => {
+                failed = true;
+                for v in &violations {
+                    let at = if v.line == 0 {
+                        "end".to_owned()
+                    } else {
+                        v.line.to_string()
+                    };
+                    let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
+                }
+                writeln!(out, "{name}: INVALID, {} problems", violations.len())?;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// An emitter set up by the output options.
@@ -46,6 +87,7 @@ fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     };
     let opts = Options {
         strict: args.strict,
+        quiet: args.quiet,
     };
     let mut stats = Stats::default();
     for path in &files {
@@ -74,6 +116,8 @@ fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
 pub struct Options {
     /// Anything the translator does not know is an error, not only RAW.
     pub strict: bool,
+    /// Report nothing on stderr (bad lines are still counted).
+    pub quiet: bool,
 }
 
 /// What the inputs gave, for `--stats` and the exit status.
@@ -112,12 +156,13 @@ impl Stats {
                     "eventsByType": events.iter().copied().collect::<BTreeMap<_, _>>(),
                     "bytesOut": em.bytes_out(),
                     "seconds": (seconds * 1e6).round() / 1e6,
+                    "maxRssKiB": max_rss_kib(),
                 });
                 format!("{value}\n")
             }
             StatsFormat::Text => {
                 let mut s = format!(
-                    "agui-translate: {} lines ({} bytes) read in {:.3} s: {} bad, {} unknown; {} runs, {} events ({} bytes) written\n",
+                    "agui-translate: {} lines ({} bytes) read in {:.3} s: {} bad, {} unknown; {} runs, {} events ({} bytes) written; peak memory {} KiB\n",
                     self.lines,
                     self.bytes,
                     seconds,
@@ -125,7 +170,8 @@ impl Stats {
                     self.unknown.values().sum::<u64>(),
                     runs,
                     em.events(),
-                    em.bytes_out()
+                    em.bytes_out(),
+                    max_rss_kib()
                 );
                 for (t, n) in &events {
                     s.push_str(&format!("  {t:<26} {n}\n"));
@@ -153,7 +199,7 @@ pub fn filter(
     stats: &mut Stats,
 ) -> anyhow::Result<()> {
     let saw_input = pump(rdr, name, tr, em, out, opts, stats)?;
-    settle(name, tr, em, out, saw_input, stats)
+    settle(name, tr, em, out, saw_input, opts, stats)
 }
 
 /// The loop of [`filter`], up to the end of the input (nothing is settled
@@ -192,12 +238,16 @@ pub fn pump(
             } else {
                 " (the input ends inside this line: it was cut short)"
             };
-            report(name, lineno, &err.to_string(), line, cut);
+            if !opts.quiet {
+                report(name, lineno, &err.to_string(), line, cut);
+            }
             source::passthrough(em, tr.source(), lineno, line);
         }
         for what in em.take_unknown() {
             if opts.strict {
                 stats.bad += 1;
+            }
+            if opts.strict && !opts.quiet {
                 report(
                     name,
                     lineno,
@@ -227,11 +277,14 @@ pub fn settle(
     em: &mut Emitter,
     out: &mut dyn Write,
     saw_input: bool,
+    opts: Options,
     stats: &mut Stats,
 ) -> anyhow::Result<()> {
     tr.finish(em);
     if saw_input && tr.source() == source::UNDETECTED {
         stats.bad += 1;
+    }
+    if saw_input && tr.source() == source::UNDETECTED && !opts.quiet {
         let _ = writeln!(
             io::stderr(),
             "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI or Claude Code was seen); name it with --from"
@@ -241,6 +294,26 @@ pub fn settle(
     em.drain_to(out).context("writing stdout")?;
     out.flush().context("writing stdout")?;
     Ok(())
+}
+
+/// This process's peak resident memory, in KiB: `VmHWM` (getrusage's
+/// figure can include the memory of the process that started us, from
+/// before exec).
+pub fn max_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(kib) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    {
+        return kib;
+    }
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_maxrss.max(0) as u64
 }
 
 fn report(name: &str, lineno: u64, err: &str, line: &[u8], cut: &str) {

@@ -449,6 +449,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         &mut em,
         &mut out,
         saw_input || cancelled,
+        Options::default(),
         &mut stats,
     )?;
 

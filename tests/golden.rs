@@ -52,6 +52,12 @@ fn golden(cli: &str) {
         if status != 0 || !out.stderr.is_empty() {
             stderr = format!("exit: {status}\n{}", String::from_utf8_lossy(&out.stderr));
         }
+        if let Err(v) = agui_translate::check::check_bytes(stdout.as_bytes()) {
+            failures.push(format!(
+                "{}: the output breaks AG-UI rules: {v:?}",
+                case.display()
+            ));
+        }
         let want_out = sibling(case, "expected.ndjson");
         let want_err = sibling(case, "expected.stderr");
         if bless {

@@ -1,0 +1,439 @@
+//! The promise that the output is always well-formed AG-UI, whatever the
+//! input: every recording cut at every byte (or, for large ones, every line
+//! end and the bytes around it), hostile inputs of every kind, and memory
+//! bounded by the longest line rather than the input's size.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+
+use agui_translate::agui::{Emitter, Format};
+use agui_translate::check::check_bytes;
+use agui_translate::run::{filter, Options, Stats};
+use agui_translate::source::{for_input, FromCli};
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
+
+fn recordings() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut found = Vec::new();
+    for cli in ["gemini", "codex", "claude"] {
+        let mut dirs = vec![root.join(cli)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    found.push((cli.to_owned(), path));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn from(cli: &str) -> FromCli {
+    match cli {
+        "gemini" => FromCli::Gemini,
+        "codex" => FromCli::Codex,
+        "claude" => FromCli::Claude,
+        _ => FromCli::Auto,
+    }
+}
+
+/// Translate in-process, quietly.
+fn translate(cli: FromCli, input: &[u8]) -> Vec<u8> {
+    let mut em = Emitter::new(Format::Ndjson, None, None);
+    let mut tr = for_input(cli).unwrap();
+    let mut out = Vec::new();
+    let opts = Options {
+        strict: false,
+        quiet: true,
+    };
+    filter(
+        input,
+        "cut",
+        tr.as_mut(),
+        &mut em,
+        &mut out,
+        opts,
+        &mut Stats::default(),
+    )
+    .unwrap();
+    out
+}
+
+fn terminals(out: &[u8]) -> usize {
+    out.split(|&b| b == b'\n')
+        .filter(|l| {
+            l.starts_with(br#"{"type":"RUN_FINISHED""#) || l.starts_with(br#"{"type":"RUN_ERROR""#)
+        })
+        .count()
+}
+
+/// Where to cut a recording: every byte of a small one; for a large one every
+/// line end and the three bytes on each side of it, and a stride through the
+/// rest.
+fn cuts(input: &[u8]) -> Vec<usize> {
+    if input.len() <= 3 * 1024 {
+        return (0..=input.len()).collect();
+    }
+    let mut v: Vec<usize> = (0..=input.len()).step_by(input.len() / 300 + 1).collect();
+    for (i, &b) in input.iter().enumerate() {
+        if b == b'\n' {
+            v.extend((i.saturating_sub(3)..=(i + 4).min(input.len())).collect::<Vec<_>>());
+        }
+    }
+    v.push(input.len());
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn every_cut_of_every_recording_is_well_formed() {
+    let mut total = 0;
+    for (cli, path) in recordings() {
+        let input = std::fs::read(&path).unwrap();
+        for cut in cuts(&input) {
+            let piece = &input[..cut];
+            for mode in [from(&cli), FromCli::Auto] {
+                let out = translate(mode, piece);
+                if let Err(v) = check_bytes(&out) {
+                    panic!(
+                        "{} cut at {cut} ({mode:?}): {v:?}\n{}",
+                        path.display(),
+                        String::from_utf8_lossy(&out)
+                    );
+                }
+                // One run per input (each recording is one CLI run), so
+                // exactly one terminal event.
+                let runs = out
+                    .split(|&b| b == b'\n')
+                    .filter(|l| l.starts_with(br#"{"type":"RUN_STARTED""#))
+                    .count();
+                assert_eq!(terminals(&out), runs, "{} cut at {cut}", path.display());
+                assert!(runs >= 1, "{} cut at {cut}: no run", path.display());
+            }
+            total += 1;
+        }
+    }
+    assert!(total > 5_000, "only {total} cuts");
+}
+
+#[test]
+fn a_cut_inside_the_last_line_is_reported() {
+    let (_, path) = recordings()
+        .into_iter()
+        .find(|(_, p)| p.ends_with("b_shell.jsonl"))
+        .unwrap();
+    let input = std::fs::read(path).unwrap();
+    let cut = input.len() - 40;
+    let lines = input[..cut].iter().filter(|&&b| b == b'\n').count() + 1;
+    Command::new(BIN)
+        .args(["--from", "gemini"])
+        .write_stdin(&input[..cut])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "<stdin>:{lines}: not a JSON line"
+        )))
+        .stderr(predicate::str::contains(
+            "the input ends inside this line: it was cut short",
+        ))
+        .stdout(predicate::str::contains(r#""code":"input_ended""#));
+}
+
+/// Run the binary on `input`; the output must be well-formed AG-UI and the
+/// program must not have crashed. Returns (exit status, stdout, stderr).
+fn hostile(args: &[&str], input: &[u8]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .write_stdin(input.to_vec())
+        .output()
+        .unwrap();
+    let code = out.status.code().expect("no crash by signal");
+    assert!(
+        code == 0 || code == 1,
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Err(v) = check_bytes(&out.stdout) {
+        panic!("{args:?}: {v:?}\n{}", String::from_utf8_lossy(&out.stdout));
+    }
+    (
+        code,
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const GEMINI_INIT: &str =
+    r#"{"type":"init","timestamp":"2026-01-01T00:00:00Z","session_id":"s","model":"m"}"#;
+const GEMINI_RESULT: &str =
+    r#"{"type":"result","timestamp":"2026-01-01T00:00:09Z","status":"success"}"#;
+
+fn gemini_with(middle: &[u8]) -> Vec<u8> {
+    let mut v = format!("{GEMINI_INIT}\n").into_bytes();
+    v.extend_from_slice(middle);
+    v.extend_from_slice(format!("\n{GEMINI_RESULT}\n").as_bytes());
+    v
+}
+
+#[test]
+fn bad_lines_are_named_and_the_stream_goes_on() {
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("invalid JSON", b"{\"type\":\"message\",".to_vec(), "<stdin>:2: not a JSON line"),
+        ("invalid UTF-8", b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"\xff\xfe\",\"delta\":true}".to_vec(), "<stdin>:2: not a JSON line"),
+        ("NUL bytes", b"\0\0\0{\"type\":\"message\"}\0".to_vec(), "<stdin>:2: not a JSON line"),
+        ("binary garbage", (0u8..=255).cycle().take(3000).filter(|&b| b != b'\n').collect(), "<stdin>:2: not a JSON line"),
+        ("wrong field types", br#"{"type":"tool_use","tool_name":7,"tool_id":["x"],"parameters":"no"}"#.to_vec(), "<stdin>:2: unexpected record"),
+        ("duplicate keys", br#"{"type":"message","type":"init","role":"assistant","content":"x"}"#.to_vec(), "<stdin>:2: unexpected record"),
+    ];
+    for (what, middle, want) in cases {
+        let (code, out, err) = hostile(&["--from", "gemini"], &gemini_with(&middle));
+        assert_eq!(code, 1, "{what}");
+        assert!(err.contains(want), "{what}: {err}");
+        assert!(
+            out.contains(r#""source":"gemini""#),
+            "{what}: the line is kept as RAW"
+        );
+        assert!(
+            out.trim_end().ends_with("}") && out.contains("RUN_FINISHED"),
+            "{what}: the stream went on"
+        );
+    }
+}
+
+#[test]
+fn lone_surrogates_do_not_lose_the_line() {
+    let line =
+        br#"{"type":"message","role":"assistant","content":"a \ud800 b \udfff c","delta":true}"#;
+    let (code, out, _) = hostile(&["--from", "gemini"], &gemini_with(line));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("\"delta\":\"a \u{fffd} b \u{fffd} c\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn deep_nesting_and_huge_numbers() {
+    let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    let (code, out, err) = hostile(&["--from", "gemini"], &gemini_with(deep.as_bytes()));
+    assert_eq!(code, 1);
+    assert!(err.contains("<stdin>:2:"), "{err}");
+    assert!(out.contains("RUN_FINISHED"));
+    let big = br#"{"type":"result","status":"success","stats":{"total_tokens":1e400,"input_tokens":99999999999999999999999999,"output_tokens":-1}}"#;
+    let mut input = format!("{GEMINI_INIT}\n").into_bytes();
+    input.extend_from_slice(big);
+    let (code, out, _) = hostile(&["--from", "gemini"], &input);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("99999999999999999999999999"),
+        "the record is kept: {out}"
+    );
+    assert!(!out.contains("\"inputTokens\""), "no invented usage: {out}");
+}
+
+#[test]
+fn impossible_orders() {
+    let tool_result =
+        r#"{"type":"tool_result","tool_id":"nobody","status":"success","output":"x"}"#;
+    let msg = r#"{"type":"message","role":"assistant","content":"late","delta":true}"#;
+    let cases = [
+        (
+            "a result before init",
+            format!("{GEMINI_RESULT}\n{GEMINI_INIT}\n{GEMINI_RESULT}\n"),
+        ),
+        (
+            "a tool result for an unknown id",
+            format!("{GEMINI_INIT}\n{tool_result}\n{GEMINI_RESULT}\n"),
+        ),
+        (
+            "events after the final result",
+            format!("{GEMINI_INIT}\n{GEMINI_RESULT}\n{msg}\n{tool_result}\n"),
+        ),
+        (
+            "two inits",
+            format!("{GEMINI_INIT}\n{msg}\n{GEMINI_INIT}\n{GEMINI_RESULT}\n"),
+        ),
+    ];
+    for (what, input) in cases {
+        let (code, out, _) = hostile(&["--from", "gemini"], input.as_bytes());
+        assert_eq!(code, 0, "{what}");
+        assert!(out.contains("RUN_STARTED"), "{what}");
+    }
+    // Claude: a result before init, two results, a tool result for nobody.
+    let input = concat!(
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"early"}"#,
+        "\n",
+        r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+        "\n",
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"nobody","content":"x"}]}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"one"}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"two"}"#,
+        "\n",
+    );
+    hostile(&["--from", "claude"], input.as_bytes());
+    // Codex: items before thread.started, a completion for an unknown item.
+    let input = concat!(
+        r#"{"type":"item.completed","item":{"id":"item_9","type":"command_execution","command":"ls","aggregated_output":"a","exit_code":0,"status":"completed"}}"#,
+        "\n",
+        r#"{"type":"thread.started","thread_id":"t"}"#,
+        "\n",
+        r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#,
+        "\n",
+        r#"{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"after"}}"#,
+        "\n",
+    );
+    hostile(&["--from", "codex"], input.as_bytes());
+}
+
+#[test]
+fn empty_preamble_only_crlf_and_bom() {
+    for cli in ["gemini", "codex", "claude", "auto"] {
+        let (code, out, _) = hostile(&["--from", cli], b"");
+        assert_eq!(code, 0);
+        assert!(out.contains(r#""code":"no_events""#), "{cli}: {out}");
+    }
+    let preamble = b"{\"model\":\"gpt-5\",\"provider\":\"openai\",\"sandbox\":\"read-only\"}\n{\"prompt\":\"hi\"}\n";
+    for cli in ["codex", "auto"] {
+        let (code, out, _) = hostile(&["--from", cli], preamble);
+        assert_eq!(code, 0);
+        assert!(out.contains(r#""code":"input_ended""#), "{out}");
+    }
+    let plain =
+        gemini_with(br#"{"type":"message","role":"assistant","content":"hi","delta":true}"#);
+    let mut crlf_bom = b"\xEF\xBB\xBF".to_vec();
+    crlf_bom.extend(
+        String::from_utf8(plain.clone())
+            .unwrap()
+            .replace('\n', "\r\n")
+            .into_bytes(),
+    );
+    let (_, a, _) = hostile(&["--from", "gemini"], &plain);
+    let (_, b, _) = hostile(&["--from", "gemini"], &crlf_bom);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn unknown_event_types_in_every_dialect() {
+    let inputs = [
+        ("gemini", format!("{GEMINI_INIT}\n{{\"type\":\"teleport\",\"to\":\"mars\"}}\n{GEMINI_RESULT}\n")),
+        ("codex", "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"thread.teleported\",\"to\":\"mars\"}\n".into()),
+        ("claude", "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"teleport\",\"to\":\"mars\"}\n".into()),
+    ];
+    for (cli, input) in inputs {
+        let (code, out, err) = hostile(&["--from", cli], input.as_bytes());
+        assert_eq!((code, err.as_str()), (0, ""), "{cli}");
+        assert!(out.contains("\"to\":\"mars\""), "{cli}: kept as RAW: {out}");
+        let strict = Command::new(BIN)
+            .args(["--from", cli, "--strict"])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(strict.status.code(), Some(1), "{cli}");
+        assert!(
+            String::from_utf8_lossy(&strict.stderr).contains(":2: unknown"),
+            "{cli}"
+        );
+    }
+}
+
+/// A 100 MiB line (a huge tool output) goes through whole.
+#[test]
+fn a_100_mib_line() {
+    let mut child = StdCommand::new(BIN)
+        .args(["--from", "gemini", "--stats=json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = "0123456789abcdef".repeat(64 * 1024);
+        writeln!(stdin, "{GEMINI_INIT}").unwrap();
+        write!(stdin, r#"{{"type":"tool_use","tool_name":"run_shell_command","tool_id":"big","parameters":{{}}}}"#).unwrap();
+        write!(
+            stdin,
+            "\n{{\"type\":\"tool_result\",\"tool_id\":\"big\",\"status\":\"success\",\"output\":\""
+        )
+        .unwrap();
+        for _ in 0..100 {
+            stdin.write_all(chunk.as_bytes()).unwrap();
+        }
+        writeln!(stdin, "\"}}\n{GEMINI_RESULT}").unwrap();
+    });
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    writer.join().unwrap();
+    let status = child.wait_with_output().unwrap();
+    assert!(status.status.success());
+    check_bytes(&out).unwrap();
+    let result = out
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(br#"{"type":"TOOL_CALL_RESULT""#))
+        .unwrap();
+    assert!(result.len() > 100 * 1024 * 1024, "{}", result.len());
+}
+
+/// Peak memory follows the longest line, not the input: 256 MiB of
+/// ordinary lines through a pipe.
+#[test]
+fn memory_is_bounded_by_the_longest_line() {
+    let mut child = StdCommand::new(BIN)
+        .args(["--from", "gemini", "--stats=json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let total: usize = 256 * 1024 * 1024;
+    let writer = std::thread::spawn(move || {
+        let mut block = String::new();
+        let mut n = 0;
+        while block.len() < 4 * 1024 * 1024 {
+            n += 1;
+            block.push_str(&format!(
+                "{{\"type\":\"message\",\"timestamp\":\"2026-01-01T00:00:01Z\",\"role\":\"assistant\",\"content\":\"token {n} of a long and streaming answer, with some text to make the line ordinary\",\"delta\":true}}\n"
+            ));
+        }
+        writeln!(stdin, "{GEMINI_INIT}").unwrap();
+        let mut sent = 0;
+        while sent < total {
+            stdin.write_all(block.as_bytes()).unwrap();
+            sent += block.len();
+        }
+        writeln!(stdin, "{GEMINI_RESULT}").unwrap();
+    });
+    let mut sink = [0u8; 1 << 16];
+    let mut stdout = child.stdout.take().unwrap();
+    let mut written = 0u64;
+    loop {
+        match stdout.read(&mut sink).unwrap() {
+            0 => break,
+            n => written += n as u64,
+        }
+    }
+    writer.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stats: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert!(stats["bytesIn"].as_u64().unwrap() >= total as u64);
+    assert_eq!(stats["bytesOut"].as_u64().unwrap(), written);
+    let rss = stats["maxRssKiB"].as_u64().unwrap();
+    assert!(
+        rss > 0 && rss < 32 * 1024,
+        "peak RSS {rss} KiB for a {} MiB input",
+        total >> 20
+    );
+}
