@@ -1,0 +1,151 @@
+//! Official AG-UI 1.0 conformance: every golden output, and the output of
+//! every recording cut at every line end and of a set of hostile inputs, goes
+//! through the official `@ag-ui/core` schemas and the `@ag-ui/client`
+//! enforcement and sequence verifier (`tests/conformance/verify.cjs`).
+//!
+//! Needs Node.js with npm; the packages are installed from npm on first use
+//! (`npm ci` in `tests/conformance`). `AGUI_SKIP_CONFORMANCE=1` skips it,
+//! saying so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agui_translate::agui::{Emitter, Format};
+use agui_translate::run::{filter, Options, Stats};
+use agui_translate::source::{for_input, FromCli};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files_under(dir: &Path, suffix: &str, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, suffix, found);
+        } else if path.to_str().unwrap().ends_with(suffix) {
+            found.push(path);
+        }
+    }
+}
+
+fn translate(input: &[u8]) -> Vec<u8> {
+    let mut em = Emitter::new(Format::Ndjson, None, None);
+    let mut tr = for_input(FromCli::Auto).unwrap();
+    let mut out = Vec::new();
+    let opts = Options {
+        strict: false,
+        quiet: true,
+    };
+    filter(
+        input,
+        "input",
+        tr.as_mut(),
+        &mut em,
+        &mut out,
+        opts,
+        &mut Stats::default(),
+    )
+    .unwrap();
+    out
+}
+
+fn ensure_packages(dir: &Path) {
+    if dir.join("node_modules/@ag-ui/client").is_dir() {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .status()
+        .unwrap_or_else(|e| panic!("npm is needed for the AG-UI conformance test ({e}); install Node.js, or set AGUI_SKIP_CONFORMANCE=1"));
+    assert!(status.success(), "npm ci in {} failed", dir.display());
+}
+
+#[test]
+fn outputs_pass_the_official_ag_ui_checks() {
+    if std::env::var_os("AGUI_SKIP_CONFORMANCE").is_some() {
+        eprintln!("AG-UI conformance skipped (AGUI_SKIP_CONFORMANCE is set)");
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+
+    let mut files = Vec::new();
+    files_under(&root().join("testdata"), ".expected.ndjson", &mut files);
+    let goldens = files.len();
+
+    // Each recording cut at every line end, and hostile inputs.
+    let out_dir = std::env::temp_dir().join(format!("agui-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut recordings = Vec::new();
+    files_under(&root().join("testdata"), ".jsonl", &mut recordings);
+    recordings.sort();
+    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for path in &recordings {
+        let data = std::fs::read(path).unwrap();
+        let name = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('/', "_");
+        for (i, _) in data.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+            inputs.push((format!("{name}-cut{i}"), data[..=i].to_vec()));
+        }
+        // And in the middle of its last line.
+        inputs.push((format!("{name}-mid"), data[..data.len() * 2 / 3].to_vec()));
+    }
+    let hostile: [(&str, &[u8]); 6] = [
+        ("garbage", b"\x00\xff\xfe binary garbage\n{not json\n"),
+        ("empty", b""),
+        ("preamble-only", b"{\"model\":\"gpt-5\",\"provider\":\"openai\",\"sandbox\":\"read-only\"}\n{\"prompt\":\"hi\"}\n"),
+        ("claude-cut-args", b"{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"stream_event\",\"event\":{\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}}\n{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Bash\",\"input\":{}}}}\n{\"type\":\"stream_event\",\"event\":{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"command\\\": [\\\"ls\"}}}\n"),
+        ("gemini-result-first", b"{\"type\":\"result\",\"status\":\"success\"}\n{\"type\":\"init\",\"session_id\":\"s\"}\n"),
+        ("codex-unknown", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"thread.teleported\"}\n{\"type\":\"item.started\",\"item\":{\"id\":\"i\",\"type\":\"hologram\"}}\n"),
+    ];
+    for (name, input) in hostile {
+        inputs.push((name.to_owned(), input.to_vec()));
+    }
+    for (name, input) in &inputs {
+        let path = out_dir.join(format!("{name}.ndjson"));
+        std::fs::write(&path, translate(input)).unwrap();
+        files.push(path);
+    }
+
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for chunk in files.chunks(400) {
+        let out = Command::new("node")
+            .arg(dir.join("verify.cjs"))
+            .args(chunk)
+            .output()
+            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e})"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        failures.extend(
+            text.lines()
+                .filter(|l| l.starts_with("FAIL"))
+                .map(str::to_owned),
+        );
+        passed += text.lines().filter(|l| l.starts_with("OK ")).count();
+        assert!(
+            out.status.success() || !failures.is_empty(),
+            "verify.cjs failed to run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert!(
+        failures.is_empty(),
+        "{} of {} streams rejected by the official AG-UI checks:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+    assert_eq!(passed, files.len());
+    assert!(
+        goldens > 50 && files.len() > 500,
+        "{goldens} goldens, {} streams",
+        files.len()
+    );
+}
