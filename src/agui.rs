@@ -398,9 +398,17 @@ pub struct Emitter {
     /// What the current line held that the translator does not know.
     unknown: Vec<String>,
     tool_names: ToolNames,
+    /// Scratch space for checking tool argument deltas.
+    args_scratch: crate::closer::Closer,
+    /// Tool call ids started in the current run (the most recent ones).
+    started_tools: std::collections::VecDeque<String>,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
 }
+
+/// How many tool call ids of a run are remembered, so that none is started
+/// twice.
+const STARTED_TOOLS: usize = 4096;
 
 /// Held events beyond this many bytes start a run without waiting further.
 const HOLD_LIMIT: usize = 1024 * 1024;
@@ -428,6 +436,8 @@ impl Emitter {
             bytes_out: 0,
             unknown: Vec::new(),
             tool_names: ToolNames::Native,
+            started_tools: std::collections::VecDeque::new(),
+            args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
         }
     }
@@ -564,6 +574,7 @@ impl Emitter {
         }
         self.runs += 1;
         self.input_had_run = true;
+        self.started_tools.clear();
         let n = self.runs;
         self.thread_id.clear();
         match (&self.thread_override, thread_id) {
@@ -855,8 +866,11 @@ impl Emitter {
 
     // ---- tool calls ----------------------------------------------------
 
-    pub fn tool_start(&mut self, id: &str, name: &str, parent_message_id: Option<&str>) {
-        self.tool_start_with(id, name, parent_message_id, None);
+    /// Start a tool call. A call id already started in this run is not
+    /// started again (false): its arguments would be ignored, and a result
+    /// still attaches to the first call.
+    pub fn tool_start(&mut self, id: &str, name: &str, parent_message_id: Option<&str>) -> bool {
+        self.tool_start_with(id, name, parent_message_id, None)
     }
 
     /// TOOL_CALL_START with `metadata` (a JSON object).
@@ -866,11 +880,15 @@ impl Emitter {
         name: &str,
         parent_message_id: Option<&str>,
         metadata: Option<Json>,
-    ) {
+    ) -> bool {
         self.ensure_run();
-        if self.is_open_kind(Kind::Tool, id) {
-            return;
+        if self.is_open_kind(Kind::Tool, id) || self.started_tools.iter().any(|t| t == id) {
+            return false;
         }
+        if self.started_tools.len() == STARTED_TOOLS {
+            self.started_tools.pop_front();
+        }
+        self.started_tools.push_back(id.to_owned());
         let canon;
         let mut merged = None;
         let name = match self.tool_names {
@@ -905,9 +923,13 @@ impl Emitter {
             merged.as_deref().or(metadata),
         );
         self.open_item(Kind::Tool, id);
+        true
     }
 
-    /// Arguments for an open tool call; ignored for a call that is not open.
+    /// Arguments for an open tool call. Ignored (false) for a call that is
+    /// not open, or when the delta would make the arguments so far invalid
+    /// JSON (pieces out of order in a damaged stream): AG-UI wants a call's
+    /// ARGS to join into JSON.
     pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
         let Some(open) = self
             .open
@@ -917,7 +939,12 @@ impl Emitter {
             return false;
         };
         if let Some(c) = open.args.as_mut() {
-            c.feed(delta);
+            self.args_scratch.clone_from(c);
+            self.args_scratch.feed(delta);
+            if self.args_scratch.is_broken() {
+                return false;
+            }
+            std::mem::swap(c.as_mut(), &mut self.args_scratch);
         }
         self.write(&Event::ToolCallArgs {
             tool_call_id: id,

@@ -54,7 +54,7 @@ enum Scalar {
 }
 
 /// Follows a JSON text piece by piece.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Closer {
     stack: Vec<Ctx>,
     scalar: Scalar,
@@ -64,6 +64,23 @@ pub struct Closer {
     empty: bool,
     /// The text is not JSON, whatever follows.
     broken: bool,
+}
+
+impl Clone for Closer {
+    fn clone(&self) -> Self {
+        let mut c = Closer::default();
+        c.clone_from(self);
+        c
+    }
+
+    /// Reuses `self`'s stack allocation.
+    fn clone_from(&mut self, other: &Self) {
+        self.stack.clone_from(&other.stack);
+        self.scalar = other.scalar;
+        self.done = other.done;
+        self.empty = other.empty;
+        self.broken = other.broken;
+    }
 }
 
 impl Default for Closer {
@@ -79,6 +96,11 @@ impl Default for Closer {
 }
 
 impl Closer {
+    /// Whether what was fed so far can still become JSON.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
     pub fn feed(&mut self, text: &str) {
         for &b in text.as_bytes() {
             if self.broken {

@@ -204,8 +204,6 @@ pub struct Claude {
     /// The last `result` line of the run, kept in case the run goes on
     /// (a background task) and the result must be re-sent as RAW.
     last_result: Option<String>,
-    /// Recent tool call ids, so that a call is never announced twice.
-    tools: std::collections::VecDeque<String>,
     /// Subagents that have finished (they are not started again).
     finished: Vec<String>,
     /// Subagents running in the background: their tool call returns at once,
@@ -304,18 +302,13 @@ impl Claude {
         }
     }
 
-    /// Announce a tool call unless it was announced before.
+    /// Announce a tool call unless this run has announced it before.
     fn start_tool(&mut self, id: &str, name: &str, parent: Option<&str>, em: &mut Emitter) -> bool {
-        if em.is_open(id) || self.tools.iter().any(|t| t == id) {
+        if em.open_tool_calls().any(|t| t == id) {
             return false;
         }
-        if self.tools.len() == 256 {
-            self.tools.pop_front();
-        }
-        self.tools.push_back(id.to_owned());
         em.close_texts();
-        em.tool_start(id, name, parent);
-        true
+        em.tool_start(id, name, parent)
     }
 
     // ---- system ---------------------------------------------------------
@@ -486,8 +479,12 @@ impl Claude {
                             let p = text_of(p);
                             if !p.is_empty() {
                                 let b = &mut self.blocks[i];
-                                b.args = true;
-                                em.tool_args(&b.id, &p);
+                                if em.tool_args(&b.id, &p) {
+                                    b.args = true;
+                                } else {
+                                    // Not a continuation of the arguments so far.
+                                    raw(em, line);
+                                }
                             }
                         }
                     }

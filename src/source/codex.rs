@@ -513,9 +513,13 @@ impl Codex {
                     k => Cow::Borrowed(k),
                 };
                 if !em.is_open(id) {
-                    em.tool_start(id, &name, None);
-                    let args = item_args(kind, it);
-                    em.tool_args(id, &args);
+                    if em.tool_start(id, &name, None) {
+                        let args = item_args(kind, it);
+                        em.tool_args(id, &args);
+                    } else if !done {
+                        // An item id this run has seen already: kept as it is.
+                        raw(em, line);
+                    }
                 }
                 if done {
                     self.item_result(kind, id, it, em);
@@ -724,7 +728,10 @@ impl Codex {
                     return Ok(());
                 }
                 self.close_streams(em);
-                em.tool_start(id, "exec_command", None);
+                if !em.tool_start(id, "exec_command", None) {
+                    raw(em, line);
+                    return Ok(());
+                }
                 let args = object(&[
                     ("command", msg.command.map(RawValue::get)),
                     ("cwd", msg.cwd.map(RawValue::get)),

@@ -91,11 +91,8 @@ impl Translate for Detect {
                 },
                 None => {
                     let v = super::line_json(line).ok_or_else(|| {
-                        LineError::from_parse(
-                            line,
-                            serde_json::from_slice::<serde::de::IgnoredAny>(line)
-                                .expect_err("line_json failed, so this fails too"),
-                        )
+                        let err = serde_json::from_slice::<serde::de::IgnoredAny>(line).err();
+                        LineError::not_json(line, err)
                     })?;
                     em.unknown("record before the dialect was known");
                     em.raw(v, super::UNDETECTED);

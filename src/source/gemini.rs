@@ -235,7 +235,11 @@ impl Gemini {
             return Ok(());
         }
         self.close_text(em);
-        em.tool_start(id, name, self.parent.as_deref());
+        if !em.tool_start(id, name, self.parent.as_deref()) {
+            // A call id this run has seen already: kept as it is.
+            raw(em, line);
+            return Ok(());
+        }
         if let Some(params) = rec.parameters {
             em.tool_args(id, params.get());
         }

@@ -101,7 +101,7 @@ pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
 #[derive(Debug)]
 pub enum LineError {
     /// Not JSON at all (or not UTF-8).
-    NotJson(serde_json::Error),
+    NotJson(String),
     /// JSON, but not of a shape the translator knows (a field of the wrong
     /// type, a required field missing).
     Shape(String),
@@ -122,7 +122,16 @@ impl LineError {
         if json::is_json(line) {
             LineError::Shape(err.to_string())
         } else {
-            LineError::NotJson(err)
+            LineError::not_json(line, Some(err))
+        }
+    }
+
+    /// A line that is not JSON; why, if the parser said.
+    pub fn not_json(line: &[u8], err: Option<serde_json::Error>) -> Self {
+        match (err, std::str::from_utf8(line)) {
+            (_, Err(e)) => LineError::NotJson(format!("not UTF-8: {e}")),
+            (Some(e), Ok(_)) => LineError::NotJson(e.to_string()),
+            (None, Ok(_)) => LineError::NotJson("not valid JSON".into()),
         }
     }
 }

@@ -1,0 +1,6 @@
+//! Any input, read as a codex stream, gives well-formed AG-UI.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    agui_translate::fuzzing::translate_and_check(agui_translate::source::FromCli::Codex, data);
+});
