@@ -406,6 +406,9 @@ pub struct Emitter {
     input_had_run: bool,
 }
 
+/// The [`Event::index`] of RAW.
+const RAW_INDEX: usize = 19;
+
 /// How many tool call ids of a run are remembered, so that none is started
 /// twice.
 const STARTED_TOOLS: usize = 4096;
@@ -615,15 +618,26 @@ impl Emitter {
     }
 
     /// Write a RAW or CUSTOM event, holding it if no run has started yet.
-    fn write_or_hold(&mut self, ev: &Event) {
+    fn write_or_hold<'e, 'a: 'e>(&mut self, body: impl Into<Body<'e, 'a>>) {
+        let body = body.into();
+        let index = match &body {
+            Body::Event(ev) => ev.index(),
+            Body::RawLine { .. } => RAW_INDEX,
+        };
+        let mut buf = if matches!(self.state, RunState::Idle) {
+            std::mem::take(&mut self.held)
+        } else {
+            std::mem::take(&mut self.out)
+        };
+        self.frame(body, &mut buf, None);
+        self.counts[index] += 1;
         if !matches!(self.state, RunState::Idle) {
-            return self.write(ev);
+            self.out = buf;
+            self.events += 1;
+            return;
         }
-        let mut held = std::mem::take(&mut self.held);
-        self.frame(ev, &mut held, None);
-        self.held = held;
+        self.held = buf;
         self.held_events += 1;
-        self.counts[ev.index()] += 1;
         if self.held.len() > HOLD_LIMIT {
             self.start_run(None, None);
         }
@@ -1091,6 +1105,12 @@ impl Emitter {
 
     // ---- everything else -----------------------------------------------
 
+    /// A RAW event around a record copied as it is. `json` must be one
+    /// valid JSON value (a line that has parsed).
+    pub fn raw_line(&mut self, json: &str, source: &str) {
+        self.write_or_hold(Body::RawLine { json, source });
+    }
+
     /// A RAW event: `event` is the provider's own record.
     pub fn raw(&mut self, event: Json, source: &str) {
         self.write_or_hold(&Event::Raw { event, source });
@@ -1133,18 +1153,34 @@ impl Emitter {
 
     /// Serialize one event with its framing, adding the context fields
     /// (`timestamp`, `subagentRunId`) and `metadata` before the closing brace.
-    fn frame(&self, ev: &Event, out: &mut Vec<u8>, metadata: Option<Json>) {
+    fn frame<'e, 'a: 'e>(
+        &self,
+        body: impl Into<Body<'e, 'a>>,
+        out: &mut Vec<u8>,
+        metadata: Option<Json>,
+    ) {
         if self.format == Format::Sse {
             out.extend_from_slice(b"data: ");
         }
-        serde_json::to_writer(&mut *out, ev).expect("serializing to a Vec cannot fail");
-        let closing = out.pop();
-        debug_assert_eq!(closing, Some(b'}'));
+        let attributable = match body.into() {
+            Body::Event(ev) => {
+                serde_json::to_writer(&mut *out, ev).expect("serializing to a Vec cannot fail");
+                out.pop();
+                ev.attributable()
+            }
+            Body::RawLine { json, source } => {
+                out.extend_from_slice(b"{\"type\":\"RAW\",\"event\":");
+                out.extend_from_slice(json.as_bytes());
+                out.extend_from_slice(b",\"source\":");
+                serde_json::to_writer(&mut *out, source).expect("serializing to a Vec cannot fail");
+                true
+            }
+        };
         if let Some(ts) = self.ctx.timestamp {
             let _ = write!(out, ",\"timestamp\":{ts}");
         }
         if let Some(sub) = &self.ctx.subagent {
-            if ev.attributable() {
+            if attributable {
                 out.extend_from_slice(b",\"subagentRunId\":");
                 serde_json::to_writer(&mut *out, sub).expect("serializing to a Vec cannot fail");
             }
@@ -1158,6 +1194,19 @@ impl Emitter {
             Format::Ndjson => b"\n",
             Format::Sse => b"\n\n",
         });
+    }
+}
+
+/// What [`Emitter::frame`] writes: an event, or a RAW event around a record
+/// copied as it is.
+enum Body<'e, 'a> {
+    Event(&'e Event<'a>),
+    RawLine { json: &'a str, source: &'a str },
+}
+
+impl<'e, 'a> From<&'e Event<'a>> for Body<'e, 'a> {
+    fn from(ev: &'e Event<'a>) -> Self {
+        Body::Event(ev)
     }
 }
 

@@ -1091,8 +1091,7 @@ struct Source<'a> {
     url: Option<Cow<'a, str>>,
 }
 
+/// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
-    if let Some(v) = line_json(line) {
-        em.raw(v, SOURCE);
-    }
+    super::raw_record(em, line, SOURCE);
 }

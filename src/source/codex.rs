@@ -1215,10 +1215,9 @@ fn error_code(msg: &str) -> &'static str {
     }
 }
 
+/// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
-    if let Some(v) = line_json(line) {
-        em.raw(v, SOURCE);
-    }
+    super::raw_record(em, line, SOURCE);
 }
 
 #[cfg(test)]

@@ -392,8 +392,7 @@ fn is_cancellation(kind: Option<&str>) -> bool {
     kind.is_some_and(|k| k.contains("Cancel"))
 }
 
+/// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
-    if let Some(v) = line_json(line) {
-        em.raw(v, SOURCE);
-    }
+    super::raw_record(em, line, SOURCE);
 }

@@ -163,6 +163,16 @@ pub fn line_json(line: &[u8]) -> Option<&RawValue> {
     serde_json::from_slice(line).ok()
 }
 
+/// A RAW event around a record that has parsed (so it is one valid JSON
+/// value), copied as it is: no second parse. Strings skipped by the parser
+/// were not checked for UTF-8, so that is checked here.
+pub fn raw_record(em: &mut Emitter, line: &[u8], source: &str) {
+    match std::str::from_utf8(line) {
+        Ok(json) => em.raw_line(json.trim(), source),
+        Err(_) => passthrough(em, source, 0, line),
+    }
+}
+
 /// Send a line that could not be translated out as a RAW event, so that
 /// nothing in the input is lost: the record itself when it is JSON, else
 /// `{"line": N, "text": …}` (or `"bytes"`: base64, when it is not UTF-8).
