@@ -400,7 +400,8 @@ pub struct Emitter {
     tool_names: ToolNames,
     /// Scratch space for checking tool argument deltas.
     args_scratch: crate::closer::Closer,
-    /// Tool call ids started in the current run (the most recent ones).
+    /// Tool call ids started on this output (the most recent ones): AG-UI
+    /// clients match results to calls by id across the whole stream.
     started_tools: std::collections::VecDeque<String>,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
@@ -531,6 +532,11 @@ impl Emitter {
         matches!(self.state, RunState::Ending)
     }
 
+    /// How many runs were started on this output (the current one's number).
+    pub fn run_number(&self) -> u64 {
+        self.runs
+    }
+
     /// Whether any run was started on this output.
     pub fn started_any(&self) -> bool {
         self.runs > 0
@@ -577,7 +583,6 @@ impl Emitter {
         }
         self.runs += 1;
         self.input_had_run = true;
-        self.started_tools.clear();
         let n = self.runs;
         self.thread_id.clear();
         match (&self.thread_override, thread_id) {
@@ -880,7 +885,7 @@ impl Emitter {
 
     // ---- tool calls ----------------------------------------------------
 
-    /// Start a tool call. A call id already started in this run is not
+    /// Start a tool call. A call id already started on this output is not
     /// started again (false): its arguments would be ignored, and a result
     /// still attaches to the first call.
     pub fn tool_start(&mut self, id: &str, name: &str, parent_message_id: Option<&str>) -> bool {

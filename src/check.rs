@@ -10,7 +10,8 @@
 //!   reasoning messages, reasoning spans, tool calls, steps, subagents;
 //!   CONTENT and ARGS only for what is open;
 //! - a tool call's ARGS deltas join into valid JSON; a tool call id is not
-//!   started twice in a run, and a TOOL_CALL_RESULT names a call of the run.
+//!   started twice in the stream, and a TOOL_CALL_RESULT names a call started
+//!   before it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -75,8 +76,6 @@ struct Run {
     tools: Vec<(String, String)>,
     steps: Vec<String>,
     subagents: Vec<String>,
-    /// Tool calls started in this run.
-    started_tools: Vec<String>,
 }
 
 impl Run {
@@ -117,6 +116,9 @@ pub fn check_bytes(data: &[u8]) -> Result<Summary, Vec<Violation>> {
 
 #[derive(Default)]
 struct Checker {
+    /// Tool calls started in the stream (clients match results by id
+    /// across runs).
+    started_tools: std::collections::HashSet<String>,
     lineno: u64,
     run: Option<Run>,
     summary: Summary,
@@ -197,6 +199,7 @@ impl Checker {
         let mut problems = Vec::new();
         {
             let run = self.run.as_mut().expect("checked");
+            let started_tools = &mut self.started_tools;
             let need =
                 |id: Option<&str>, what: &str, problems: &mut Vec<String>| -> Option<String> {
                     match id {
@@ -234,10 +237,9 @@ impl Checker {
                 }
                 "TOOL_CALL_START" => {
                     if let Some(i) = need(tool, "toolCallId", &mut problems) {
-                        if run.started_tools.contains(&i) {
+                        if !started_tools.insert(i.clone()) {
                             problems.push(format!("tool call {i} started twice"));
                         } else {
-                            run.started_tools.push(i.clone());
                             run.tools.push((i, String::new()));
                         }
                     }
@@ -271,10 +273,8 @@ impl Checker {
                 }
                 "TOOL_CALL_RESULT" => {
                     if let Some(i) = need(tool, "toolCallId", &mut problems) {
-                        if !run.started_tools.contains(&i) {
-                            problems.push(format!(
-                                "a result for tool call {i}, never started in this run"
-                            ));
+                        if !started_tools.contains(&i) {
+                            problems.push(format!("a result for tool call {i}, never started"));
                         }
                     }
                     need(msg, "messageId", &mut problems);

@@ -45,7 +45,7 @@ struct Record<'a> {
     #[serde(borrow)]
     message: Option<&'a RawValue>,
     #[serde(borrow)]
-    event: Option<&'a RawValue>,
+    event: Option<StreamEvent<'a>>,
     #[serde(borrow)]
     tool_use_result: Option<&'a RawValue>,
     // system
@@ -118,11 +118,11 @@ struct StreamEvent<'a> {
     kind: Cow<'a, str>,
     index: Option<u64>,
     #[serde(borrow)]
-    message: Option<&'a RawValue>,
+    message: Option<Message<'a>>,
     #[serde(borrow)]
-    content_block: Option<&'a RawValue>,
+    content_block: Option<Block<'a>>,
     #[serde(borrow)]
-    delta: Option<&'a RawValue>,
+    delta: Option<Delta<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -252,12 +252,10 @@ impl Claude {
         match rec.kind.as_deref() {
             Some("stream_event") => {
                 self.enter_subagent(sub, rec, em);
-                let Some(ev) = rec.event else {
+                let Some(ev) = &rec.event else {
                     return Err(LineError::Shape("stream_event without event".into()));
                 };
-                let ev: StreamEvent = serde_json::from_str(ev.get())
-                    .map_err(|e| LineError::Shape(format!("stream_event: {e}")))?;
-                self.stream_event(&ev, sub, line, em);
+                self.stream_event(ev, sub, line, em);
             }
             Some("assistant") => {
                 self.enter_subagent(sub, rec, em);
@@ -382,17 +380,14 @@ impl Claude {
                 self.blocks.clear();
                 let id = ev
                     .message
-                    .and_then(|m| serde_json::from_str::<Message>(m.get()).ok())
-                    .and_then(|m| m.id)
-                    .map(Cow::into_owned);
+                    .as_ref()
+                    .and_then(|m| m.id.as_deref())
+                    .map(str::to_owned);
                 self.stream_msg = id;
                 self.stream_sub = sub.map(str::to_owned);
             }
             "content_block_start" => {
-                let Some(block) = ev
-                    .content_block
-                    .and_then(|b| serde_json::from_str::<Block>(b.get()).ok())
-                else {
+                let Some(block) = ev.content_block.as_ref() else {
                     return raw(em, line);
                 };
                 let index = ev.index.unwrap_or(self.blocks.len() as u64);
@@ -446,10 +441,7 @@ impl Claude {
                 }
             }
             "content_block_delta" => {
-                let Some(delta) = ev
-                    .delta
-                    .and_then(|d| serde_json::from_str::<Delta>(d.get()).ok())
-                else {
+                let Some(delta) = ev.delta.as_ref() else {
                     return raw(em, line);
                 };
                 let Some(i) = self.find_block(ev.index) else {

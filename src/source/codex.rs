@@ -423,7 +423,8 @@ impl Codex {
                 self.item(kind, &item, raw_item, line, em)?;
             }
             "item.plan.delta" => {
-                let id = rec.item_id.as_deref().unwrap_or("plan");
+                let scoped = scope(em, rec.item_id.as_deref().unwrap_or("plan"));
+                let id = scoped.as_ref();
                 if !self.streamed.iter().any(|s| s == id) {
                     self.streamed.push(id.to_owned());
                 }
@@ -476,6 +477,8 @@ impl Codex {
         let Some(id) = it.id.as_deref() else {
             return Err(LineError::Shape("item without id".into()));
         };
+        let scoped = scope(em, id);
+        let id = scoped.as_ref();
         let done = event == "item.completed";
         let kind = it.kind.as_deref().unwrap_or("");
         match kind {
@@ -1170,6 +1173,17 @@ fn item_args(kind: &str, it: &Item) -> String {
         ]),
     };
     args.get().to_owned()
+}
+
+/// Item ids restart at `item_0` in every `codex exec`: in the second and later
+/// runs of one output (a resumed thread after its first turn, a log of many
+/// runs) they are scoped by the run, so that no id is used twice.
+fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
+    if em.run_number() > 1 {
+        Cow::Owned(format!("{}:{id}", em.run_id()))
+    } else {
+        Cow::Borrowed(id)
+    }
 }
 
 fn need_call_id<'m>(msg: &'m Msg, kind: &str) -> Result<&'m str, LineError> {
