@@ -402,7 +402,7 @@ pub struct Emitter {
     args_scratch: crate::closer::Closer,
     /// Tool call ids started on this output (the most recent ones): AG-UI
     /// clients match results to calls by id across the whole stream.
-    started_tools: std::collections::VecDeque<String>,
+    started_tools: RecentSet,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
 }
@@ -440,7 +440,7 @@ impl Emitter {
             bytes_out: 0,
             unknown: Vec::new(),
             tool_names: ToolNames::Native,
-            started_tools: std::collections::VecDeque::new(),
+            started_tools: RecentSet::default(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
         }
@@ -901,13 +901,9 @@ impl Emitter {
         metadata: Option<Json>,
     ) -> bool {
         self.ensure_run();
-        if self.is_open_kind(Kind::Tool, id) || self.started_tools.iter().any(|t| t == id) {
+        if self.is_open_kind(Kind::Tool, id) || !self.started_tools.insert(id) {
             return false;
         }
-        if self.started_tools.len() == STARTED_TOOLS {
-            self.started_tools.pop_front();
-        }
-        self.started_tools.push_back(id.to_owned());
         let canon;
         let mut merged = None;
         let name = match self.tool_names {
@@ -1199,6 +1195,30 @@ impl Emitter {
             Format::Ndjson => b"\n",
             Format::Sse => b"\n\n",
         });
+    }
+}
+
+/// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup.
+#[derive(Default)]
+struct RecentSet {
+    set: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl RecentSet {
+    /// Add `id`; false if it is there already.
+    fn insert(&mut self, id: &str) -> bool {
+        if self.set.contains(id) {
+            return false;
+        }
+        if self.order.len() == STARTED_TOOLS {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        self.set.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+        true
     }
 }
 
