@@ -43,7 +43,7 @@ struct Record<'a> {
     #[serde(borrow)]
     parent_tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    message: Option<&'a RawValue>,
+    message: Option<Message<'a>>,
     #[serde(borrow)]
     event: Option<StreamEvent<'a>>,
     #[serde(borrow)]
@@ -80,7 +80,46 @@ struct Message<'a> {
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    content: Option<&'a RawValue>,
+    content: Option<MsgContent<'a>>,
+}
+
+/// A message's content: a plain string, or content blocks, parsed in the
+/// same pass as the line.
+enum MsgContent<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = MsgContent<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MsgContent::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MsgContent::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(MsgContent::Blocks(Vec::new()))
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let mut blocks = Vec::new();
+                while let Some(b) = seq.next_element::<Block<'a>>()? {
+                    blocks.push(b);
+                }
+                Ok(MsgContent::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 /// A content block, of any type.
@@ -606,36 +645,30 @@ impl Claude {
     // ---- complete lines ---------------------------------------------------
 
     fn assistant(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
-        let msg: Message = rec
-            .message
-            .map(|m| serde_json::from_str(m.get()))
-            .transpose()
-            .map_err(|e| LineError::Shape(format!("assistant message: {e}")))?
-            .ok_or_else(|| LineError::Shape("assistant without message".into()))?;
-        let blocks: Vec<&RawValue> = match msg.content {
-            Some(c) if c.get().starts_with('[') => serde_json::from_str(c.get())
-                .map_err(|e| LineError::Shape(format!("assistant content: {e}")))?,
-            Some(c) => {
+        let Some(msg) = &rec.message else {
+            return Err(LineError::Shape("assistant without message".into()));
+        };
+        let blocks: &[Block] = match &msg.content {
+            Some(MsgContent::Blocks(b)) => b,
+            Some(MsgContent::Text(t)) => {
                 // Content as a plain string.
                 let id = msg
                     .id
                     .as_deref()
                     .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
-                em.text_message(&id, Role::Assistant, &text_of(c));
+                em.text_message(&id, Role::Assistant, t);
                 return Ok(());
             }
-            None => Vec::new(),
+            None => &[],
         };
         let msg_id = msg
             .id
             .as_deref()
             .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
         let streamed = self.stream_msg.as_deref() == Some(msg_id.as_str());
-        for raw_block in blocks {
-            let block: Block = serde_json::from_str(raw_block.get())
-                .map_err(|e| LineError::Shape(format!("content block: {e}")))?;
+        for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
-            if streamed && self.confirm(kind, &block, em) {
+            if streamed && self.confirm(kind, block, em) {
                 continue;
             }
             // Not streamed: the complete block is all there is.
@@ -650,7 +683,7 @@ impl Claude {
                 }
             };
             let id = block_id(&msg_id, index);
-            self.complete_block(kind, &block, &id, &msg_id, raw_block, line, em);
+            self.complete_block(kind, block, &id, &msg_id, line, em);
         }
         Ok(())
     }
@@ -701,7 +734,6 @@ impl Claude {
         block: &Block,
         id: &str,
         msg_id: &str,
-        raw_block: &RawValue,
         line: &[u8],
         em: &mut Emitter,
     ) {
@@ -757,36 +789,29 @@ impl Claude {
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
-                let _ = raw_block;
                 raw(em, line);
             }
         }
     }
 
     fn user(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
-        let msg: Message = rec
-            .message
-            .map(|m| serde_json::from_str(m.get()))
-            .transpose()
-            .map_err(|e| LineError::Shape(format!("user message: {e}")))?
-            .ok_or_else(|| LineError::Shape("user without message".into()))?;
+        let Some(msg) = &rec.message else {
+            return Err(LineError::Shape("user without message".into()));
+        };
         let uuid = rec
             .uuid
             .as_deref()
             .map_or_else(|| format!("{}-user", em.run_id()), str::to_owned);
-        let Some(content) = msg.content else {
-            return Ok(());
+        let blocks: &[Block] = match &msg.content {
+            None => return Ok(()),
+            Some(MsgContent::Text(t)) => {
+                em.text_message(&uuid, Role::User, t);
+                return Ok(());
+            }
+            Some(MsgContent::Blocks(b)) => b,
         };
-        if !content.get().starts_with('[') {
-            em.text_message(&uuid, Role::User, &text_of(content));
-            return Ok(());
-        }
-        let blocks: Vec<&RawValue> = serde_json::from_str(content.get())
-            .map_err(|e| LineError::Shape(format!("user content: {e}")))?;
         let mut texts = 0;
-        for raw_block in blocks {
-            let block: Block = serde_json::from_str(raw_block.get())
-                .map_err(|e| LineError::Shape(format!("content block: {e}")))?;
+        for block in blocks {
             match block.kind.as_deref() {
                 Some("tool_result") => {
                     let Some(tid) = block.tool_use_id.as_deref() else {
@@ -797,7 +822,7 @@ impl Claude {
                     if !self.background.iter().any(|b| b == tid) {
                         self.finish_subagent(tid, None, em);
                     }
-                    self.tool_result(tid, &block, rec.tool_use_result, em);
+                    self.tool_result(tid, block, rec.tool_use_result, em);
                 }
                 Some("text") => {
                     let id = if texts == 0 {
