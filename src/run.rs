@@ -26,6 +26,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Translate a whole input held in memory, reporting nothing (for tests and
+/// fuzzing).
+pub fn translate_bytes(from: crate::source::FromCli, input: &[u8]) -> Vec<u8> {
+    let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
+    let mut tr = source::for_input(from).expect("every dialect has a translator");
+    let mut out = Vec::new();
+    let opts = Options {
+        strict: false,
+        quiet: true,
+    };
+    filter(
+        input,
+        "input",
+        tr.as_mut(),
+        &mut em,
+        &mut out,
+        opts,
+        &mut Stats::default(),
+    )
+    .expect("writing to memory cannot fail");
+    out
+}
+
 /// `agui-translate check`.
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let files = if args.files.is_empty() {

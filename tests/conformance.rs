@@ -10,9 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agui_translate::agui::{Emitter, Format};
-use agui_translate::run::{filter, Options, Stats};
-use agui_translate::source::{for_input, FromCli};
+use agui_translate::run::translate_bytes;
+use agui_translate::source::FromCli;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,27 +26,6 @@ fn files_under(dir: &Path, suffix: &str, found: &mut Vec<PathBuf>) {
             found.push(path);
         }
     }
-}
-
-fn translate(input: &[u8]) -> Vec<u8> {
-    let mut em = Emitter::new(Format::Ndjson, None, None);
-    let mut tr = for_input(FromCli::Auto).unwrap();
-    let mut out = Vec::new();
-    let opts = Options {
-        strict: false,
-        quiet: true,
-    };
-    filter(
-        input,
-        "input",
-        tr.as_mut(),
-        &mut em,
-        &mut out,
-        opts,
-        &mut Stats::default(),
-    )
-    .unwrap();
-    out
 }
 
 fn ensure_packages(dir: &Path) {
@@ -109,7 +87,7 @@ fn outputs_pass_the_official_ag_ui_checks() {
     }
     for (name, input) in &inputs {
         let path = out_dir.join(format!("{name}.ndjson"));
-        std::fs::write(&path, translate(input)).unwrap();
+        std::fs::write(&path, translate_bytes(FromCli::Auto, input)).unwrap();
         files.push(path);
     }
 

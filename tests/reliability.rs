@@ -7,10 +7,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
-use agui_translate::agui::{Emitter, Format};
 use agui_translate::check::check_bytes;
-use agui_translate::run::{filter, Options, Stats};
-use agui_translate::source::{for_input, FromCli};
+use agui_translate::run::translate_bytes as translate;
+use agui_translate::source::FromCli;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -43,28 +42,6 @@ fn from(cli: &str) -> FromCli {
         "claude" => FromCli::Claude,
         _ => FromCli::Auto,
     }
-}
-
-/// Translate in-process, quietly.
-fn translate(cli: FromCli, input: &[u8]) -> Vec<u8> {
-    let mut em = Emitter::new(Format::Ndjson, None, None);
-    let mut tr = for_input(cli).unwrap();
-    let mut out = Vec::new();
-    let opts = Options {
-        strict: false,
-        quiet: true,
-    };
-    filter(
-        input,
-        "cut",
-        tr.as_mut(),
-        &mut em,
-        &mut out,
-        opts,
-        &mut Stats::default(),
-    )
-    .unwrap();
-    out
 }
 
 fn terminals(out: &[u8]) -> usize {
