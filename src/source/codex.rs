@@ -38,6 +38,8 @@ struct Record<'a> {
     #[serde(borrow)]
     thread_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     item: Option<&'a RawValue>,
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
@@ -106,7 +108,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
                     }
                     match &*key {
                         "id" => set!(id),
-                        "type" => set!(kind),
+                        // `item_type` in the first JSON format (0.43).
+                        "type" | "item_type" => set!(kind),
                         "text" => set!(text),
                         "command" => set!(command),
                         "aggregated_output" => set!(aggregated_output),
@@ -306,6 +309,9 @@ pub struct Codex {
     /// event (beyond the preamble) arrived.
     legacy: bool,
     legacy_events: bool,
+    /// A stream of the first JSON format (`session.created`), which has no
+    /// closing event.
+    ends_at_eof: bool,
     /// Legacy call ids that have ended (the most recent ones), so that a
     /// repeated begin does not open a second tool call.
     ended: std::collections::VecDeque<String>,
@@ -344,6 +350,8 @@ impl Translate for Codex {
             );
         } else if let Some(msg) = self.last_error.take() {
             em.fail_run(&msg, error_code(&msg), &self.usage(self.totals), None);
+        } else if self.ends_at_eof {
+            em.finish_run(None, None, &[]);
         } else if self.legacy && !self.legacy_events {
             em.fail_run(
                 "the input ended after the preamble, before the CLI's first event",
@@ -401,12 +409,15 @@ impl Codex {
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         match kind {
-            "thread.started" => {
+            "thread.started" | "session.created" => {
                 *self = Codex {
                     scratch: self.scratch.take(),
+                    // The first JSON format has no turn events: its stream
+                    // ends with the run.
+                    ends_at_eof: kind == "session.created",
                     ..Codex::default()
                 };
-                em.start_run(rec.thread_id.as_deref(), None);
+                em.start_run(rec.thread_id.as_deref().or(rec.session_id.as_deref()), None);
             }
             "turn.started" => {
                 if !em.in_run() {
@@ -480,7 +491,12 @@ impl Codex {
         let scoped = scope(em, id);
         let id = scoped.as_ref();
         let done = event == "item.completed";
-        let kind = it.kind.as_deref().unwrap_or("");
+        let kind = match it.kind.as_deref().unwrap_or("") {
+            // The first JSON format's names.
+            "assistant_message" => "agent_message",
+            "patch_apply" => "file_change",
+            k => k,
+        };
         match kind {
             "agent_message" | "plan" => {
                 if self.streamed.iter().any(|s| s == id) {
