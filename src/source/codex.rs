@@ -374,11 +374,11 @@ impl Translate for Codex {
 
 impl Codex {
     fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
-        if let Some(msg) = rec.msg {
+        if let Some(raw_msg) = rec.msg {
             self.legacy = true;
-            let msg: Msg = serde_json::from_str(msg.get())
+            let msg: Msg = serde_json::from_str(raw_msg.get())
                 .map_err(|e| LineError::Shape(format!("msg: {e}")))?;
-            return self.legacy(msg, line, em);
+            return self.legacy(msg, raw_msg, line, em);
         }
         match rec.kind.as_deref() {
             None => {
@@ -657,7 +657,13 @@ impl Codex {
     // ---- legacy format --------------------------------------------------
 
     /// Legacy `{"id","msg":{…}}` events.
-    fn legacy(&mut self, msg: Msg, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn legacy(
+        &mut self,
+        msg: Msg,
+        raw_msg: &RawValue,
+        line: &[u8],
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
         let kind = msg.kind.as_deref().unwrap_or("");
         self.legacy_events = true;
         if kind == "session_configured" {
@@ -681,11 +687,17 @@ impl Codex {
         match kind {
             "task_started" => raw(em, line),
             "token_count" => {
-                if let Some(t) = msg
-                    .info
-                    .and_then(|i| serde_json::from_str::<TokenInfo>(i.get()).ok())
-                    .and_then(|i| i.total_token_usage)
-                {
+                let totals = match msg.info {
+                    Some(info) => serde_json::from_str::<TokenInfo>(info.get())
+                        .ok()
+                        .and_then(|i| i.total_token_usage),
+                    // Before `info` (0.2x–0.3x) the counts were the event's
+                    // own fields, for the whole session.
+                    None => serde_json::from_str::<TokenUsage>(raw_msg.get())
+                        .ok()
+                        .filter(|t| t.input_tokens.is_some() || t.output_tokens.is_some()),
+                };
+                if let Some(t) = totals {
                     self.totals = Some(t);
                 }
             }
