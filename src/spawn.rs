@@ -363,6 +363,13 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         cmd.current_dir(d);
     }
     install_signal_handlers();
+    // Processes the CLI starts in groups of their own (Gemini CLI runs shell
+    // commands that way) become our children when the CLI dies, so that a
+    // cancelled run can end them too.
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on us.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -417,7 +424,15 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     let status = child.wait().context("waiting for the CLI")?;
     done.store(true, Ordering::SeqCst);
     CHILD_GROUP.store(0, Ordering::SeqCst);
-    let _ = err_thread.join();
+    if STOP_SIGNAL.load(Ordering::SeqCst) != 0 || timed_out.load(Ordering::SeqCst) {
+        end_orphans();
+    }
+    // A process the CLI left behind may still hold its stderr: the tail is
+    // taken as it is after a short wait, without waiting for that process.
+    let wait = Instant::now();
+    while !err_thread.is_finished() && wait.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let tail = tail.lock().map(|t| t.text()).unwrap_or_default();
 
     let signal = STOP_SIGNAL.load(Ordering::SeqCst);
@@ -473,6 +488,67 @@ fn failure(status: ExitStatus) -> Option<i32> {
         (None, Some(sig)) => Some(128 + sig),
         (None, None) => Some(1),
     }
+}
+
+/// A cancelled run: end what the CLI left behind (its processes that were in
+/// groups of their own, now our children as we are their subreaper):
+/// SIGTERM, then SIGKILL after a grace period, and reap them.
+fn end_orphans() {
+    let me = std::process::id() as i32;
+    // SAFETY: getpgrp has no preconditions.
+    let my_group = unsafe { libc::getpgrp() };
+    // Our children other than the CLI, with their process groups.
+    let orphans = || -> Vec<(i32, i32)> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // pid (comm) state ppid pgrp …: comm may hold spaces.
+                let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace().skip(1);
+                let ppid: i32 = rest.next()?.parse().ok()?;
+                let pgrp: i32 = rest.next()?.parse().ok()?;
+                (ppid == me).then_some((pid, pgrp))
+            })
+            .collect()
+    };
+    let reap = || {
+        // SAFETY: waitpid on our own children, without blocking.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    };
+    // SIGTERM first; then SIGKILL, again for whatever each kill orphans next
+    // (a shell's command becomes ours when the shell dies).
+    for (sig, grace) in [
+        (libc::SIGTERM, 2000),
+        (libc::SIGKILL, 300),
+        (libc::SIGKILL, 300),
+        (libc::SIGKILL, 300),
+    ] {
+        let found = orphans();
+        if found.is_empty() {
+            return;
+        }
+        for (pid, group) in found {
+            // SAFETY: signalling processes that are our children, and their
+            // groups (never our own).
+            unsafe {
+                libc::kill(pid, sig);
+                if group > 1 && group != my_group {
+                    libc::kill(-group, sig);
+                }
+            }
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(grace) {
+            reap();
+            if orphans().is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    reap();
 }
 
 /// End the CLI: SIGTERM to its group, SIGKILL if it is still there after a

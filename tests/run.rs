@@ -422,6 +422,37 @@ fn a_cli_that_ignores_sigterm_is_killed() {
     );
 }
 
+/// Processes the CLI started in sessions of their own do not outlive a
+/// cancelled run.
+#[test]
+fn a_cancelled_run_leaves_no_processes_behind() {
+    let marker = format!("{}", 900 + std::process::id() % 90);
+    let alive = |m: &str| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| c == format!("sleep\0{m}\0").as_bytes())
+                    .unwrap_or(false)
+            })
+    };
+    let start = Instant::now();
+    let out = run("gemini")
+        .args(["--timeout", "1s", "hi"])
+        .env(
+            "FAKE_REPLAY",
+            recording("gemini/0.61.0/j_sigterm_group.jsonl"),
+        )
+        .env("FAKE_ORPHAN", &marker)
+        .env("FAKE_HANG", "60")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    assert!(start.elapsed() < Duration::from_secs(15));
+    assert!(!alive(&marker), "sleep {marker} outlived the run");
+}
+
 #[test]
 fn a_timeout_cancels_the_run() {
     let start = Instant::now();
