@@ -25,10 +25,6 @@ Events are written as soon as they are complete when the input is a live pipe,
 and in large batches when it is a file.";
 
 const AFTER_HELP: &str = "\
-Commands:
-  run     start a CLI and translate its output (agui-translate run --help)
-  check   check AG-UI NDJSON streams (agui-translate check --help)
-
 Examples:
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
