@@ -157,11 +157,13 @@ output to AG-UI events as it runs: the one-command way to put an agent behind
 an AG-UI front end.
 
   gemini  gemini -p PROMPT --output-format stream-json
-  codex   codex exec --json --skip-git-repo-check PROMPT
-  claude  claude -p PROMPT --output-format stream-json --verbose --include-partial-messages
+  codex   codex exec --json --skip-git-repo-check -- PROMPT
+  claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
 
-The prompt is passed as one argument, never through a shell; without a
-prompt, or with `-`, it is read from standard input. Options are mapped to
+The prompt is passed as one argument, never through a shell, and so that the
+CLI cannot read it as an option (gemini gets `--prompt=PROMPT` when it begins
+with `-`); without a prompt, or with `-`, it is read from standard input (the
+way to give one that begins with `-`). Options are mapped to
 each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
 stderr is passed through, and when the run fails its last lines say why in
 RUN_ERROR. SIGINT and SIGTERM are passed to the CLI's process group and the

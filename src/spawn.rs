@@ -112,7 +112,14 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
     let s = |x: &str| x.to_owned();
     match cli {
         Cli::Gemini => {
-            v.extend([s("-p"), s(prompt), s("--output-format"), s("stream-json")]);
+            // yargs takes a value that begins with `-` for an option of
+            // its own: such a prompt goes in the `--prompt=` form.
+            if prompt.starts_with('-') {
+                v.push(format!("--prompt={prompt}"));
+            } else {
+                v.extend([s("-p"), s(prompt)]);
+            }
+            v.extend([s("--output-format"), s("stream-json")]);
             if let Some(m) = &a.model {
                 v.extend([s("--model"), m.clone()]);
             }
@@ -133,6 +140,7 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
             if !a.deny_tool.is_empty() {
                 anyhow::bail!("gemini excludes tools only in its settings (tools.exclude in settings.json), not on its command line");
             }
+            v.extend(a.extra.iter().cloned());
         }
         Cli::Codex => {
             v.extend([s("exec"), s("--json"), s("--skip-git-repo-check")]);
@@ -140,6 +148,9 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
                 v.extend([s("--model"), m.clone()]);
             }
             if let Some(d) = &a.cwd {
+                // The CLI already runs in DIR: a relative --cd would be taken
+                // from there a second time.
+                let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
                 v.extend([s("--cd"), d.display().to_string()]);
             }
             match a.approval {
@@ -153,15 +164,18 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
             if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
                 anyhow::bail!("codex cannot allow or forbid single tools; its sandbox and approval policy (--approval, or -- --sandbox MODE) decide what runs");
             }
+            v.extend(a.extra.iter().cloned());
             if let Some(r) = &a.resume {
                 v.extend([s("resume"), r.clone()]);
             }
-            v.push(s(prompt));
+            // Last, after `--`: a prompt that begins with `-`, or that is a
+            // word like `resume` or `review`, is never read as an option or
+            // a subcommand.
+            v.extend([s("--"), s(prompt)]);
         }
         Cli::Claude => {
             v.extend([
                 s("-p"),
-                s(prompt),
                 s("--output-format"),
                 s("stream-json"),
                 s("--verbose"),
@@ -187,23 +201,34 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
                 Approval::AutoEdit => v.extend([s("--permission-mode"), s("acceptEdits")]),
                 Approval::Yolo => v.push(s("--dangerously-skip-permissions")),
             }
+            // `-p` is a switch and the prompt an argument: last, after `--`,
+            // so that neither a prompt that begins with `-` nor a variadic
+            // option such as --allowedTools can take it.
+            v.extend(a.extra.iter().cloned());
+            v.extend([s("--"), s(prompt)]);
         }
     }
-    v.extend(a.extra.iter().cloned());
     Ok(v)
 }
 
 /// The executable: `--cli`, else the environment variable, else the
-/// program name (found on PATH when spawned).
+/// program name (found on PATH when spawned). A relative path is made
+/// absolute here: with --cwd it would be looked up from DIR instead.
 fn executable(cli: Cli, a: &RunArgs) -> PathBuf {
-    a.cli_path
+    let exe = a
+        .cli_path
         .clone()
         .or_else(|| {
             std::env::var_os(cli.env_var())
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         })
-        .unwrap_or_else(|| PathBuf::from(cli.program()))
+        .unwrap_or_else(|| PathBuf::from(cli.program()));
+    if exe.components().count() > 1 {
+        std::path::absolute(&exe).unwrap_or(exe)
+    } else {
+        exe
+    }
 }
 
 /// The process group of the running CLI (0: none), for the signal handler.
@@ -334,6 +359,12 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         return check();
     }
     let cli = a.cli.expect("clap requires the CLI unless --check");
+    if let Some(d) = &a.cwd {
+        // Checked here: a spawn that fails on it would look like a missing CLI.
+        if !d.is_dir() {
+            anyhow::bail!("--cwd {}: no such directory", d.display());
+        }
+    }
     let prompt = match a.prompt.as_deref() {
         None | Some("-") => {
             let mut p = String::new();
@@ -347,6 +378,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Some(p) => p.to_owned(),
     };
+    if prompt.trim().is_empty() {
+        anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
+    }
     let args = argv(cli, &a, &prompt)?;
     let exe = executable(cli, &a);
     let mut em = run::emitter(&a.output);

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -49,8 +50,14 @@ fn last(stdout: &[u8]) -> serde_json::Value {
     events(stdout).pop().expect("some output")
 }
 
+/// Tests run in parallel: each argument file gets a name of its own.
+fn unique(prefix: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    tmp(&format!("{prefix}-{}", N.fetch_add(1, Ordering::SeqCst)))
+}
+
 fn argv_of(cli: &str, args: &[&str], stdin: &str) -> Vec<String> {
-    let file = tmp(&format!("argv-{cli}-{}", args.join("_").len()));
+    let file = unique(&format!("argv-{cli}"));
     run(cli)
         .args(args)
         .env("FAKE_ARGV", &file)
@@ -73,17 +80,59 @@ fn argv_per_cli() {
     );
     assert_eq!(
         argv_of("codex", &[prompt], ""),
-        ["exec", "--json", "--skip-git-repo-check", prompt]
+        ["exec", "--json", "--skip-git-repo-check", "--", prompt]
     );
     assert_eq!(
         argv_of("claude", &[prompt], ""),
         [
             "-p",
-            prompt,
             "--output-format",
             "stream-json",
             "--verbose",
-            "--include-partial-messages"
+            "--include-partial-messages",
+            "--",
+            prompt
+        ]
+    );
+}
+
+/// A prompt that looks like an option (or, for codex, a subcommand) reaches
+/// the CLI as the prompt. Checked against each CLI's own parser by hand:
+/// `gemini -p --version` prints gemini's version, `claude -p -x` and
+/// `codex exec -x` reject an unknown option, `codex exec … resume` resumes a
+/// session. (Our own parser rejects such a prompt as an argument: it comes
+/// on stdin.)
+#[test]
+fn a_prompt_is_never_read_as_an_option() {
+    for prompt in ["--version", "-x: list the flags", "-", "--"] {
+        let stdin = format!("{prompt}\n");
+        assert_eq!(
+            argv_of("gemini", &[], &stdin),
+            [
+                format!("--prompt={prompt}").as_str(),
+                "--output-format",
+                "stream-json"
+            ]
+        );
+        let codex = argv_of("codex", &[], &stdin);
+        assert_eq!(codex[codex.len() - 2..], ["--", prompt]);
+        let claude = argv_of("claude", &["--allow-tool", "Read"], &stdin);
+        assert_eq!(claude[claude.len() - 2..], ["--", prompt]);
+    }
+    assert_eq!(
+        argv_of("codex", &["resume"], ""),
+        ["exec", "--json", "--skip-git-repo-check", "--", "resume"]
+    );
+    assert_eq!(
+        argv_of("codex", &["--resume", "s-1", "review"], ""),
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "resume",
+            "s-1",
+            "--",
+            "review"
         ]
     );
 }
@@ -128,11 +177,12 @@ fn options_map_to_each_clis_flags() {
             "--model",
             "m1",
             "--dangerously-bypass-approvals-and-sandbox",
+            "--extra",
+            "x",
             "resume",
             "s-1",
-            "hi",
-            "--extra",
-            "x"
+            "--",
+            "hi"
         ]
     );
     let claude = argv_of(
@@ -156,7 +206,6 @@ fn options_map_to_each_clis_flags() {
         claude,
         [
             "-p",
-            "hi",
             "--output-format",
             "stream-json",
             "--verbose",
@@ -168,7 +217,9 @@ fn options_map_to_each_clis_flags() {
             "--disallowedTools",
             "WebFetch",
             "--permission-mode",
-            "acceptEdits"
+            "acceptEdits",
+            "--",
+            "hi"
         ]
     );
     assert_eq!(
@@ -220,7 +271,63 @@ fn the_prompt_can_come_from_stdin() {
         ]
     );
     let argv = argv_of("claude", &["-"], prompt);
-    assert_eq!(&argv[..3], ["-p", "line one", "line two: ünïcödé"]);
+    assert_eq!(
+        argv[argv.len() - 3..],
+        ["--", "line one", "line two: ünïcödé"]
+    );
+}
+
+#[test]
+fn an_empty_prompt_is_refused() {
+    for stdin in ["", "\n", "  \n\n"] {
+        let file = unique("argv-empty");
+        run("claude")
+            .env("FAKE_ARGV", &file)
+            .write_stdin(stdin)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains("the prompt is empty"));
+        assert!(!file.exists(), "the CLI was started");
+    }
+}
+
+/// --cwd: the CLI runs there; a relative --cli or codex --cd still names
+/// what it named where we were started; a missing directory is not a
+/// missing CLI.
+#[test]
+fn the_cli_runs_in_cwd() {
+    let base = unique("cwd");
+    std::fs::create_dir_all(base.join("sub")).unwrap();
+    std::fs::copy(fake(), base.join("cli")).unwrap();
+    let pwd = base.join("sub/pwd");
+    let argv = base.join("argv");
+    Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&base)
+        .args(["run", "codex", "--cli", "./cli", "--cwd", "sub", "hi"])
+        .env("FAKE_PWD", "pwd")
+        .env("FAKE_ARGV", &argv)
+        .assert()
+        .success();
+    let sub = base.join("sub").canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&pwd).unwrap().trim_end(),
+        sub.to_str().unwrap()
+    );
+    let argv = std::fs::read_to_string(&argv).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    let cd = Path::new(argv[argv.iter().position(|&a| a == "--cd").unwrap() + 1]);
+    assert_eq!(cd.canonicalize().unwrap(), sub);
+    run("gemini")
+        .args(["--cwd", "/nonexistent/dir", "hi"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "--cwd /nonexistent/dir: no such directory",
+        ));
 }
 
 #[test]
