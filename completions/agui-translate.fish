@@ -49,7 +49,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ma
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cwd -d 'Run the CLI in this directory' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; gemini and claude)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; claude only)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; gemini and claude)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved. `yolo` approves everything and is never the default' -r -f -a "default\t'The CLI\'s own default (it may refuse tools it would ask about)'
 auto-edit\t'Approve file edits without asking'
 yolo\t'Approve everything without asking'"

@@ -224,7 +224,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "TOOL")]
     pub allow_tool: Vec<String>,
 
-    /// Forbid this tool (repeatable; claude only).
+    /// Forbid this tool (repeatable; gemini and claude).
     #[arg(long, value_name = "TOOL")]
     pub deny_tool: Vec<String>,
 

@@ -106,8 +106,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// The argument list for a CLI (without the executable), or why the options
-/// cannot be expressed for it.
-pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> {
+/// cannot be expressed for it. `policy` is the Gemini CLI policy file that
+/// holds the --deny-tool rules (see [`deny_policy`]).
+pub fn argv(
+    cli: Cli,
+    a: &RunArgs,
+    prompt: &str,
+    policy: Option<&Path>,
+) -> anyhow::Result<Vec<String>> {
     let mut v: Vec<String> = Vec::new();
     let s = |x: &str| x.to_owned();
     match cli {
@@ -129,6 +135,12 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
             if !a.allow_tool.is_empty() {
                 v.extend([s("--allowed-tools"), a.allow_tool.join(",")]);
             }
+            if !a.deny_tool.is_empty() {
+                let Some(policy) = policy else {
+                    anyhow::bail!("gemini forbids tools with a policy file, and none was given");
+                };
+                v.extend([s("--policy"), policy.display().to_string()]);
+            }
             match a.approval {
                 Approval::Default => {}
                 Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
@@ -136,9 +148,6 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
             }
             if a.max_turns.is_some() {
                 anyhow::bail!("gemini has no flag for a turn limit: set model.maxSessionTurns in its settings.json");
-            }
-            if !a.deny_tool.is_empty() {
-                anyhow::bail!("gemini excludes tools only in its settings (tools.exclude in settings.json), not on its command line");
             }
             v.extend(a.extra.iter().cloned());
         }
@@ -211,6 +220,59 @@ pub fn argv(cli: Cli, a: &RunArgs, prompt: &str) -> anyhow::Result<Vec<String>> 
     Ok(v)
 }
 
+/// Gemini CLI's policy engine (`--policy FILE`, TOML) is its one way to
+/// forbid a tool from the command line: a `deny` rule without conditions
+/// removes the tool from what the model is offered, in every approval mode
+/// (yolo included), and outranks the CLI's own rules.
+pub fn deny_policy(tools: &[String]) -> String {
+    let mut toml = String::from("# Written by agui-translate run for --deny-tool.\n");
+    for tool in tools {
+        // A JSON string is a TOML basic string: the same escapes.
+        let name = serde_json::to_string(tool).expect("a string serializes");
+        toml.push_str(&format!(
+            "\n[[rule]]\ntoolName = {name}\ndecision = \"deny\"\npriority = 999\n"
+        ));
+    }
+    toml
+}
+
+/// A file of ours in the temporary directory, removed when dropped (after
+/// the CLI has exited).
+struct TempFile(PathBuf);
+
+impl TempFile {
+    /// Created new (never an existing file or link) and private to us.
+    fn create(stem: &str, ext: &str, contents: &str) -> anyhow::Result<TempFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir();
+        let mut n = 0;
+        loop {
+            let path = dir.join(format!("{stem}-{}-{n}.{ext}", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    let file = TempFile(path);
+                    f.write_all(contents.as_bytes())
+                        .with_context(|| format!("writing {}", file.0.display()))?;
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The executable: `--cli`, else the environment variable, else the
 /// program name (found on PATH when spawned). A relative path is made
 /// absolute here: with --cwd it would be looked up from DIR instead.
@@ -271,6 +333,7 @@ impl Tail {
     const LINE_BYTES: usize = 2000;
 
     fn push(&mut self, line: &str) {
+        let line = strip_ansi(line);
         if line.trim().is_empty() {
             return;
         }
@@ -292,6 +355,50 @@ impl Tail {
     fn text(&self) -> String {
         self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
     }
+}
+
+/// A line without its terminal escape sequences: CLIs colour their errors
+/// (Gemini CLI's untrusted-folder message is red), and RUN_ERROR is read by
+/// a UI, not a terminal. CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or
+/// `ESC \\`) and the other `ESC …` sequences go.
+fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('\x1b') {
+        return line.into();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            // `ESC ( B` and the like: intermediate bytes, then a final one.
+            Some(c) if (' '..='/').contains(&c) => {
+                for c in chars.by_ref() {
+                    if !(' '..='/').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.into()
 }
 
 /// Drain the CLI's stderr on its own thread: forward it as it arrives and
@@ -381,7 +488,16 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
     }
-    let args = argv(cli, &a, &prompt)?;
+    let policy = if cli == Cli::Gemini && !a.deny_tool.is_empty() {
+        Some(TempFile::create(
+            "agui-translate-deny-tools",
+            "toml",
+            &deny_policy(&a.deny_tool),
+        )?)
+    } else {
+        None
+    };
+    let args = argv(cli, &a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
     let exe = executable(cli, &a);
     let mut em = run::emitter(&a.output);
     let stdout = io::stdout();
@@ -732,6 +848,31 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn escape_sequences_leave_the_stderr_tail() {
+        assert_eq!(strip_ansi("plain"), "plain");
+        assert_eq!(
+            strip_ansi("\x1b[31mnot trusted\x1b[0m: see \x1b]8;;https://x\x07link\x1b]8;;\x1b\\ \x1b(Bdone"),
+            "not trusted: see link done"
+        );
+        assert_eq!(strip_ansi("cut \x1b[1;3"), "cut ");
+        let mut t = Tail::default();
+        t.push("\x1b[2K\x1b[0m\n");
+        t.push("\x1b[31mError: boom\x1b[0m\n");
+        assert_eq!(t.text(), "Error: boom");
+    }
+
+    #[test]
+    fn deny_policy_rules() {
+        let toml = deny_policy(&["run_shell_command".into(), "odd\"name\\\n".into()]);
+        assert_eq!(
+            toml,
+            "# Written by agui-translate run for --deny-tool.\n\
+             \n[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"deny\"\npriority = 999\n\
+             \n[[rule]]\ntoolName = \"odd\\\"name\\\\\\n\"\ndecision = \"deny\"\npriority = 999\n"
+        );
     }
 
     #[test]

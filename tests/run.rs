@@ -239,6 +239,45 @@ fn options_map_to_each_clis_flags() {
     );
 }
 
+/// Gemini CLI forbids tools through its policy engine: a policy file of
+/// ours, there while the CLI runs and gone after.
+#[test]
+fn gemini_deny_tool_is_a_policy_file() {
+    let argv_file = unique("argv-policy");
+    let copy = unique("policy-copy");
+    run("gemini")
+        .args([
+            "--deny-tool",
+            "run_shell_command",
+            "--deny-tool",
+            "mcp_github_*",
+            "--approval",
+            "yolo",
+            "hi",
+        ])
+        .env("FAKE_ARGV", &argv_file)
+        .env("FAKE_POLICY", &copy)
+        .assert()
+        .success();
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    let at = argv.iter().position(|&a| a == "--policy").unwrap();
+    assert_eq!(argv[..at], ["-p", "hi", "--output-format", "stream-json"]);
+    assert_eq!(argv[at + 2..], ["--approval-mode", "yolo"]);
+    let policy = Path::new(argv[at + 1]);
+    assert!(policy.is_absolute());
+    assert!(!policy.exists(), "{} outlived the run", policy.display());
+    let rules = std::fs::read_to_string(&copy).unwrap();
+    for tool in ["run_shell_command", "mcp_github_*"] {
+        assert!(
+            rules.contains(&format!(
+                "[[rule]]\ntoolName = \"{tool}\"\ndecision = \"deny\"\npriority = 999\n"
+            )),
+            "{rules}"
+        );
+    }
+}
+
 #[test]
 fn what_a_cli_cannot_express_is_refused() {
     run("codex")
@@ -385,6 +424,25 @@ fn exit_statuses_end_the_run() {
     assert_eq!(
         end["message"],
         "gemini exited with status 41: authentication failed: Please set an Auth method in your settings.json"
+    );
+    // gemini: 55, an untrusted folder, said in red: the colour is for a
+    // terminal (our stderr keeps it), not for RUN_ERROR.
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_EXIT", "55")
+        .env(
+            "FAKE_STDERR",
+            "\x1b[31mGemini CLI is not running in a trusted directory.\x1b[0m",
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(55));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\x1b[31mGemini CLI"));
+    let end = last(&out.stdout);
+    assert_eq!(end["code"], "cli_error");
+    assert_eq!(
+        end["message"],
+        "gemini exited with status 55: the folder is not trusted (GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust): Gemini CLI is not running in a trusted directory."
     );
     // gemini: a stream cut by the turn limit, exit 53.
     let out = run("gemini")
