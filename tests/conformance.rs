@@ -40,6 +40,32 @@ fn ensure_packages(dir: &Path) {
     assert!(status.success(), "npm ci in {} failed", dir.display());
 }
 
+/// Runs the official checks on `files`: how many passed, and the failures.
+fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for chunk in files.chunks(400) {
+        let out = Command::new("node")
+            .arg(dir.join("verify.cjs"))
+            .args(chunk)
+            .output()
+            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e})"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        failures.extend(
+            text.lines()
+                .filter(|l| l.starts_with("FAIL"))
+                .map(str::to_owned),
+        );
+        passed += text.lines().filter(|l| l.starts_with("OK ")).count();
+        assert!(
+            out.status.success() || !failures.is_empty(),
+            "verify.cjs failed to run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (passed, failures)
+}
+
 #[test]
 fn outputs_pass_the_official_ag_ui_checks() {
     if std::env::var_os("AGUI_SKIP_CONFORMANCE").is_some() {
@@ -91,27 +117,7 @@ fn outputs_pass_the_official_ag_ui_checks() {
         files.push(path);
     }
 
-    let mut failures = Vec::new();
-    let mut passed = 0;
-    for chunk in files.chunks(400) {
-        let out = Command::new("node")
-            .arg(dir.join("verify.cjs"))
-            .args(chunk)
-            .output()
-            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e})"));
-        let text = String::from_utf8_lossy(&out.stdout);
-        failures.extend(
-            text.lines()
-                .filter(|l| l.starts_with("FAIL"))
-                .map(str::to_owned),
-        );
-        passed += text.lines().filter(|l| l.starts_with("OK ")).count();
-        assert!(
-            out.status.success() || !failures.is_empty(),
-            "verify.cjs failed to run: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let (passed, failures) = verify(&dir, &files);
     let _ = std::fs::remove_dir_all(&out_dir);
     assert!(
         failures.is_empty(),
@@ -126,4 +132,135 @@ fn outputs_pass_the_official_ag_ui_checks() {
         "{goldens} goldens, {} streams",
         files.len()
     );
+}
+
+/// `agui-translate run`, whose endings come from the exit status, stderr,
+/// signals and timeouts: every recording replayed by the stand-in CLI with
+/// its own exit status and stderr, every recording cut in half and ended by
+/// each failing status, a bare failure per status, a timeout mid-stream and
+/// a missing CLI, for each of the three CLIs.
+#[test]
+fn run_outputs_pass_the_official_ag_ui_checks() {
+    if std::env::var_os("AGUI_SKIP_CONFORMANCE").is_some() {
+        eprintln!("AG-UI conformance skipped (AGUI_SKIP_CONFORMANCE is set)");
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let out_dir = std::env::temp_dir().join(format!("agui-run-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let fake = root().join("tests/fake/cli");
+    let mut files = Vec::new();
+    let mut missing_clis = Vec::new();
+    let mut n = 0;
+    let mut run = |cli: &str, args: &[&str], env: &[(&str, &str)]| {
+        n += 1;
+        let path = out_dir.join(format!("{n}-{cli}.ndjson"));
+        let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["run", cli, "--cli"])
+            .arg(&fake)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            !out.stdout.is_empty(),
+            "run {cli} {args:?} {env:?}: no output"
+        );
+        std::fs::write(&path, out.stdout).unwrap();
+        files.push(path);
+    };
+    const STATUSES: [&str; 8] = ["1", "41", "42", "53", "55", "143", "173", "244"];
+    let mut recordings = Vec::new();
+    files_under(&root().join("testdata"), ".jsonl", &mut recordings);
+    recordings.sort();
+    for path in &recordings {
+        let rel = path.strip_prefix(root().join("testdata")).unwrap();
+        let cli = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let replay = path.to_str().unwrap();
+        let lines = std::fs::read(path)
+            .unwrap()
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        if let Ok(exit) = std::fs::read_to_string(path.with_extension("exit")) {
+            let stderr = std::fs::read_to_string(path.with_extension("stderr")).unwrap_or_default();
+            run(
+                cli,
+                &["hi"],
+                &[
+                    ("FAKE_REPLAY", replay),
+                    ("FAKE_EXIT", exit.trim()),
+                    ("FAKE_STDERR", &stderr),
+                ],
+            );
+        }
+        let half = (lines / 2).to_string();
+        for status in STATUSES {
+            run(
+                cli,
+                &["hi"],
+                &[
+                    ("FAKE_REPLAY", replay),
+                    ("FAKE_LINES", &half),
+                    ("FAKE_EXIT", status),
+                ],
+            );
+        }
+    }
+    for cli in ["gemini", "codex", "claude"] {
+        for status in STATUSES {
+            run(
+                cli,
+                &["hi"],
+                &[("FAKE_EXIT", status), ("FAKE_STDERR", "Error: it failed")],
+            );
+        }
+        let recording = match cli {
+            "gemini" => "gemini/0.61.0/j_sigterm_group.jsonl",
+            "codex" => "codex/0.169.0/sigterm_command.jsonl",
+            _ => "claude/2.1.328/k-sigterm-tool.jsonl",
+        };
+        let replay = root().join("testdata").join(recording);
+        run(
+            cli,
+            &["--timeout", "200ms", "hi"],
+            &[
+                ("FAKE_REPLAY", replay.to_str().unwrap()),
+                ("FAKE_HANG", "30"),
+            ],
+        );
+        run(cli, &["hi"], &[("FAKE_REPLAY", "/nonexistent")]);
+        let missing = out_dir.join(format!("missing-{cli}.ndjson"));
+        let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+            .env_clear()
+            .env("PATH", "/nonexistent")
+            .args(["run", cli, "hi"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(127));
+        std::fs::write(&missing, out.stdout).unwrap();
+        missing_clis.push(missing);
+    }
+    files.extend(missing_clis);
+
+    let (passed, failures) = verify(&dir, &files);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert!(
+        failures.is_empty(),
+        "{} of {} run outputs rejected by the official AG-UI checks:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+    assert_eq!(passed, files.len());
+    assert!(files.len() > 500, "{} run outputs", files.len());
 }
