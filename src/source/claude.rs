@@ -227,15 +227,26 @@ struct Streamed {
     pending_surrogate: Option<String>,
 }
 
+/// One agent's messages: the main agent's, or a subagent's (the lines with
+/// its `parent_tool_use_id`). Agents stream at the same time (a background
+/// subagent while the main agent talks, parallel subagents), each in its own
+/// lane, so that one's stream never cuts another's short.
+#[derive(Default)]
+struct Lane {
+    /// The subagent, or `None` for the main agent.
+    sub: Option<String>,
+    /// The message streaming now (`message_start`), and its blocks.
+    msg: Option<String>,
+    blocks: Vec<Streamed>,
+    /// Between `message_start` and `message_stop`.
+    streaming: bool,
+    /// Blocks sent from complete lines of the last message: (message id, count).
+    complete: Option<(String, u64)>,
+}
+
 #[derive(Default)]
 pub struct Claude {
-    /// The message streaming now (`message_start`), and its blocks.
-    stream_msg: Option<String>,
-    blocks: Vec<Streamed>,
-    /// The subagent the streaming message belongs to.
-    stream_sub: Option<String>,
-    /// Blocks sent from complete lines, per message: (message id, count).
-    complete_msg: Option<(String, u64)>,
+    lanes: Vec<Lane>,
     /// The model named by `init`, for usage.
     model: Option<String>,
     /// The session of the run.
@@ -271,7 +282,7 @@ impl Translate for Claude {
     }
 
     fn finish(&mut self, em: &mut Emitter) {
-        self.close_stream(em);
+        self.close_lanes(em);
         if let Some(line) = self.deferred.take() {
             if let Ok(rec) = serde_json::from_str::<Record>(&line) {
                 self.end_run(&rec, line.as_bytes(), em);
@@ -341,7 +352,9 @@ impl Claude {
 
     /// Announce a tool call unless this run has announced it before.
     fn start_tool(&mut self, id: &str, name: &str, parent: Option<&str>, em: &mut Emitter) -> bool {
-        if em.open_tool_calls().any(|t| t == id) {
+        if em.tool_started(id) {
+            // Its result, or its complete line: a text streaming meanwhile
+            // goes on.
             return false;
         }
         em.close_texts();
@@ -361,11 +374,11 @@ impl Claude {
                     raw(em, line);
                     return;
                 }
-                self.close_stream(em);
+                self.close_lanes(em);
+                self.lanes.clear();
                 self.session = rec.session_id.as_deref().map(str::to_owned);
                 self.model = rec.model.as_deref().map(str::to_owned);
                 self.last_result = None;
-                self.complete_msg = None;
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
@@ -375,7 +388,13 @@ impl Claude {
             Some("api_retry") => {
                 // The failed attempt's partial output stays; what it opened
                 // is closed, and the retry streams under a new message id.
-                self.close_stream(em);
+                // The record does not say whose request failed: with one
+                // message streaming it is that one's; with several, each
+                // closes its own attempt when its retry starts.
+                let mut streaming = self.lanes.iter().enumerate().filter(|(_, l)| l.streaming);
+                if let (Some((l, _)), None) = (streaming.next(), streaming.next()) {
+                    self.close_lane_as(l, em);
+                }
                 raw(em, line);
             }
             Some("task_started") => {
@@ -412,40 +431,58 @@ impl Claude {
 
     // ---- partial messages -------------------------------------------------
 
+    /// The lane of `sub` (the main agent's for `None`), made when first seen.
+    fn lane(&mut self, sub: Option<&str>) -> usize {
+        match self.lanes.iter().position(|l| l.sub.as_deref() == sub) {
+            Some(l) => l,
+            None => {
+                self.lanes.push(Lane {
+                    sub: sub.map(str::to_owned),
+                    ..Lane::default()
+                });
+                self.lanes.len() - 1
+            }
+        }
+    }
+
     fn stream_event(&mut self, ev: &StreamEvent, sub: Option<&str>, line: &[u8], em: &mut Emitter) {
+        let l = self.lane(sub);
         match &*ev.kind {
             "message_start" => {
-                self.close_stream(em);
-                self.blocks.clear();
+                self.close_lane(l, em);
                 let id = ev
                     .message
                     .as_ref()
                     .and_then(|m| m.id.as_deref())
                     .map(str::to_owned);
-                self.stream_msg = id;
-                self.stream_sub = sub.map(str::to_owned);
+                let lane = &mut self.lanes[l];
+                lane.blocks.clear();
+                lane.msg = id;
+                lane.streaming = true;
             }
             "content_block_start" => {
                 let Some(block) = ev.content_block.as_ref() else {
                     return raw(em, line);
                 };
-                let index = ev.index.unwrap_or(self.blocks.len() as u64);
-                let msg = self
-                    .stream_msg
+                let lane = &mut self.lanes[l];
+                lane.streaming = true;
+                let index = ev.index.unwrap_or(lane.blocks.len() as u64);
+                let msg = lane
+                    .msg
                     .clone()
                     .unwrap_or_else(|| format!("{}-msg", em.run_id()));
                 let id = block_id(&msg, index);
                 match block.kind.as_deref() {
                     Some("text") => {
                         em.text_start(&id, Role::Assistant);
-                        self.push_block(index, Kind::Text, id.clone());
+                        self.push_block(l, index, Kind::Text, id.clone());
                         if let Some(t) = block.text.map(text_of).filter(|t| !t.is_empty()) {
                             em.text_content(&id, &t);
                         }
                     }
                     Some("thinking") => {
                         em.reasoning_start(&id);
-                        self.push_block(index, Kind::Thinking, id.clone());
+                        self.push_block(l, index, Kind::Thinking, id.clone());
                         if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
                             em.reasoning_content(&id, &t);
                         }
@@ -457,7 +494,7 @@ impl Claude {
                             &id,
                             block.data.as_deref().unwrap_or(""),
                         );
-                        self.push_block(index, Kind::Thinking, id);
+                        self.push_block(l, index, Kind::Thinking, id);
                     }
                     Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                         let tid = block
@@ -470,12 +507,12 @@ impl Claude {
                             Some(&msg),
                             em,
                         );
-                        self.push_block(index, Kind::Tool, tid);
+                        self.push_block(l, index, Kind::Tool, tid);
                     }
                     _ => {
                         // Results of server-side tools and newer block types:
                         // the complete line sends them.
-                        self.push_block(index, Kind::Other, id);
+                        self.push_block(l, index, Kind::Other, id);
                     }
                 }
             }
@@ -483,33 +520,33 @@ impl Claude {
                 let Some(delta) = ev.delta.as_ref() else {
                     return raw(em, line);
                 };
-                let Some(i) = self.find_block(ev.index) else {
+                let Some(i) = self.find_block(l, ev.index) else {
                     em.unknown("content_block_delta for a block that never started");
                     return raw(em, line);
                 };
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
                         if let Some(t) = delta.text {
-                            self.text_delta(i, t, em);
+                            self.text_delta(l, i, t, em);
                         }
                     }
                     Some("thinking_delta") => {
                         if let Some(t) = delta.thinking {
-                            let id = &self.blocks[i].id;
+                            let id = &self.lanes[l].blocks[i].id;
                             em.reasoning_content(id, &text_of(t));
                         }
                     }
                     Some("signature_delta") => {
                         if let Some(s) = delta.signature {
                             let s = text_of(s);
-                            self.blocks[i].signature.push_str(&s);
+                            self.lanes[l].blocks[i].signature.push_str(&s);
                         }
                     }
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
                             let p = text_of(p);
                             if !p.is_empty() {
-                                let b = &mut self.blocks[i];
+                                let b = &mut self.lanes[l].blocks[i];
                                 if em.tool_args(&b.id, &p) {
                                     b.args = true;
                                 } else {
@@ -527,11 +564,11 @@ impl Claude {
                 }
             }
             "content_block_stop" => {
-                if let Some(i) = self.find_block(ev.index) {
-                    self.close_block(i, em);
+                if let Some(i) = self.find_block(l, ev.index) {
+                    self.close_block(l, i, em);
                 }
             }
-            "message_stop" => self.close_stream(em),
+            "message_stop" => self.close_lane(l, em),
             "message_delta" | "ping" => {}
             "error" => raw(em, line),
             other => {
@@ -541,8 +578,8 @@ impl Claude {
         }
     }
 
-    fn push_block(&mut self, index: u64, kind: Kind, id: String) {
-        self.blocks.push(Streamed {
+    fn push_block(&mut self, l: usize, index: u64, kind: Kind, id: String) {
+        self.lanes[l].blocks.push(Streamed {
             index,
             kind,
             id,
@@ -554,17 +591,18 @@ impl Claude {
         });
     }
 
-    fn find_block(&self, index: Option<u64>) -> Option<usize> {
+    fn find_block(&self, l: usize, index: Option<u64>) -> Option<usize> {
+        let blocks = &self.lanes[l].blocks;
         match index {
-            Some(ix) => self.blocks.iter().rposition(|b| b.index == ix),
-            None => self.blocks.len().checked_sub(1),
+            Some(ix) => blocks.iter().rposition(|b| b.index == ix),
+            None => blocks.len().checked_sub(1),
         }
     }
 
     /// A text delta, copied as the JSON string it is; an emoji split between
     /// two deltas (a lone high surrogate at the end of one) is joined again.
-    fn text_delta(&mut self, i: usize, t: &RawValue, em: &mut Emitter) {
-        let b = &mut self.blocks[i];
+    fn text_delta(&mut self, l: usize, i: usize, t: &RawValue, em: &mut Emitter) {
+        let b = &mut self.lanes[l].blocks[i];
         let joined;
         let mut lit: &str = t.get();
         if let Some(hi) = b.pending_surrogate.take() {
@@ -588,8 +626,8 @@ impl Claude {
         }
     }
 
-    fn close_block(&mut self, i: usize, em: &mut Emitter) {
-        let b = &mut self.blocks[i];
+    fn close_block(&mut self, l: usize, i: usize, em: &mut Emitter) {
+        let b = &mut self.lanes[l].blocks[i];
         if !b.open {
             return;
         }
@@ -621,24 +659,36 @@ impl Claude {
         }
     }
 
-    /// Close everything the current stream opened (message end, a retry, a
-    /// new message, the end of input).
-    fn close_stream(&mut self, em: &mut Emitter) {
-        let sub = self.stream_sub.take();
-        if sub.is_some() {
-            em.set_subagent(sub.as_deref());
-        }
-        for i in 0..self.blocks.len() {
-            if self.blocks[i].kind == Kind::Tool && self.blocks[i].open && !self.blocks[i].args {
+    /// Close everything lane `l`'s message opened (its end, a retry, its
+    /// next message). The blocks stay known until the lane's next message
+    /// starts, so that a complete line arriving late is still recognized as
+    /// a repeat.
+    fn close_lane(&mut self, l: usize, em: &mut Emitter) {
+        self.lanes[l].streaming = false;
+        for i in 0..self.lanes[l].blocks.len() {
+            let b = &mut self.lanes[l].blocks[i];
+            if b.kind == Kind::Tool && b.open && !b.args {
                 // Arguments never came: the call ends with none.
-                self.blocks[i].args = true;
+                b.args = true;
             }
-            self.close_block(i, em);
+            self.close_block(l, i, em);
         }
-        // The blocks stay known until the next message starts, so that a
-        // complete line arriving late is still recognized as a repeat.
-        if sub.is_some() {
-            em.set_subagent(None);
+    }
+
+    /// [`close_lane`](Self::close_lane) from a line of another agent: what
+    /// it writes is the lane's agent's.
+    fn close_lane_as(&mut self, l: usize, em: &mut Emitter) {
+        let sub = self.lanes[l].sub.take();
+        em.set_subagent(sub.as_deref());
+        self.close_lane(l, em);
+        em.set_subagent(None);
+        self.lanes[l].sub = sub;
+    }
+
+    /// Close every lane (a result, a new run, the end of input).
+    fn close_lanes(&mut self, em: &mut Emitter) {
+        for l in 0..self.lanes.len() {
+            self.close_lane_as(l, em);
         }
     }
 
@@ -665,20 +715,30 @@ impl Claude {
             .id
             .as_deref()
             .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
-        let streamed = self.stream_msg.as_deref() == Some(msg_id.as_str());
+        let l = self.lane(rec.parent_tool_use_id.as_deref());
+        // The lane that streamed this message, if any (its own, normally).
+        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id.as_str()) {
+            Some(l)
+        } else {
+            self.lanes
+                .iter()
+                .position(|x| x.msg.as_deref() == Some(msg_id.as_str()))
+        };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
-            if streamed && self.confirm(kind, block, em) {
-                continue;
+            if let Some(s) = streamed {
+                if self.confirm(s, kind, block, em) {
+                    continue;
+                }
             }
             // Not streamed: the complete block is all there is.
-            let index = match &mut self.complete_msg {
+            let index = match &mut self.lanes[l].complete {
                 Some((m, n)) if *m == msg_id => {
                     *n += 1;
                     *n
                 }
-                _ => {
-                    self.complete_msg = Some((msg_id.clone(), 0));
+                other => {
+                    *other = Some((msg_id.clone(), 0));
                     0
                 }
             };
@@ -688,16 +748,17 @@ impl Claude {
         Ok(())
     }
 
-    /// Match a complete block with the streamed one it repeats; true if it
-    /// was streamed (and so is not sent again).
-    fn confirm(&mut self, kind: &str, block: &Block, em: &mut Emitter) -> bool {
+    /// Match a complete block with the streamed one of lane `l` it repeats;
+    /// true if it was streamed (and so is not sent again).
+    fn confirm(&mut self, l: usize, kind: &str, block: &Block, em: &mut Emitter) -> bool {
         let want = match kind {
             "text" => Kind::Text,
             "thinking" | "redacted_thinking" => Kind::Thinking,
             "tool_use" | "server_tool_use" | "mcp_tool_use" => Kind::Tool,
             _ => Kind::Other,
         };
-        let found = self.blocks.iter().position(|b| {
+        let blocks = &mut self.lanes[l].blocks;
+        let found = blocks.iter().position(|b| {
             !b.confirmed
                 && b.kind == want
                 && (want != Kind::Tool || block.id.as_deref() == Some(b.id.as_str()))
@@ -705,10 +766,10 @@ impl Claude {
         let Some(i) = found else { return false };
         if want == Kind::Other {
             // Streamed blocks of other types carried nothing: send the whole.
-            self.blocks[i].confirmed = true;
+            blocks[i].confirmed = true;
             return false;
         }
-        let b = &mut self.blocks[i];
+        let b = &mut blocks[i];
         b.confirmed = true;
         if want == Kind::Tool && !b.args {
             // No argument deltas: the complete input is the arguments.
@@ -878,13 +939,22 @@ impl Claude {
     // ---- result -------------------------------------------------------------
 
     fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
-        self.close_stream(em);
+        let waiting = self.background.iter().any(|b| em.subagent_open(b));
+        if waiting {
+            // Background subagents may still be streaming: only the main
+            // agent's message is over.
+            if let Some(l) = self.lanes.iter().position(|l| l.sub.is_none()) {
+                self.close_lane(l, em);
+            }
+        } else {
+            self.close_lanes(em);
+        }
         if let Some(prev) = self.deferred.take() {
             if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
                 em.raw(v, SOURCE);
             }
         }
-        if self.background.iter().any(|b| em.subagent_open(b)) {
+        if waiting {
             // A background subagent is still at work: this is not the end.
             self.deferred = std::str::from_utf8(line).ok().map(str::to_owned);
             return;
