@@ -317,6 +317,26 @@ impl Claude {
             }
             Some("system") => self.system(rec, line, em),
             Some("result") => self.result(rec, line, em),
+            Some(
+                "rate_limit_event"
+                | "tool_progress"
+                | "tool_use_summary"
+                | "auth_status"
+                | "prompt_suggestion"
+                | "keep_alive"
+                | "control_request"
+                | "control_response"
+                | "control_cancel_request"
+                | "error",
+            ) => {
+                // Known records with no AG-UI event of their own (rate
+                // limits, progress ticks, the SDK's control protocol, an
+                // error that a `result` reports again).
+                if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
+                    em.set_subagent(Some(p));
+                }
+                raw(em, line);
+            }
             Some(other) => {
                 em.unknown(format!("record type {other:?}"));
                 raw(em, line);
@@ -1181,4 +1201,43 @@ struct Source<'a> {
 /// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
     super::raw_record(em, line, SOURCE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agui::Format;
+
+    /// Feed `lines` and return, per line, what the translator did not know.
+    fn unknowns(lines: &[&str]) -> Vec<Vec<String>> {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        let mut tr = Claude::default();
+        lines
+            .iter()
+            .map(|l| {
+                let mut buf = l.as_bytes().to_vec();
+                tr.line(&mut buf, &mut em).unwrap();
+                em.take_unknown()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn documented_records_are_known_and_new_ones_are_not() {
+        let got = unknowns(&[
+            r#"{"type":"system","subtype":"init","session_id":"s"}"#,
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s"}"#,
+            r#"{"type":"tool_progress","tool_use_id":"toolu_1","tool_name":"Bash","parent_tool_use_id":null,"elapsed_time_seconds":5.2}"#,
+            r#"{"type":"system","subtype":"thinking_tokens","session_id":"s"}"#,
+            r#"{"type":"something_new","session_id":"s"}"#,
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"hologram"}]}}"#,
+        ]);
+        let empty: Vec<String> = Vec::new();
+        assert_eq!(
+            got[..4],
+            [empty.clone(), empty.clone(), empty.clone(), empty]
+        );
+        assert_eq!(got[4], ["record type \"something_new\""]);
+        assert_eq!(got[5], ["content block type \"hologram\""]);
+    }
 }
