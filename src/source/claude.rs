@@ -552,8 +552,10 @@ impl Claude {
                     }
                     Some("thinking_delta") => {
                         if let Some(t) = delta.thinking {
-                            let id = &self.lanes[l].blocks[i].id;
-                            em.reasoning_content(id, &text_of(t));
+                            let b = &mut self.lanes[l].blocks[i];
+                            with_delta_text(&mut b.pending_surrogate, t, |text| {
+                                em.reasoning_content(&b.id, text);
+                            });
                         }
                     }
                     Some("signature_delta") => {
@@ -564,15 +566,15 @@ impl Claude {
                     }
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
-                            let p = text_of(p);
-                            if !p.is_empty() {
-                                let b = &mut self.lanes[l].blocks[i];
-                                if em.tool_args(&b.id, &p) {
-                                    b.args = true;
-                                } else {
-                                    // Not a continuation of the arguments so far.
-                                    raw(em, line);
-                                }
+                            let b = &mut self.lanes[l].blocks[i];
+                            let taken = with_delta_text(&mut b.pending_surrogate, p, |p| {
+                                em.tool_args(&b.id, p)
+                            });
+                            match taken {
+                                Some(true) => b.args = true,
+                                // Not a continuation of the arguments so far.
+                                Some(false) => raw(em, line),
+                                None => {}
                             }
                         }
                     }
@@ -619,25 +621,14 @@ impl Claude {
         }
     }
 
-    /// A text delta, copied as the JSON string it is; an emoji split between
-    /// two deltas (a lone high surrogate at the end of one) is joined again.
+    /// A text delta, copied as the JSON string it is.
     fn text_delta(&mut self, l: usize, i: usize, t: &RawValue, em: &mut Emitter) {
         let b = &mut self.lanes[l].blocks[i];
-        let joined;
-        let mut lit: &str = t.get();
-        if let Some(hi) = b.pending_surrogate.take() {
-            joined = format!("\"{hi}{}", &lit[1..]);
-            lit = &joined;
-        }
-        let split = json::split_high_surrogate(lit);
-        if let Some((rest, hi)) = &split {
-            b.pending_surrogate = Some(hi.clone());
-            lit = rest;
-        }
+        let lit = join_surrogates(&mut b.pending_surrogate, t);
         if lit == "\"\"" {
             return;
         }
-        let Ok(v) = serde_json::from_str::<&RawValue>(lit) else {
+        let Ok(v) = serde_json::from_str::<&RawValue>(&lit) else {
             return;
         };
         match json::literal(v) {
@@ -660,12 +651,18 @@ impl Claude {
                 em.text_end(&b.id);
             }
             Kind::Thinking => {
+                if b.pending_surrogate.take().is_some() {
+                    em.reasoning_content(&b.id, "\u{fffd}");
+                }
                 if !b.signature.is_empty() {
                     em.reasoning_encrypted(EncryptedSubtype::Message, &b.id, &b.signature);
                 }
                 em.reasoning_end(&b.id);
             }
             Kind::Tool => {
+                if b.pending_surrogate.take().is_some() {
+                    em.tool_args(&b.id, "\u{fffd}");
+                }
                 if !b.args && !b.confirmed {
                     // No argument deltas and no complete line yet: the
                     // arguments may still come from it, so the call stays
@@ -1107,6 +1104,37 @@ fn usage(
         cached_input_tokens: cache_read,
         cache_write_input_tokens: cache_write,
     }
+}
+
+/// A delta's JSON string literal with the high surrogate escape held back
+/// from the block's previous delta put in front, and a high surrogate escape
+/// at its end held back for the next one: an emoji split between two deltas
+/// comes out whole. Copies only when there is something to join or hold.
+fn join_surrogates<'a>(pending: &mut Option<String>, delta: &'a RawValue) -> Cow<'a, str> {
+    let mut lit = Cow::Borrowed(delta.get());
+    if let Some(hi) = pending.take() {
+        if let Some(rest) = lit.strip_prefix('"') {
+            lit = Cow::Owned(format!("\"{hi}{rest}"));
+        }
+    }
+    if let Some((rest, hi)) = json::split_high_surrogate(&lit) {
+        *pending = Some(hi);
+        lit = Cow::Owned(rest);
+    }
+    lit
+}
+
+/// Call `f` with the text of a thinking or tool argument delta (a JSON
+/// string), joined as [`join_surrogates`] does, unless it is empty.
+fn with_delta_text<R>(
+    pending: &mut Option<String>,
+    delta: &RawValue,
+    f: impl FnOnce(&str) -> R,
+) -> Option<R> {
+    let lit = join_surrogates(pending, delta);
+    let v = serde_json::from_str::<&RawValue>(&lit).ok()?;
+    let text = text_of(v);
+    (!text.is_empty()).then(|| f(&text))
 }
 
 /// The AG-UI id of block `index` of message `msg`: the message id for the
