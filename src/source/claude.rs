@@ -30,17 +30,17 @@ const SOURCE: &str = "claude";
 
 #[derive(Deserialize)]
 struct Record<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     subtype: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     uuid: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     parent_tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     message: Option<Message<'a>>,
@@ -49,15 +49,15 @@ struct Record<'a> {
     #[serde(borrow)]
     tool_use_result: Option<&'a RawValue>,
     // system
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     description: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     subagent_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     status: Option<Cow<'a, str>>,
     #[serde(borrow)]
     summary: Option<&'a RawValue>,
@@ -77,7 +77,7 @@ struct Record<'a> {
 
 #[derive(Deserialize)]
 struct Message<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<MsgContent<'a>>,
@@ -125,23 +125,23 @@ impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
 /// A content block, of any type.
 #[derive(Deserialize)]
 struct Block<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<&'a RawValue>,
     #[serde(borrow)]
     thinking: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     input: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
@@ -166,7 +166,7 @@ struct StreamEvent<'a> {
 
 #[derive(Deserialize)]
 struct Delta<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<&'a RawValue>,
@@ -1216,13 +1216,13 @@ fn content_parts(content: &RawValue, buf: &mut String) -> Option<Box<RawValue>> 
 
 #[derive(Deserialize)]
 struct Source<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     media_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     url: Option<Cow<'a, str>>,
 }
 
