@@ -244,9 +244,32 @@ struct Lane {
     complete: Option<(String, u64)>,
 }
 
+/// A `Task`/`Agent` tool call: what names the subagent it starts.
+struct AgentCall {
+    id: String,
+    kind: Option<String>,
+    description: Option<String>,
+    /// The assistant message that made the call.
+    message: String,
+}
+
+/// The input of a `Task`/`Agent` tool call (the fields that name it).
+#[derive(Deserialize)]
+struct AgentInput<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    subagent_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    description: Option<Cow<'a, str>>,
+}
+
 #[derive(Default)]
 pub struct Claude {
     lanes: Vec<Lane>,
+    /// The run's `Task`/`Agent` tool calls, to name their subagents when no
+    /// `task_started` record does (1.0.x has none).
+    agent_calls: Vec<AgentCall>,
+    /// Ids made for messages the input gives none, so far in this run.
+    derived: u64,
     /// The model named by `init`, for usage.
     model: Option<String>,
     /// The session of the run.
@@ -356,11 +379,61 @@ impl Claude {
         if self.finished.iter().any(|f| f == parent) {
             return;
         }
-        if !em.subagent_open(parent) {
-            let name = rec.subagent_type.as_deref().unwrap_or("subagent");
-            em.subagent_start(parent, name, rec.description.as_deref(), Some(parent), None);
-        }
+        self.start_subagent(parent, rec, em);
         em.set_subagent(Some(parent));
+    }
+
+    /// SUBAGENT_STARTED for the subagent of tool call `parent`, unless it is
+    /// running or has finished. Its name and description come from the
+    /// record, else from the tool call's input.
+    fn start_subagent(&mut self, parent: &str, rec: &Record, em: &mut Emitter) {
+        if em.subagent_open(parent) || self.finished.iter().any(|f| f == parent) {
+            return;
+        }
+        let call = self.agent_calls.iter().find(|c| c.id == parent);
+        let name = rec
+            .subagent_type
+            .as_deref()
+            .or(call.and_then(|c| c.kind.as_deref()))
+            .unwrap_or("subagent");
+        let description = rec
+            .description
+            .as_deref()
+            .or(call.and_then(|c| c.description.as_deref()));
+        let message = call.map(|c| c.message.as_str());
+        em.subagent_start(parent, name, description, Some(parent), message);
+    }
+
+    /// An id for a message the input gives none: `<run>-<what>-<n>`.
+    fn derived_id(&mut self, em: &Emitter, what: &str) -> String {
+        self.derived += 1;
+        format!("{}-{what}-{}", em.run_id(), self.derived)
+    }
+
+    /// Remember a `Task`/`Agent` tool call of message `msg`.
+    fn note_agent_call(&mut self, block: &Block, msg: &str) {
+        let (Some(id), Some("Task" | "Agent")) = (block.id.as_deref(), block.name.as_deref())
+        else {
+            return;
+        };
+        if self.agent_calls.iter().any(|c| c.id == id) {
+            return;
+        }
+        let input = block
+            .input
+            .and_then(|i| serde_json::from_str::<AgentInput>(i.get()).ok());
+        self.agent_calls.push(AgentCall {
+            id: id.to_owned(),
+            kind: input
+                .as_ref()
+                .and_then(|i| i.subagent_type.as_deref())
+                .map(str::to_owned),
+            description: input
+                .as_ref()
+                .and_then(|i| i.description.as_deref())
+                .map(str::to_owned),
+            message: msg.to_owned(),
+        });
     }
 
     fn finish_subagent(&mut self, id: &str, result: Option<&RawValue>, em: &mut Emitter) {
@@ -396,6 +469,8 @@ impl Claude {
                 }
                 self.close_lanes(em);
                 self.lanes.clear();
+                self.agent_calls.clear();
+                self.derived = 0;
                 self.session = rec.session_id.as_deref().map(str::to_owned);
                 self.model = rec.model.as_deref().map(str::to_owned);
                 self.last_result = None;
@@ -422,16 +497,7 @@ impl Claude {
                     if rec.is_backgrounded == Some(true) {
                         self.background.push(parent.to_owned());
                     }
-                    if !em.subagent_open(parent) && !self.finished.iter().any(|f| f == parent) {
-                        let name = rec.subagent_type.as_deref().unwrap_or("subagent");
-                        em.subagent_start(
-                            parent,
-                            name,
-                            rec.description.as_deref(),
-                            Some(parent),
-                            None,
-                        );
-                    }
+                    self.start_subagent(parent, rec, em);
                 }
                 raw(em, line);
             }
@@ -487,10 +553,16 @@ impl Claude {
                 let lane = &mut self.lanes[l];
                 lane.streaming = true;
                 let index = ev.index.unwrap_or(lane.blocks.len() as u64);
-                let msg = lane
-                    .msg
-                    .clone()
-                    .unwrap_or_else(|| format!("{}-msg", em.run_id()));
+                let msg = match &lane.msg {
+                    Some(m) => m.clone(),
+                    None => {
+                        // No message_start: the blocks still share one id.
+                        self.derived += 1;
+                        let m = format!("{}-msg-{}", em.run_id(), self.derived);
+                        self.lanes[l].msg = Some(m.clone());
+                        m
+                    }
+                };
                 let id = block_id(&msg, index);
                 match block.kind.as_deref() {
                     Some("text") => {
@@ -719,19 +791,19 @@ impl Claude {
             Some(MsgContent::Blocks(b)) => b,
             Some(MsgContent::Text(t)) => {
                 // Content as a plain string.
-                let id = msg
-                    .id
-                    .as_deref()
-                    .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
+                let id = match msg.id.as_deref() {
+                    Some(id) => id.to_owned(),
+                    None => self.derived_id(em, "msg"),
+                };
                 em.text_message(&id, Role::Assistant, t);
                 return Ok(());
             }
             None => &[],
         };
-        let msg_id = msg
-            .id
-            .as_deref()
-            .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
+        let msg_id = match msg.id.as_deref() {
+            Some(id) => id.to_owned(),
+            None => self.derived_id(em, "msg"),
+        };
         let l = self.lane(rec.parent_tool_use_id.as_deref());
         // The lane that streamed this message, if any (its own, normally).
         let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id.as_str()) {
@@ -743,6 +815,9 @@ impl Claude {
         };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
+            if kind == "tool_use" {
+                self.note_agent_call(block, &msg_id);
+            }
             if let Some(s) = streamed {
                 if self.confirm(s, kind, block, em) {
                     continue;
@@ -876,10 +951,17 @@ impl Claude {
         let Some(msg) = &rec.message else {
             return Err(LineError::Shape("user without message".into()));
         };
-        let uuid = rec
-            .uuid
-            .as_deref()
-            .map_or_else(|| format!("{}-user", em.run_id()), str::to_owned);
+        let has_text = match &msg.content {
+            None => return Ok(()),
+            Some(MsgContent::Text(_)) => true,
+            Some(MsgContent::Blocks(b)) => b.iter().any(|b| b.kind.as_deref() == Some("text")),
+        };
+        // The id of the line's text (the record's uuid), made only if needed.
+        let uuid = match rec.uuid.as_deref() {
+            Some(u) => u.to_owned(),
+            None if has_text => self.derived_id(em, "user"),
+            None => String::new(),
+        };
         let blocks: &[Block] = match &msg.content {
             None => return Ok(()),
             Some(MsgContent::Text(t)) => {
