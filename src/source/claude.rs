@@ -461,9 +461,11 @@ impl Claude {
             Some("init") => {
                 let same = rec.session_id.is_some()
                     && rec.session_id.as_deref() == self.session.as_deref();
-                if same && (em.in_run() || em.run_ended()) {
-                    // A second init of the same session (a background task
-                    // waking up): the run goes on.
+                if same && (em.in_run() || (em.run_ended() && !self.background.is_empty())) {
+                    // A second init of the same session in a run (a
+                    // background task waking up): the run goes on. After a
+                    // result with no background task, it is the next
+                    // invocation (`--resume`): a new run on the same thread.
                     raw(em, line);
                     return;
                 }
