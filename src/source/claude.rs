@@ -73,6 +73,11 @@ struct Record<'a> {
     #[serde(rename = "modelUsage", borrow)]
     model_usage: Option<&'a RawValue>,
     api_error_status: Option<u64>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    api_error_type: Option<Cow<'a, str>>,
+    /// Why the run ended (2.1.3xx): `max_turns`, `api_error`, …
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    terminal_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -1085,9 +1090,14 @@ impl Claude {
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
         let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        let reason = rec.terminal_reason.as_deref().unwrap_or("");
+        let cancelled = |s: &str| {
+            let s = s.to_ascii_lowercase();
+            s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
+        };
         match subtype {
             "success" if rec.is_error != Some(true) => em.finish_run(result, None, &usage),
-            "error_max_turns" => {
+            _ if subtype == "error_max_turns" || reason == "max_turns" => {
                 let msg = errors
                     .first()
                     .cloned()
@@ -1095,9 +1105,7 @@ impl Claude {
                 em.fail_run(&msg, code::MAX_TURNS, &usage, meta.as_deref());
             }
             "error_during_execution"
-                if errors.iter().any(|e| {
-                    e.contains("interrupt") || e.contains("abort") || e.contains("cancel")
-                }) =>
+                if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
             {
                 em.finish_run(result, Some(Outcome::Cancelled), &usage);
             }
@@ -1108,15 +1116,24 @@ impl Claude {
                     .map(str::to_owned)
                     .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
                     .unwrap_or_else(|| format!("the run ended with {subtype}"));
-                let code = if rec.api_error_status.is_some() || msg.starts_with("API Error") {
-                    if msg.contains("401") || msg.to_ascii_lowercase().contains("authentication") {
+                let lower = msg.to_ascii_lowercase();
+                let api_type = rec.api_error_type.as_deref().unwrap_or("");
+                let code = if matches!(rec.api_error_status, Some(401 | 403))
+                    || api_type.contains("authentication")
+                    || api_type.contains("permission")
+                {
+                    code::AUTH_ERROR
+                } else if rec.api_error_status.is_some()
+                    || !api_type.is_empty()
+                    || reason == "api_error"
+                    || msg.starts_with("API Error")
+                {
+                    if msg.contains("401") || lower.contains("authentication") {
                         code::AUTH_ERROR
                     } else {
                         code::API_ERROR
                     }
-                } else if msg.to_ascii_lowercase().contains("invalid api key")
-                    || msg.contains("/login")
-                {
+                } else if lower.contains("invalid api key") || msg.contains("/login") {
                     code::AUTH_ERROR
                 } else {
                     code::CLI_ERROR
@@ -1332,6 +1349,76 @@ mod tests {
                 em.take_unknown()
             })
             .collect()
+    }
+
+    /// The terminal event of a run that ends with `result`, as
+    /// `TYPE code-or-outcome message`.
+    fn ending(result: &str) -> String {
+        let input = format!(
+            "{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}}\n{result}\n"
+        );
+        let out = crate::run::translate_bytes(crate::source::FromCli::Claude, input.as_bytes());
+        let last = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned();
+        let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+        format!(
+            "{} {} {}",
+            v["type"].as_str().unwrap(),
+            v["code"]
+                .as_str()
+                .or(v["outcome"]["type"].as_str())
+                .unwrap_or("-"),
+            v["message"].as_str().unwrap_or("-")
+        )
+    }
+
+    #[test]
+    fn the_result_decides_the_outcome() {
+        let cases = [
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"ok"}"#,
+                "RUN_FINISHED - -",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 boom","api_error_status":500}"#,
+                "RUN_ERROR api_error API Error: 500 boom",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid key","api_error_status":401,"api_error_type":"authentication_error"}"#,
+                "RUN_ERROR auth_error Invalid key",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}"#,
+                "RUN_ERROR auth_error Invalid API key · Please run /login",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_turns","is_error":false}"#,
+                "RUN_ERROR max_turns reached the maximum number of turns",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["x"],"terminal_reason":"max_turns"}"#,
+                "RUN_ERROR max_turns x",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["Request was aborted."]}"#,
+                "RUN_FINISHED cancelled -",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["disk full"]}"#,
+                "RUN_ERROR cli_error disk full",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true}"#,
+                "RUN_ERROR cli_error the run ended with error_max_budget_usd",
+            ),
+        ];
+        for (result, want) in cases {
+            assert_eq!(ending(result), want, "{result}");
+        }
     }
 
     #[test]
