@@ -670,7 +670,9 @@ impl Claude {
                 }
             }
             "message_stop" => self.close_lane(l, em),
-            "message_delta" | "ping" => {}
+            // The message's stop reason and usage, once per message.
+            "message_delta" => raw(em, line),
+            "ping" => {}
             "error" => raw(em, line),
             other => {
                 em.unknown(format!("stream event type {other:?}"));
