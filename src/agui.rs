@@ -505,6 +505,11 @@ impl Emitter {
         self.ctx.timestamp = ts;
     }
 
+    /// The subagent the events that follow belong to, as set last.
+    pub fn subagent(&self) -> Option<&str> {
+        self.ctx.subagent.as_deref()
+    }
+
     /// The subagent the events that follow belong to (`subagentRunId`).
     pub fn set_subagent(&mut self, id: Option<&str>) {
         match id {
@@ -1101,12 +1106,34 @@ impl Emitter {
     }
 
     pub fn subagent_finish(&mut self, id: &str, result: Option<Json>) {
+        if self.end_subagent(id) {
+            self.write(&Event::SubagentFinished {
+                subagent_run_id: id,
+                result,
+            });
+        }
+    }
+
+    /// SUBAGENT_ERROR: the subagent failed (the run goes on).
+    pub fn subagent_fail(&mut self, id: &str, message: &str, code: Option<&str>) {
+        if self.end_subagent(id) {
+            self.write(&Event::SubagentError {
+                subagent_run_id: id,
+                message,
+                code,
+            });
+        }
+    }
+
+    /// Close what subagent `id` has open and forget it; false if it is not
+    /// running.
+    fn end_subagent(&mut self, id: &str) -> bool {
         let Some(i) = self
             .open
             .iter()
             .rposition(|o| o.kind == Kind::Subagent && o.id == id)
         else {
-            return;
+            return false;
         };
         // Close what the subagent (and any subagent it started) still has
         // open, then the subagent itself. Other agents' items stay open.
@@ -1126,10 +1153,7 @@ impl Emitter {
         }
         self.open
             .retain(|o| !(o.kind == Kind::Subagent && o.id == id));
-        self.write(&Event::SubagentFinished {
-            subagent_run_id: id,
-            result,
-        });
+        true
     }
 
     // ---- everything else -----------------------------------------------

@@ -249,6 +249,13 @@ struct Lane {
     complete: Option<(String, u64)>,
 }
 
+/// How a subagent ends: SUBAGENT_FINISHED with a result, or SUBAGENT_ERROR
+/// with a message and a code (its status).
+enum Ending<'a> {
+    Finished(Option<&'a RawValue>),
+    Failed(&'a str, &'a str),
+}
+
 /// A `Task`/`Agent` tool call: what names the subagent it starts.
 struct AgentCall {
     id: String,
@@ -441,9 +448,17 @@ impl Claude {
         });
     }
 
-    fn finish_subagent(&mut self, id: &str, result: Option<&RawValue>, em: &mut Emitter) {
+    fn finish_subagent(&mut self, id: &str, ending: Ending, em: &mut Emitter) {
         if em.subagent_open(id) {
-            em.subagent_finish(id, result);
+            // What its stream left open ends first (a signature still to
+            // send), then the subagent.
+            if let Some(l) = self.lanes.iter().position(|l| l.sub.as_deref() == Some(id)) {
+                self.close_lane_as(l, em);
+            }
+            match ending {
+                Ending::Finished(result) => em.subagent_finish(id, result),
+                Ending::Failed(message, code) => em.subagent_fail(id, message, Some(code)),
+            }
             self.finished.push(id.to_owned());
         }
     }
@@ -511,11 +526,22 @@ impl Claude {
             Some("task_notification") => {
                 raw(em, line);
                 if let Some(parent) = rec.tool_use_id.as_deref() {
-                    let result = object(&[
-                        ("status", rec.status.as_deref().map(string_json).as_deref()),
-                        ("summary", rec.summary.map(RawValue::get)),
-                    ]);
-                    self.finish_subagent(parent, Some(&result), em);
+                    match rec.status.as_deref() {
+                        None | Some("completed") => {
+                            let result = object(&[
+                                ("status", rec.status.as_deref().map(string_json).as_deref()),
+                                ("summary", rec.summary.map(RawValue::get)),
+                            ]);
+                            self.finish_subagent(parent, Ending::Finished(Some(&result)), em);
+                        }
+                        Some(status) => {
+                            // Failed or stopped: SUBAGENT_ERROR with the summary.
+                            let summary = rec.summary.map(text_of).filter(|s| !s.is_empty());
+                            let message = summary
+                                .unwrap_or_else(|| Cow::Owned(format!("the subagent {status}")));
+                            self.finish_subagent(parent, Ending::Failed(&message, status), em);
+                        }
+                    }
                 }
             }
             _ => raw(em, line),
@@ -725,13 +751,18 @@ impl Claude {
         }
         b.open = false;
         match b.kind {
+            // Only what is still open gets its last piece (a subagent that
+            // finished has had its items ended).
             Kind::Text => {
-                if b.pending_surrogate.take().is_some() {
+                if b.pending_surrogate.take().is_some() && em.is_open(&b.id) {
                     em.text_content(&b.id, "\u{fffd}");
                 }
                 em.text_end(&b.id);
             }
             Kind::Thinking => {
+                if !em.is_open(&b.id) {
+                    return;
+                }
                 if b.pending_surrogate.take().is_some() {
                     em.reasoning_content(&b.id, "\u{fffd}");
                 }
@@ -776,10 +807,11 @@ impl Claude {
     /// [`close_lane`](Self::close_lane) from a line of another agent: what
     /// it writes is the lane's agent's.
     fn close_lane_as(&mut self, l: usize, em: &mut Emitter) {
+        let current = em.subagent().map(str::to_owned);
         let sub = self.lanes[l].sub.take();
         em.set_subagent(sub.as_deref());
         self.close_lane(l, em);
-        em.set_subagent(None);
+        em.set_subagent(current.as_deref());
         self.lanes[l].sub = sub;
     }
 
@@ -989,7 +1021,13 @@ impl Claude {
                     // A subagent's work is over when its tool call returns
                     // (unless it runs in the background).
                     if !self.background.iter().any(|b| b == tid) {
-                        self.finish_subagent(tid, None, em);
+                        if block.is_error == Some(true) {
+                            let text = block.content.map(text_of).filter(|t| !t.is_empty());
+                            let message = text.as_deref().unwrap_or("the subagent failed");
+                            self.finish_subagent(tid, Ending::Failed(message, "failed"), em);
+                        } else {
+                            self.finish_subagent(tid, Ending::Finished(None), em);
+                        }
                     }
                     self.tool_result(tid, block, rec.tool_use_result, em);
                 }
