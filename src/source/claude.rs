@@ -979,7 +979,11 @@ impl Claude {
                 let tid = block.tool_use_id.as_deref().unwrap_or(id);
                 self.start_tool(tid, k, Some(msg_id), em);
                 let content = block.content.map_or("null", RawValue::get);
-                em.tool_result(tid, Content::Text(content), None);
+                // Its failure is a content object of type `…_tool_result_error`.
+                let failed = content.trim_start().starts_with('{')
+                    && content.contains("_tool_result_error\"");
+                let meta = failed.then(|| object(&[("isError", Some("true"))]));
+                em.tool_result(tid, Content::Text(content), meta.as_deref());
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
