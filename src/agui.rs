@@ -350,6 +350,9 @@ struct Open {
     /// A tool call's arguments so far, to complete them if the call is
     /// closed before they are (a cut stream).
     args: Option<Box<crate::closer::Closer>>,
+    /// The subagent whose item this is (`subagentRunId` when it opened): its
+    /// end carries the same, whatever line ends it.
+    owner: Option<String>,
 }
 
 enum RunState {
@@ -502,6 +505,11 @@ impl Emitter {
         self.ctx.timestamp = ts;
     }
 
+    /// The subagent the events that follow belong to, as set last.
+    pub fn subagent(&self) -> Option<&str> {
+        self.ctx.subagent.as_deref()
+    }
+
     /// The subagent the events that follow belong to (`subagentRunId`).
     pub fn set_subagent(&mut self, id: Option<&str>) {
         match id {
@@ -544,6 +552,11 @@ impl Emitter {
 
     pub fn is_open(&self, id: &str) -> bool {
         self.open.iter().any(|o| o.id == id)
+    }
+
+    /// Whether tool call `id` was started on this output (open or not).
+    pub fn tool_started(&self, id: &str) -> bool {
+        self.started_tools.set.contains(id)
     }
 
     /// Whether subagent `id` is running.
@@ -788,7 +801,8 @@ impl Emitter {
 
     /// Write the end of an item taken off the open list; a tool call whose
     /// arguments were cut short gets the ARGS that complete them first.
-    fn close_open(&mut self, o: Open) {
+    fn close_open(&mut self, mut o: Open) {
+        std::mem::swap(&mut self.ctx.subagent, &mut o.owner);
         if let Some(tail) = o.args.as_ref().and_then(|c| c.closing()) {
             self.write(&Event::ToolCallArgs {
                 tool_call_id: &o.id,
@@ -796,6 +810,7 @@ impl Emitter {
             });
         }
         self.write_close(o.kind, &o.id);
+        std::mem::swap(&mut self.ctx.subagent, &mut o.owner);
     }
 
     fn write_close(&mut self, kind: Kind, id: &str) {
@@ -818,6 +833,7 @@ impl Emitter {
             kind,
             id: id.to_owned(),
             args: (kind == Kind::Tool).then(Box::default),
+            owner: self.ctx.subagent.clone(),
         });
     }
 
@@ -875,9 +891,14 @@ impl Emitter {
         self.text_end(id);
     }
 
-    /// Close every open text message (before a tool call starts).
+    /// Close every open text message of the current agent (before a tool
+    /// call starts); other agents' messages go on.
     pub fn close_texts(&mut self) {
-        while let Some(i) = self.open.iter().rposition(|o| o.kind == Kind::Text) {
+        while let Some(i) = self
+            .open
+            .iter()
+            .rposition(|o| o.kind == Kind::Text && o.owner == self.ctx.subagent)
+        {
             let o = self.open.remove(i);
             self.close_open(o);
         }
@@ -1085,23 +1106,54 @@ impl Emitter {
     }
 
     pub fn subagent_finish(&mut self, id: &str, result: Option<Json>) {
+        if self.end_subagent(id) {
+            self.write(&Event::SubagentFinished {
+                subagent_run_id: id,
+                result,
+            });
+        }
+    }
+
+    /// SUBAGENT_ERROR: the subagent failed (the run goes on).
+    pub fn subagent_fail(&mut self, id: &str, message: &str, code: Option<&str>) {
+        if self.end_subagent(id) {
+            self.write(&Event::SubagentError {
+                subagent_run_id: id,
+                message,
+                code,
+            });
+        }
+    }
+
+    /// Close what subagent `id` has open and forget it; false if it is not
+    /// running.
+    fn end_subagent(&mut self, id: &str) -> bool {
         let Some(i) = self
             .open
             .iter()
             .rposition(|o| o.kind == Kind::Subagent && o.id == id)
         else {
-            return;
+            return false;
         };
-        // Close what the subagent still has open, then the subagent itself.
-        while self.open.len() > i + 1 {
-            let o = self.open.pop().expect("len checked");
+        // Close what the subagent (and any subagent it started) still has
+        // open, then the subagent itself. Other agents' items stay open.
+        let mut owners = vec![id.to_owned()];
+        for o in &self.open[i + 1..] {
+            if o.kind == Kind::Subagent && o.owner.as_ref().is_some_and(|w| owners.contains(w)) {
+                owners.push(o.id.clone());
+            }
+        }
+        while let Some(j) = self
+            .open
+            .iter()
+            .rposition(|o| o.owner.as_ref().is_some_and(|w| owners.contains(w)))
+        {
+            let o = self.open.remove(j);
             self.close_open(o);
         }
-        self.open.pop();
-        self.write(&Event::SubagentFinished {
-            subagent_run_id: id,
-            result,
-        });
+        self.open
+            .retain(|o| !(o.kind == Kind::Subagent && o.id == id));
+        true
     }
 
     // ---- everything else -----------------------------------------------
@@ -1346,6 +1398,54 @@ mod tests {
              data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\",\"role\":\"user\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n\
              data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\\\"b\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n\
              data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n"
+        );
+    }
+
+    #[test]
+    fn each_agent_closes_only_its_own_items() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.start_run(Some("t"), Some("r"));
+        em.subagent_start("sub", "worker", None, Some("call"), None);
+        em.text_start("main-text", Role::Assistant);
+        em.set_subagent(Some("sub"));
+        em.text_start("sub-text", Role::Assistant);
+        em.tool_start("sub-call", "Bash", None);
+        // The subagent starts a call: only its own text ends.
+        em.close_texts();
+        em.set_subagent(None);
+        em.subagent_finish("sub", None);
+        em.text_content("main-text", "still open");
+        em.finish_run(None, None, &[]);
+        em.end_of_input(true);
+        let got: Vec<String> = lines(&em)
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} {} {}",
+                    v["type"].as_str().unwrap(),
+                    v["messageId"]
+                        .as_str()
+                        .or(v["toolCallId"].as_str())
+                        .unwrap_or("-"),
+                    v["subagentRunId"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "RUN_STARTED - -",
+                "SUBAGENT_STARTED - sub",
+                "TEXT_MESSAGE_START main-text -",
+                "TEXT_MESSAGE_START sub-text sub",
+                "TOOL_CALL_START sub-call sub",
+                "TEXT_MESSAGE_END sub-text sub",
+                "TOOL_CALL_END sub-call sub",
+                "SUBAGENT_FINISHED - sub",
+                "TEXT_MESSAGE_CONTENT main-text -",
+                "TEXT_MESSAGE_END main-text -",
+                "RUN_FINISHED - -",
+            ]
         );
     }
 

@@ -9,6 +9,8 @@
 //! - every START has its END with the same id, before the run ends: text and
 //!   reasoning messages, reasoning spans, tool calls, steps, subagents;
 //!   CONTENT and ARGS only for what is open;
+//! - an event of a message, reasoning or tool call that names a subagent
+//!   (`subagentRunId`) names the one its START named;
 //! - a tool call's ARGS deltas join into valid JSON; a tool call id is not
 //!   started twice in the stream, and a TOOL_CALL_RESULT names a call started
 //!   before it.
@@ -76,6 +78,51 @@ struct Run {
     tools: Vec<(String, String)>,
     steps: Vec<String>,
     subagents: Vec<String>,
+    /// The subagent that started each open message, reasoning or tool call
+    /// (`None`: the parent agent), by family and id.
+    owners: Vec<(&'static str, String, Option<String>)>,
+}
+
+impl Run {
+    /// A START: remember whose item this is.
+    fn own(&mut self, family: &'static str, id: Option<&str>, sub: Option<&str>) {
+        let Some(id) = id else { return };
+        self.owners.retain(|(f, i, _)| !(*f == family && i == id));
+        self.owners
+            .push((family, id.to_owned(), sub.map(str::to_owned)));
+    }
+
+    /// A CONTENT, ARGS or END: one that names a subagent must name the
+    /// START's (AG-UI rejects it otherwise; naming none is always fine).
+    fn check_owner(
+        &mut self,
+        family: &'static str,
+        id: Option<&str>,
+        sub: Option<&str>,
+        end: bool,
+        kind: &str,
+        problems: &mut Vec<String>,
+    ) {
+        let Some(id) = id else { return };
+        let Some(p) = self
+            .owners
+            .iter()
+            .position(|(f, i, _)| *f == family && i == id)
+        else {
+            return;
+        };
+        if let Some(s) = sub {
+            if self.owners[p].2.as_deref() != Some(s) {
+                problems.push(format!(
+                    "{kind} for {id} with subagentRunId {s}, but its start was {}'s",
+                    self.owners[p].2.as_deref().unwrap_or("the parent agent")
+                ));
+            }
+        }
+        if end {
+            self.owners.remove(p);
+        }
+    }
 }
 
 impl Run {
@@ -196,6 +243,7 @@ impl Checker {
         }
         let msg = ev.message_id.as_deref();
         let tool = ev.tool_call_id.as_deref();
+        let sub = ev.subagent_run_id.as_deref();
         let mut problems = Vec::new();
         {
             let run = self.run.as_mut().expect("checked");
@@ -210,6 +258,28 @@ impl Checker {
                         }
                     }
                 };
+            match kind {
+                "TEXT_MESSAGE_START" => run.own("text", msg, sub),
+                "REASONING_START" => run.own("reasoning", msg, sub),
+                "REASONING_MESSAGE_START" => run.own("reasoning message", msg, sub),
+                "TOOL_CALL_START" => run.own("tool", tool, sub),
+                "TEXT_MESSAGE_CONTENT" | "TEXT_MESSAGE_END" => {
+                    let end = kind.ends_with("END");
+                    run.check_owner("text", msg, sub, end, kind, &mut problems);
+                }
+                "REASONING_END" => {
+                    run.check_owner("reasoning", msg, sub, true, kind, &mut problems);
+                }
+                "REASONING_MESSAGE_CONTENT" | "REASONING_MESSAGE_END" => {
+                    let end = kind.ends_with("END");
+                    run.check_owner("reasoning message", msg, sub, end, kind, &mut problems);
+                }
+                "TOOL_CALL_ARGS" | "TOOL_CALL_END" => {
+                    let end = kind.ends_with("END");
+                    run.check_owner("tool", tool, sub, end, kind, &mut problems);
+                }
+                _ => {}
+            }
             match kind {
                 "TEXT_MESSAGE_START" => {
                     if let Some(i) = need(msg, "messageId", &mut problems) {
@@ -412,6 +482,14 @@ mod tests {
             (
                 "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"other\"}\n",
                 "ids differ",
+            ),
+            (
+                "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n{\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\",\"subagentRunId\":\"s\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"x\"}\n",
+                "with subagentRunId s, but its start was the parent agent's",
+            ),
+            (
+                "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"x\",\"subagentRunId\":\"a\"}\n{\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":\"c\",\"delta\":\"{}\",\"subagentRunId\":\"b\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"x\"}\n",
+                "with subagentRunId b, but its start was a's",
             ),
         ];
         for (input, want) in cases {

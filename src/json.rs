@@ -15,6 +15,17 @@ pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
     serde_json::from_slice(line)
 }
 
+/// For `Option<Cow<str>>` fields: `#[serde(borrow, default, deserialize_with
+/// = "json::opt_str")]`. The string is borrowed from the line unless it holds
+/// escapes; serde's own `Option<Cow<str>>` always copies it.
+pub fn opt_str<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed>::deserialize(d)?.map(|b| b.0))
+}
+
 /// Whether `line` is valid JSON at all (used to tell a malformed line from a
 /// well-formed record of an unexpected shape).
 pub fn is_json(line: &[u8]) -> bool {

@@ -30,17 +30,17 @@ const SOURCE: &str = "claude";
 
 #[derive(Deserialize)]
 struct Record<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     subtype: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     uuid: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     parent_tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     message: Option<Message<'a>>,
@@ -49,15 +49,15 @@ struct Record<'a> {
     #[serde(borrow)]
     tool_use_result: Option<&'a RawValue>,
     // system
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     description: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     subagent_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     status: Option<Cow<'a, str>>,
     #[serde(borrow)]
     summary: Option<&'a RawValue>,
@@ -73,11 +73,16 @@ struct Record<'a> {
     #[serde(rename = "modelUsage", borrow)]
     model_usage: Option<&'a RawValue>,
     api_error_status: Option<u64>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    api_error_type: Option<Cow<'a, str>>,
+    /// Why the run ended (2.1.3xx): `max_turns`, `api_error`, …
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    terminal_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct Message<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<MsgContent<'a>>,
@@ -125,23 +130,23 @@ impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
 /// A content block, of any type.
 #[derive(Deserialize)]
 struct Block<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<&'a RawValue>,
     #[serde(borrow)]
     thinking: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     signature: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     input: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
@@ -166,7 +171,7 @@ struct StreamEvent<'a> {
 
 #[derive(Deserialize)]
 struct Delta<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<&'a RawValue>,
@@ -227,15 +232,56 @@ struct Streamed {
     pending_surrogate: Option<String>,
 }
 
+/// One agent's messages: the main agent's, or a subagent's (the lines with
+/// its `parent_tool_use_id`). Agents stream at the same time (a background
+/// subagent while the main agent talks, parallel subagents), each in its own
+/// lane, so that one's stream never cuts another's short.
+#[derive(Default)]
+struct Lane {
+    /// The subagent, or `None` for the main agent.
+    sub: Option<String>,
+    /// The message streaming now (`message_start`), and its blocks.
+    msg: Option<String>,
+    blocks: Vec<Streamed>,
+    /// Between `message_start` and `message_stop`.
+    streaming: bool,
+    /// Blocks sent from complete lines of the last message: (message id, count).
+    complete: Option<(String, u64)>,
+}
+
+/// How a subagent ends: SUBAGENT_FINISHED with a result, or SUBAGENT_ERROR
+/// with a message and a code (its status).
+enum Ending<'a> {
+    Finished(Option<&'a RawValue>),
+    Failed(&'a str, &'a str),
+}
+
+/// A `Task`/`Agent` tool call: what names the subagent it starts.
+struct AgentCall {
+    id: String,
+    kind: Option<String>,
+    description: Option<String>,
+    /// The assistant message that made the call.
+    message: String,
+}
+
+/// The input of a `Task`/`Agent` tool call (the fields that name it).
+#[derive(Deserialize)]
+struct AgentInput<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    subagent_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    description: Option<Cow<'a, str>>,
+}
+
 #[derive(Default)]
 pub struct Claude {
-    /// The message streaming now (`message_start`), and its blocks.
-    stream_msg: Option<String>,
-    blocks: Vec<Streamed>,
-    /// The subagent the streaming message belongs to.
-    stream_sub: Option<String>,
-    /// Blocks sent from complete lines, per message: (message id, count).
-    complete_msg: Option<(String, u64)>,
+    lanes: Vec<Lane>,
+    /// The run's `Task`/`Agent` tool calls, to name their subagents when no
+    /// `task_started` record does (1.0.x has none).
+    agent_calls: Vec<AgentCall>,
+    /// Ids made for messages the input gives none, so far in this run.
+    derived: u64,
     /// The model named by `init`, for usage.
     model: Option<String>,
     /// The session of the run.
@@ -271,7 +317,7 @@ impl Translate for Claude {
     }
 
     fn finish(&mut self, em: &mut Emitter) {
-        self.close_stream(em);
+        self.close_lanes(em);
         if let Some(line) = self.deferred.take() {
             if let Ok(rec) = serde_json::from_str::<Record>(&line) {
                 self.end_run(&rec, line.as_bytes(), em);
@@ -306,6 +352,26 @@ impl Claude {
             }
             Some("system") => self.system(rec, line, em),
             Some("result") => self.result(rec, line, em),
+            Some(
+                "rate_limit_event"
+                | "tool_progress"
+                | "tool_use_summary"
+                | "auth_status"
+                | "prompt_suggestion"
+                | "keep_alive"
+                | "control_request"
+                | "control_response"
+                | "control_cancel_request"
+                | "error",
+            ) => {
+                // Known records with no AG-UI event of their own (rate
+                // limits, progress ticks, the SDK's control protocol, an
+                // error that a `result` reports again).
+                if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
+                    em.set_subagent(Some(p));
+                }
+                raw(em, line);
+            }
             Some(other) => {
                 em.unknown(format!("record type {other:?}"));
                 raw(em, line);
@@ -325,23 +391,83 @@ impl Claude {
         if self.finished.iter().any(|f| f == parent) {
             return;
         }
-        if !em.subagent_open(parent) {
-            let name = rec.subagent_type.as_deref().unwrap_or("subagent");
-            em.subagent_start(parent, name, rec.description.as_deref(), Some(parent), None);
-        }
+        self.start_subagent(parent, rec, em);
         em.set_subagent(Some(parent));
     }
 
-    fn finish_subagent(&mut self, id: &str, result: Option<&RawValue>, em: &mut Emitter) {
+    /// SUBAGENT_STARTED for the subagent of tool call `parent`, unless it is
+    /// running or has finished. Its name and description come from the
+    /// record, else from the tool call's input.
+    fn start_subagent(&mut self, parent: &str, rec: &Record, em: &mut Emitter) {
+        if em.subagent_open(parent) || self.finished.iter().any(|f| f == parent) {
+            return;
+        }
+        let call = self.agent_calls.iter().find(|c| c.id == parent);
+        let name = rec
+            .subagent_type
+            .as_deref()
+            .or(call.and_then(|c| c.kind.as_deref()))
+            .unwrap_or("subagent");
+        let description = rec
+            .description
+            .as_deref()
+            .or(call.and_then(|c| c.description.as_deref()));
+        let message = call.map(|c| c.message.as_str());
+        em.subagent_start(parent, name, description, Some(parent), message);
+    }
+
+    /// An id for a message the input gives none: `<run>-<what>-<n>`.
+    fn derived_id(&mut self, em: &Emitter, what: &str) -> String {
+        self.derived += 1;
+        format!("{}-{what}-{}", em.run_id(), self.derived)
+    }
+
+    /// Remember a `Task`/`Agent` tool call of message `msg`.
+    fn note_agent_call(&mut self, block: &Block, msg: &str) {
+        let (Some(id), Some("Task" | "Agent")) = (block.id.as_deref(), block.name.as_deref())
+        else {
+            return;
+        };
+        if self.agent_calls.iter().any(|c| c.id == id) {
+            return;
+        }
+        let input = block
+            .input
+            .and_then(|i| serde_json::from_str::<AgentInput>(i.get()).ok());
+        self.agent_calls.push(AgentCall {
+            id: id.to_owned(),
+            kind: input
+                .as_ref()
+                .and_then(|i| i.subagent_type.as_deref())
+                .map(str::to_owned),
+            description: input
+                .as_ref()
+                .and_then(|i| i.description.as_deref())
+                .map(str::to_owned),
+            message: msg.to_owned(),
+        });
+    }
+
+    fn finish_subagent(&mut self, id: &str, ending: Ending, em: &mut Emitter) {
         if em.subagent_open(id) {
-            em.subagent_finish(id, result);
+            // What its stream left open ends first (a signature still to
+            // send), then the subagent.
+            if let Some(l) = self.lanes.iter().position(|l| l.sub.as_deref() == Some(id)) {
+                self.close_lane_as(l, em);
+            }
+            match ending {
+                Ending::Finished(result) => em.subagent_finish(id, result),
+                Ending::Failed(message, code) => em.subagent_fail(id, message, Some(code)),
+            }
             self.finished.push(id.to_owned());
         }
     }
 
     /// Announce a tool call unless this run has announced it before.
     fn start_tool(&mut self, id: &str, name: &str, parent: Option<&str>, em: &mut Emitter) -> bool {
-        if em.open_tool_calls().any(|t| t == id) {
+        if em.tool_started(id) {
+            // Its result, or its complete line: a text streaming meanwhile
+            // goes on.
             return false;
         }
         em.close_texts();
@@ -355,17 +481,21 @@ impl Claude {
             Some("init") => {
                 let same = rec.session_id.is_some()
                     && rec.session_id.as_deref() == self.session.as_deref();
-                if same && (em.in_run() || em.run_ended()) {
-                    // A second init of the same session (a background task
-                    // waking up): the run goes on.
+                if same && (em.in_run() || (em.run_ended() && !self.background.is_empty())) {
+                    // A second init of the same session in a run (a
+                    // background task waking up): the run goes on. After a
+                    // result with no background task, it is the next
+                    // invocation (`--resume`): a new run on the same thread.
                     raw(em, line);
                     return;
                 }
-                self.close_stream(em);
+                self.close_lanes(em);
+                self.lanes.clear();
+                self.agent_calls.clear();
+                self.derived = 0;
                 self.session = rec.session_id.as_deref().map(str::to_owned);
                 self.model = rec.model.as_deref().map(str::to_owned);
                 self.last_result = None;
-                self.complete_msg = None;
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
@@ -375,7 +505,13 @@ impl Claude {
             Some("api_retry") => {
                 // The failed attempt's partial output stays; what it opened
                 // is closed, and the retry streams under a new message id.
-                self.close_stream(em);
+                // The record does not say whose request failed: with one
+                // message streaming it is that one's; with several, each
+                // closes its own attempt when its retry starts.
+                let mut streaming = self.lanes.iter().enumerate().filter(|(_, l)| l.streaming);
+                if let (Some((l, _)), None) = (streaming.next(), streaming.next()) {
+                    self.close_lane_as(l, em);
+                }
                 raw(em, line);
             }
             Some("task_started") => {
@@ -383,27 +519,29 @@ impl Claude {
                     if rec.is_backgrounded == Some(true) {
                         self.background.push(parent.to_owned());
                     }
-                    if !em.subagent_open(parent) && !self.finished.iter().any(|f| f == parent) {
-                        let name = rec.subagent_type.as_deref().unwrap_or("subagent");
-                        em.subagent_start(
-                            parent,
-                            name,
-                            rec.description.as_deref(),
-                            Some(parent),
-                            None,
-                        );
-                    }
+                    self.start_subagent(parent, rec, em);
                 }
                 raw(em, line);
             }
             Some("task_notification") => {
                 raw(em, line);
                 if let Some(parent) = rec.tool_use_id.as_deref() {
-                    let result = object(&[
-                        ("status", rec.status.as_deref().map(string_json).as_deref()),
-                        ("summary", rec.summary.map(RawValue::get)),
-                    ]);
-                    self.finish_subagent(parent, Some(&result), em);
+                    match rec.status.as_deref() {
+                        None | Some("completed") => {
+                            let result = object(&[
+                                ("status", rec.status.as_deref().map(string_json).as_deref()),
+                                ("summary", rec.summary.map(RawValue::get)),
+                            ]);
+                            self.finish_subagent(parent, Ending::Finished(Some(&result)), em);
+                        }
+                        Some(status) => {
+                            // Failed or stopped: SUBAGENT_ERROR with the summary.
+                            let summary = rec.summary.map(text_of).filter(|s| !s.is_empty());
+                            let message = summary
+                                .unwrap_or_else(|| Cow::Owned(format!("the subagent {status}")));
+                            self.finish_subagent(parent, Ending::Failed(&message, status), em);
+                        }
+                    }
                 }
             }
             _ => raw(em, line),
@@ -412,40 +550,64 @@ impl Claude {
 
     // ---- partial messages -------------------------------------------------
 
+    /// The lane of `sub` (the main agent's for `None`), made when first seen.
+    fn lane(&mut self, sub: Option<&str>) -> usize {
+        match self.lanes.iter().position(|l| l.sub.as_deref() == sub) {
+            Some(l) => l,
+            None => {
+                self.lanes.push(Lane {
+                    sub: sub.map(str::to_owned),
+                    ..Lane::default()
+                });
+                self.lanes.len() - 1
+            }
+        }
+    }
+
     fn stream_event(&mut self, ev: &StreamEvent, sub: Option<&str>, line: &[u8], em: &mut Emitter) {
+        let l = self.lane(sub);
         match &*ev.kind {
             "message_start" => {
-                self.close_stream(em);
-                self.blocks.clear();
+                self.close_lane(l, em);
                 let id = ev
                     .message
                     .as_ref()
                     .and_then(|m| m.id.as_deref())
                     .map(str::to_owned);
-                self.stream_msg = id;
-                self.stream_sub = sub.map(str::to_owned);
+                let lane = &mut self.lanes[l];
+                lane.blocks.clear();
+                lane.msg = id;
+                lane.streaming = true;
             }
             "content_block_start" => {
                 let Some(block) = ev.content_block.as_ref() else {
                     return raw(em, line);
                 };
-                let index = ev.index.unwrap_or(self.blocks.len() as u64);
-                let msg = self
-                    .stream_msg
-                    .clone()
-                    .unwrap_or_else(|| format!("{}-msg", em.run_id()));
+                let lane = &mut self.lanes[l];
+                lane.streaming = true;
+                let index = ev.index.unwrap_or(lane.blocks.len() as u64);
+                let msg = match &lane.msg {
+                    Some(m) => m.clone(),
+                    None => {
+                        // No message_start: the blocks still share one id.
+                        self.derived += 1;
+                        let m = format!("{}-msg-{}", em.run_id(), self.derived);
+                        self.lanes[l].msg = Some(m.clone());
+                        m
+                    }
+                };
                 let id = block_id(&msg, index);
                 match block.kind.as_deref() {
                     Some("text") => {
                         em.text_start(&id, Role::Assistant);
-                        self.push_block(index, Kind::Text, id.clone());
+                        self.push_block(l, index, Kind::Text, id.clone());
                         if let Some(t) = block.text.map(text_of).filter(|t| !t.is_empty()) {
                             em.text_content(&id, &t);
                         }
                     }
                     Some("thinking") => {
                         em.reasoning_start(&id);
-                        self.push_block(index, Kind::Thinking, id.clone());
+                        self.push_block(l, index, Kind::Thinking, id.clone());
                         if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
                             em.reasoning_content(&id, &t);
                         }
@@ -457,7 +619,7 @@ impl Claude {
                             &id,
                             block.data.as_deref().unwrap_or(""),
                         );
-                        self.push_block(index, Kind::Thinking, id);
+                        self.push_block(l, index, Kind::Thinking, id);
                     }
                     Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                         let tid = block
@@ -470,12 +632,12 @@ impl Claude {
                             Some(&msg),
                             em,
                         );
-                        self.push_block(index, Kind::Tool, tid);
+                        self.push_block(l, index, Kind::Tool, tid);
                     }
                     _ => {
                         // Results of server-side tools and newer block types:
                         // the complete line sends them.
-                        self.push_block(index, Kind::Other, id);
+                        self.push_block(l, index, Kind::Other, id);
                     }
                 }
             }
@@ -483,39 +645,41 @@ impl Claude {
                 let Some(delta) = ev.delta.as_ref() else {
                     return raw(em, line);
                 };
-                let Some(i) = self.find_block(ev.index) else {
+                let Some(i) = self.find_block(l, ev.index) else {
                     em.unknown("content_block_delta for a block that never started");
                     return raw(em, line);
                 };
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
                         if let Some(t) = delta.text {
-                            self.text_delta(i, t, em);
+                            self.text_delta(l, i, t, em);
                         }
                     }
                     Some("thinking_delta") => {
                         if let Some(t) = delta.thinking {
-                            let id = &self.blocks[i].id;
-                            em.reasoning_content(id, &text_of(t));
+                            let b = &mut self.lanes[l].blocks[i];
+                            with_delta_text(&mut b.pending_surrogate, t, |text| {
+                                em.reasoning_content(&b.id, text);
+                            });
                         }
                     }
                     Some("signature_delta") => {
                         if let Some(s) = delta.signature {
                             let s = text_of(s);
-                            self.blocks[i].signature.push_str(&s);
+                            self.lanes[l].blocks[i].signature.push_str(&s);
                         }
                     }
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
-                            let p = text_of(p);
-                            if !p.is_empty() {
-                                let b = &mut self.blocks[i];
-                                if em.tool_args(&b.id, &p) {
-                                    b.args = true;
-                                } else {
-                                    // Not a continuation of the arguments so far.
-                                    raw(em, line);
-                                }
+                            let b = &mut self.lanes[l].blocks[i];
+                            let taken = with_delta_text(&mut b.pending_surrogate, p, |p| {
+                                em.tool_args(&b.id, p)
+                            });
+                            match taken {
+                                Some(true) => b.args = true,
+                                // Not a continuation of the arguments so far.
+                                Some(false) => raw(em, line),
+                                None => {}
                             }
                         }
                     }
@@ -527,12 +691,14 @@ impl Claude {
                 }
             }
             "content_block_stop" => {
-                if let Some(i) = self.find_block(ev.index) {
-                    self.close_block(i, em);
+                if let Some(i) = self.find_block(l, ev.index) {
+                    self.close_block(l, i, em);
                 }
             }
-            "message_stop" => self.close_stream(em),
-            "message_delta" | "ping" => {}
+            "message_stop" => self.close_lane(l, em),
+            // The message's stop reason and usage, once per message.
+            "message_delta" => raw(em, line),
+            "ping" => {}
             "error" => raw(em, line),
             other => {
                 em.unknown(format!("stream event type {other:?}"));
@@ -541,8 +707,8 @@ impl Claude {
         }
     }
 
-    fn push_block(&mut self, index: u64, kind: Kind, id: String) {
-        self.blocks.push(Streamed {
+    fn push_block(&mut self, l: usize, index: u64, kind: Kind, id: String) {
+        self.lanes[l].blocks.push(Streamed {
             index,
             kind,
             id,
@@ -554,32 +720,22 @@ impl Claude {
         });
     }
 
-    fn find_block(&self, index: Option<u64>) -> Option<usize> {
+    fn find_block(&self, l: usize, index: Option<u64>) -> Option<usize> {
+        let blocks = &self.lanes[l].blocks;
         match index {
-            Some(ix) => self.blocks.iter().rposition(|b| b.index == ix),
-            None => self.blocks.len().checked_sub(1),
+            Some(ix) => blocks.iter().rposition(|b| b.index == ix),
+            None => blocks.len().checked_sub(1),
         }
     }
 
-    /// A text delta, copied as the JSON string it is; an emoji split between
-    /// two deltas (a lone high surrogate at the end of one) is joined again.
-    fn text_delta(&mut self, i: usize, t: &RawValue, em: &mut Emitter) {
-        let b = &mut self.blocks[i];
-        let joined;
-        let mut lit: &str = t.get();
-        if let Some(hi) = b.pending_surrogate.take() {
-            joined = format!("\"{hi}{}", &lit[1..]);
-            lit = &joined;
-        }
-        let split = json::split_high_surrogate(lit);
-        if let Some((rest, hi)) = &split {
-            b.pending_surrogate = Some(hi.clone());
-            lit = rest;
-        }
+    /// A text delta, copied as the JSON string it is.
+    fn text_delta(&mut self, l: usize, i: usize, t: &RawValue, em: &mut Emitter) {
+        let b = &mut self.lanes[l].blocks[i];
+        let lit = join_surrogates(&mut b.pending_surrogate, t);
         if lit == "\"\"" {
             return;
         }
-        let Ok(v) = serde_json::from_str::<&RawValue>(lit) else {
+        let Ok(v) = serde_json::from_str::<&RawValue>(&lit) else {
             return;
         };
         match json::literal(v) {
@@ -588,26 +744,37 @@ impl Claude {
         }
     }
 
-    fn close_block(&mut self, i: usize, em: &mut Emitter) {
-        let b = &mut self.blocks[i];
+    fn close_block(&mut self, l: usize, i: usize, em: &mut Emitter) {
+        let b = &mut self.lanes[l].blocks[i];
         if !b.open {
             return;
         }
         b.open = false;
         match b.kind {
+            // Only what is still open gets its last piece (a subagent that
+            // finished has had its items ended).
             Kind::Text => {
-                if b.pending_surrogate.take().is_some() {
+                if b.pending_surrogate.take().is_some() && em.is_open(&b.id) {
                     em.text_content(&b.id, "\u{fffd}");
                 }
                 em.text_end(&b.id);
             }
             Kind::Thinking => {
+                if !em.is_open(&b.id) {
+                    return;
+                }
+                if b.pending_surrogate.take().is_some() {
+                    em.reasoning_content(&b.id, "\u{fffd}");
+                }
                 if !b.signature.is_empty() {
                     em.reasoning_encrypted(EncryptedSubtype::Message, &b.id, &b.signature);
                 }
                 em.reasoning_end(&b.id);
             }
             Kind::Tool => {
+                if b.pending_surrogate.take().is_some() {
+                    em.tool_args(&b.id, "\u{fffd}");
+                }
                 if !b.args && !b.confirmed {
                     // No argument deltas and no complete line yet: the
                     // arguments may still come from it, so the call stays
@@ -621,24 +788,37 @@ impl Claude {
         }
     }
 
-    /// Close everything the current stream opened (message end, a retry, a
-    /// new message, the end of input).
-    fn close_stream(&mut self, em: &mut Emitter) {
-        let sub = self.stream_sub.take();
-        if sub.is_some() {
-            em.set_subagent(sub.as_deref());
-        }
-        for i in 0..self.blocks.len() {
-            if self.blocks[i].kind == Kind::Tool && self.blocks[i].open && !self.blocks[i].args {
+    /// Close everything lane `l`'s message opened (its end, a retry, its
+    /// next message). The blocks stay known until the lane's next message
+    /// starts, so that a complete line arriving late is still recognized as
+    /// a repeat.
+    fn close_lane(&mut self, l: usize, em: &mut Emitter) {
+        self.lanes[l].streaming = false;
+        for i in 0..self.lanes[l].blocks.len() {
+            let b = &mut self.lanes[l].blocks[i];
+            if b.kind == Kind::Tool && b.open && !b.args {
                 // Arguments never came: the call ends with none.
-                self.blocks[i].args = true;
+                b.args = true;
             }
-            self.close_block(i, em);
+            self.close_block(l, i, em);
         }
-        // The blocks stay known until the next message starts, so that a
-        // complete line arriving late is still recognized as a repeat.
-        if sub.is_some() {
-            em.set_subagent(None);
+    }
+
+    /// [`close_lane`](Self::close_lane) from a line of another agent: what
+    /// it writes is the lane's agent's.
+    fn close_lane_as(&mut self, l: usize, em: &mut Emitter) {
+        let current = em.subagent().map(str::to_owned);
+        let sub = self.lanes[l].sub.take();
+        em.set_subagent(sub.as_deref());
+        self.close_lane(l, em);
+        em.set_subagent(current.as_deref());
+        self.lanes[l].sub = sub;
+    }
+
+    /// Close every lane (a result, a new run, the end of input).
+    fn close_lanes(&mut self, em: &mut Emitter) {
+        for l in 0..self.lanes.len() {
+            self.close_lane_as(l, em);
         }
     }
 
@@ -652,33 +832,46 @@ impl Claude {
             Some(MsgContent::Blocks(b)) => b,
             Some(MsgContent::Text(t)) => {
                 // Content as a plain string.
-                let id = msg
-                    .id
-                    .as_deref()
-                    .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
+                let id = match msg.id.as_deref() {
+                    Some(id) => id.to_owned(),
+                    None => self.derived_id(em, "msg"),
+                };
                 em.text_message(&id, Role::Assistant, t);
                 return Ok(());
             }
             None => &[],
         };
-        let msg_id = msg
-            .id
-            .as_deref()
-            .map_or_else(|| format!("{}-msg", em.run_id()), str::to_owned);
-        let streamed = self.stream_msg.as_deref() == Some(msg_id.as_str());
+        let msg_id = match msg.id.as_deref() {
+            Some(id) => id.to_owned(),
+            None => self.derived_id(em, "msg"),
+        };
+        let l = self.lane(rec.parent_tool_use_id.as_deref());
+        // The lane that streamed this message, if any (its own, normally).
+        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id.as_str()) {
+            Some(l)
+        } else {
+            self.lanes
+                .iter()
+                .position(|x| x.msg.as_deref() == Some(msg_id.as_str()))
+        };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
-            if streamed && self.confirm(kind, block, em) {
-                continue;
+            if kind == "tool_use" {
+                self.note_agent_call(block, &msg_id);
+            }
+            if let Some(s) = streamed {
+                if self.confirm(s, kind, block, em) {
+                    continue;
+                }
             }
             // Not streamed: the complete block is all there is.
-            let index = match &mut self.complete_msg {
+            let index = match &mut self.lanes[l].complete {
                 Some((m, n)) if *m == msg_id => {
                     *n += 1;
                     *n
                 }
-                _ => {
-                    self.complete_msg = Some((msg_id.clone(), 0));
+                other => {
+                    *other = Some((msg_id.clone(), 0));
                     0
                 }
             };
@@ -688,16 +881,17 @@ impl Claude {
         Ok(())
     }
 
-    /// Match a complete block with the streamed one it repeats; true if it
-    /// was streamed (and so is not sent again).
-    fn confirm(&mut self, kind: &str, block: &Block, em: &mut Emitter) -> bool {
+    /// Match a complete block with the streamed one of lane `l` it repeats;
+    /// true if it was streamed (and so is not sent again).
+    fn confirm(&mut self, l: usize, kind: &str, block: &Block, em: &mut Emitter) -> bool {
         let want = match kind {
             "text" => Kind::Text,
             "thinking" | "redacted_thinking" => Kind::Thinking,
             "tool_use" | "server_tool_use" | "mcp_tool_use" => Kind::Tool,
             _ => Kind::Other,
         };
-        let found = self.blocks.iter().position(|b| {
+        let blocks = &mut self.lanes[l].blocks;
+        let found = blocks.iter().position(|b| {
             !b.confirmed
                 && b.kind == want
                 && (want != Kind::Tool || block.id.as_deref() == Some(b.id.as_str()))
@@ -705,10 +899,10 @@ impl Claude {
         let Some(i) = found else { return false };
         if want == Kind::Other {
             // Streamed blocks of other types carried nothing: send the whole.
-            self.blocks[i].confirmed = true;
+            blocks[i].confirmed = true;
             return false;
         }
-        let b = &mut self.blocks[i];
+        let b = &mut blocks[i];
         b.confirmed = true;
         if want == Kind::Tool && !b.args {
             // No argument deltas: the complete input is the arguments.
@@ -785,7 +979,11 @@ impl Claude {
                 let tid = block.tool_use_id.as_deref().unwrap_or(id);
                 self.start_tool(tid, k, Some(msg_id), em);
                 let content = block.content.map_or("null", RawValue::get);
-                em.tool_result(tid, Content::Text(content), None);
+                // Its failure is a content object of type `…_tool_result_error`.
+                let failed = content.trim_start().starts_with('{')
+                    && content.contains("_tool_result_error\"");
+                let meta = failed.then(|| object(&[("isError", Some("true"))]));
+                em.tool_result(tid, Content::Text(content), meta.as_deref());
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
@@ -798,10 +996,17 @@ impl Claude {
         let Some(msg) = &rec.message else {
             return Err(LineError::Shape("user without message".into()));
         };
-        let uuid = rec
-            .uuid
-            .as_deref()
-            .map_or_else(|| format!("{}-user", em.run_id()), str::to_owned);
+        let has_text = match &msg.content {
+            None => return Ok(()),
+            Some(MsgContent::Text(_)) => true,
+            Some(MsgContent::Blocks(b)) => b.iter().any(|b| b.kind.as_deref() == Some("text")),
+        };
+        // The id of the line's text (the record's uuid), made only if needed.
+        let uuid = match rec.uuid.as_deref() {
+            Some(u) => u.to_owned(),
+            None if has_text => self.derived_id(em, "user"),
+            None => String::new(),
+        };
         let blocks: &[Block] = match &msg.content {
             None => return Ok(()),
             Some(MsgContent::Text(t)) => {
@@ -820,7 +1025,13 @@ impl Claude {
                     // A subagent's work is over when its tool call returns
                     // (unless it runs in the background).
                     if !self.background.iter().any(|b| b == tid) {
-                        self.finish_subagent(tid, None, em);
+                        if block.is_error == Some(true) {
+                            let text = block.content.map(text_of).filter(|t| !t.is_empty());
+                            let message = text.as_deref().unwrap_or("the subagent failed");
+                            self.finish_subagent(tid, Ending::Failed(message, "failed"), em);
+                        } else {
+                            self.finish_subagent(tid, Ending::Finished(None), em);
+                        }
                     }
                     self.tool_result(tid, block, rec.tool_use_result, em);
                 }
@@ -878,13 +1089,22 @@ impl Claude {
     // ---- result -------------------------------------------------------------
 
     fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
-        self.close_stream(em);
+        let waiting = self.background.iter().any(|b| em.subagent_open(b));
+        if waiting {
+            // Background subagents may still be streaming: only the main
+            // agent's message is over.
+            if let Some(l) = self.lanes.iter().position(|l| l.sub.is_none()) {
+                self.close_lane(l, em);
+            }
+        } else {
+            self.close_lanes(em);
+        }
         if let Some(prev) = self.deferred.take() {
             if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
                 em.raw(v, SOURCE);
             }
         }
-        if self.background.iter().any(|b| em.subagent_open(b)) {
+        if waiting {
             // A background subagent is still at work: this is not the end.
             self.deferred = std::str::from_utf8(line).ok().map(str::to_owned);
             return;
@@ -914,9 +1134,14 @@ impl Claude {
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
         let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        let reason = rec.terminal_reason.as_deref().unwrap_or("");
+        let cancelled = |s: &str| {
+            let s = s.to_ascii_lowercase();
+            s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
+        };
         match subtype {
             "success" if rec.is_error != Some(true) => em.finish_run(result, None, &usage),
-            "error_max_turns" => {
+            _ if subtype == "error_max_turns" || reason == "max_turns" => {
                 let msg = errors
                     .first()
                     .cloned()
@@ -924,9 +1149,7 @@ impl Claude {
                 em.fail_run(&msg, code::MAX_TURNS, &usage, meta.as_deref());
             }
             "error_during_execution"
-                if errors.iter().any(|e| {
-                    e.contains("interrupt") || e.contains("abort") || e.contains("cancel")
-                }) =>
+                if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
             {
                 em.finish_run(result, Some(Outcome::Cancelled), &usage);
             }
@@ -937,15 +1160,24 @@ impl Claude {
                     .map(str::to_owned)
                     .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
                     .unwrap_or_else(|| format!("the run ended with {subtype}"));
-                let code = if rec.api_error_status.is_some() || msg.starts_with("API Error") {
-                    if msg.contains("401") || msg.to_ascii_lowercase().contains("authentication") {
+                let lower = msg.to_ascii_lowercase();
+                let api_type = rec.api_error_type.as_deref().unwrap_or("");
+                let code = if matches!(rec.api_error_status, Some(401 | 403))
+                    || api_type.contains("authentication")
+                    || api_type.contains("permission")
+                {
+                    code::AUTH_ERROR
+                } else if rec.api_error_status.is_some()
+                    || !api_type.is_empty()
+                    || reason == "api_error"
+                    || msg.starts_with("API Error")
+                {
+                    if msg.contains("401") || lower.contains("authentication") {
                         code::AUTH_ERROR
                     } else {
                         code::API_ERROR
                     }
-                } else if msg.to_ascii_lowercase().contains("invalid api key")
-                    || msg.contains("/login")
-                {
+                } else if lower.contains("invalid api key") || msg.contains("/login") {
                     code::AUTH_ERROR
                 } else {
                     code::CLI_ERROR
@@ -1017,6 +1249,37 @@ fn usage(
         cached_input_tokens: cache_read,
         cache_write_input_tokens: cache_write,
     }
+}
+
+/// A delta's JSON string literal with the high surrogate escape held back
+/// from the block's previous delta put in front, and a high surrogate escape
+/// at its end held back for the next one: an emoji split between two deltas
+/// comes out whole. Copies only when there is something to join or hold.
+fn join_surrogates<'a>(pending: &mut Option<String>, delta: &'a RawValue) -> Cow<'a, str> {
+    let mut lit = Cow::Borrowed(delta.get());
+    if let Some(hi) = pending.take() {
+        if let Some(rest) = lit.strip_prefix('"') {
+            lit = Cow::Owned(format!("\"{hi}{rest}"));
+        }
+    }
+    if let Some((rest, hi)) = json::split_high_surrogate(&lit) {
+        *pending = Some(hi);
+        lit = Cow::Owned(rest);
+    }
+    lit
+}
+
+/// Call `f` with the text of a thinking or tool argument delta (a JSON
+/// string), joined as [`join_surrogates`] does, unless it is empty.
+fn with_delta_text<R>(
+    pending: &mut Option<String>,
+    delta: &RawValue,
+    f: impl FnOnce(&str) -> R,
+) -> Option<R> {
+    let lit = join_surrogates(pending, delta);
+    let v = serde_json::from_str::<&RawValue>(&lit).ok()?;
+    let text = text_of(v);
+    (!text.is_empty()).then(|| f(&text))
 }
 
 /// The AG-UI id of block `index` of message `msg`: the message id for the
@@ -1098,17 +1361,126 @@ fn content_parts(content: &RawValue, buf: &mut String) -> Option<Box<RawValue>> 
 
 #[derive(Deserialize)]
 struct Source<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     media_type: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     url: Option<Cow<'a, str>>,
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
     super::raw_record(em, line, SOURCE);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agui::Format;
+
+    /// Feed `lines` and return, per line, what the translator did not know.
+    fn unknowns(lines: &[&str]) -> Vec<Vec<String>> {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        let mut tr = Claude::default();
+        lines
+            .iter()
+            .map(|l| {
+                let mut buf = l.as_bytes().to_vec();
+                tr.line(&mut buf, &mut em).unwrap();
+                em.take_unknown()
+            })
+            .collect()
+    }
+
+    /// The terminal event of a run that ends with `result`, as
+    /// `TYPE code-or-outcome message`.
+    fn ending(result: &str) -> String {
+        let input = format!(
+            "{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}}\n{result}\n"
+        );
+        let out = crate::run::translate_bytes(crate::source::FromCli::Claude, input.as_bytes());
+        let last = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_owned();
+        let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+        format!(
+            "{} {} {}",
+            v["type"].as_str().unwrap(),
+            v["code"]
+                .as_str()
+                .or(v["outcome"]["type"].as_str())
+                .unwrap_or("-"),
+            v["message"].as_str().unwrap_or("-")
+        )
+    }
+
+    #[test]
+    fn the_result_decides_the_outcome() {
+        let cases = [
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"ok"}"#,
+                "RUN_FINISHED - -",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 boom","api_error_status":500}"#,
+                "RUN_ERROR api_error API Error: 500 boom",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid key","api_error_status":401,"api_error_type":"authentication_error"}"#,
+                "RUN_ERROR auth_error Invalid key",
+            ),
+            (
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login"}"#,
+                "RUN_ERROR auth_error Invalid API key · Please run /login",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_turns","is_error":false}"#,
+                "RUN_ERROR max_turns reached the maximum number of turns",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["x"],"terminal_reason":"max_turns"}"#,
+                "RUN_ERROR max_turns x",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["Request was aborted."]}"#,
+                "RUN_FINISHED cancelled -",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["disk full"]}"#,
+                "RUN_ERROR cli_error disk full",
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true}"#,
+                "RUN_ERROR cli_error the run ended with error_max_budget_usd",
+            ),
+        ];
+        for (result, want) in cases {
+            assert_eq!(ending(result), want, "{result}");
+        }
+    }
+
+    #[test]
+    fn documented_records_are_known_and_new_ones_are_not() {
+        let got = unknowns(&[
+            r#"{"type":"system","subtype":"init","session_id":"s"}"#,
+            r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s"}"#,
+            r#"{"type":"tool_progress","tool_use_id":"toolu_1","tool_name":"Bash","parent_tool_use_id":null,"elapsed_time_seconds":5.2}"#,
+            r#"{"type":"system","subtype":"thinking_tokens","session_id":"s"}"#,
+            r#"{"type":"something_new","session_id":"s"}"#,
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"hologram"}]}}"#,
+        ]);
+        let empty: Vec<String> = Vec::new();
+        assert_eq!(
+            got[..4],
+            [empty.clone(), empty.clone(), empty.clone(), empty]
+        );
+        assert_eq!(got[4], ["record type \"something_new\""]);
+        assert_eq!(got[5], ["content block type \"hologram\""]);
+    }
 }
