@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Record a coding-agent CLI's real stream against a scripted model server.
+
+    scripts/record/record.py CLI VERSION [SCENARIO ...] [--out DIR]
+
+installs CLI (gemini, codex or claude) at VERSION from npm into a cache
+folder, starts a scripted model server on 127.0.0.1 and runs each scenario
+(all by default; see scenarios.py) headless in a fresh HOME and working
+folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
+byte), NAME.exit (its exit status; 128+N when killed by signal N) and
+NAME.stderr into DIR (default testdata/CLI/VERSION). The scratch folder's
+paths are rewritten to /scratch/... and /home/user, the server's port to
+8700; nothing else is edited.
+
+A CLI module (clis/NAME.py) provides:
+  PACKAGE, BIN                      the npm package and its command
+  supports(version, scenario)       None, or why the scenario can't run
+  prepare(ctx) -> (argv, env)       the command line and environment
+  classify(method, path, headers, body, ctx) -> (who, turn)
+                                    who is "main", "sub" or "aux"
+  reply(turn, body, who, index, ctx) -> mock.Response
+  error(status, ctx) -> mock.Response
+  aux(method, path, body, ctx) -> mock.Response
+ctx carries version, bin, home, work, base_url, port, scenario, prompt,
+resume (True on a scenario's second run), first_stdout and a free `state`
+dict.
+"""
+
+import argparse
+import importlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import mock  # noqa: E402
+from scenarios import SCENARIOS  # noqa: E402
+
+ROOT = HERE.parent.parent
+PORT_IN_FIXTURES = 8700
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "agui-record"
+
+
+def install(cli, version):
+    """npm install PACKAGE@VERSION into the cache, once; returns the command's path."""
+    folder = cache_dir() / "cli" / f"{cli.BIN}-{version}"
+    exe = folder / "node_modules" / ".bin" / cli.BIN
+    if not (folder / "installed").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "package.json").write_text('{"private": true}\n')
+        print(f"installing {cli.PACKAGE}@{version} ...", file=sys.stderr)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"{cli.PACKAGE}@{version}"],
+            cwd=folder,
+            check=True,
+        )
+        (folder / "installed").write_text("")
+    return exe, folder
+
+
+def rewrite(data, replacements):
+    for old, new in replacements:
+        data = data.replace(old.encode(), new.encode())
+    return data
+
+
+def exit_status(code):
+    return 128 - code if code < 0 else code
+
+
+def run_once(cli, ctx, engine, out_base, replacements):
+    argv, env = cli.prepare(ctx)
+    stdout_path = ctx.scratch / (out_base + ".stdout")
+    stderr_path = ctx.scratch / (out_base + ".stderr")
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                start_new_session=True)
+        deadline = time.monotonic() + ctx.scenario.timeout
+        signalled = False
+        while proc.poll() is None:
+            now = time.monotonic()
+            if not signalled and engine.signal_at is not None and now > engine.signal_at + 2.0:
+                sig = signal.SIGINT if engine.signal == "INT" else signal.SIGTERM
+                os.killpg(proc.pid, sig)
+                signalled = True
+                deadline = min(deadline, now + 30)
+            if now > deadline:
+                print(f"  {out_base}: timed out, killed", file=sys.stderr)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            time.sleep(0.05)
+        code = exit_status(proc.returncode)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the CLI left behind
+    except ProcessLookupError:
+        pass
+    stdout = rewrite(stdout_path.read_bytes(), replacements)
+    stderr = rewrite(stderr_path.read_bytes(), replacements)
+    return stdout, stderr, code
+
+
+def record(cli_name, version, names, out_dir, keep):
+    cli = importlib.import_module(f"clis.{cli_name}")
+    exe, install_dir = install(cli, version)
+    scenarios = [s for s in SCENARIOS if not names or s.name in names]
+    unknown = set(names) - {s.name for s in SCENARIOS}
+    if unknown:
+        sys.exit(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    scratch_root = cache_dir() / "runs" / f"{cli_name}-{version}-{os.getpid()}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for scenario in scenarios:
+        why = cli.supports(version, scenario)
+        if why:
+            print(f"{scenario.name}: skipped ({why})", file=sys.stderr)
+            continue
+        scratch = scratch_root / scenario.name
+        home, work = scratch / "home", scratch / "work"
+        for d in (home, work):
+            d.mkdir(parents=True, exist_ok=True)
+        ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
+                                    scenario=scenario, prompt=scenario.prompt, resume=False, first_stdout=b"",
+                                    state={}, port=0, base_url="")
+        engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
+        server = mock.start(engine)
+        ctx.port = server.server_address[1]
+        ctx.base_url = f"http://127.0.0.1:{ctx.port}"
+        replacements = [
+            (str(home), "/home/user"),
+            (str(install_dir), "/opt/agui-record/" + cli.BIN),
+            (str(scratch), "/scratch"),
+            (f"127.0.0.1:{ctx.port}", f"127.0.0.1:{PORT_IN_FIXTURES}"),
+            (f"localhost:{ctx.port}", f"localhost:{PORT_IN_FIXTURES}"),
+        ]
+        runs = [scenario.name]
+        if scenario.resume_prompt:
+            runs.append(scenario.name + "-2")
+        for i, base in enumerate(runs):
+            if i == 1:
+                ctx.resume = True
+                ctx.prompt = scenario.resume_prompt
+            started = time.monotonic()
+            stdout, stderr, code = run_once(cli, ctx, engine, base, replacements)
+            if i == 0:
+                ctx.first_stdout = stdout
+            (out_dir / f"{base}.jsonl").write_bytes(stdout)
+            (out_dir / f"{base}.stderr").write_bytes(stderr)
+            (out_dir / f"{base}.exit").write_text(f"{code}\n")
+            lines = stdout.count(b"\n")
+            print(f"{base}: exit {code}, {lines} lines, {time.monotonic() - started:.1f} s", file=sys.stderr)
+        server.shutdown()
+        server.server_close()
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    else:
+        print(f"scratch kept in {scratch_root}", file=sys.stderr)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cli", choices=["gemini", "codex", "claude"])
+    p.add_argument("version", help="an npm version of the CLI, e.g. 0.61.0")
+    p.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
+    p.add_argument("--out", type=Path, help="output folder (default: testdata/CLI/VERSION)")
+    p.add_argument("--keep", action="store_true", help="keep the scratch folders and request logs")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    args = p.parse_args()
+    if args.list:
+        for s in SCENARIOS:
+            print(s.name)
+        return
+    out = args.out or ROOT / "testdata" / args.cli / args.version
+    record(args.cli, args.version, args.scenarios, out, args.keep)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""The scenarios the recorder plays, written once for every CLI.
+
+A scenario is a prompt and the model's scripted side of the conversation.
+Each turn says what the model answers to the N-th request of a conversation
+(N = how many model turns the request's history already holds): thinking,
+text, tool calls, or an HTTP error or a broken stream. Tool calls name an
+abstract kind; each CLI's module maps the kind to that CLI's own tool,
+chosen from the tools the request offers.
+
+Call kinds and their arguments (paths are relative to the working folder):
+  shell    {"command": str}
+  write    {"path": str, "content": str}
+  edit     {"path": str, "old": str, "new": str}
+  read     {"path": str}
+  plan     {"items": [(text, "pending" | "in_progress" | "completed"), ...]}
+  subagent {"description": str, "prompt": str}   (prompt must contain SUB_MARK)
+"""
+
+from dataclasses import dataclass, field
+
+# A subagent's requests are told from the main agent's by this mark in its prompt.
+SUB_MARK = "[subtask]"
+
+UNICODE = (
+    "Héllo wörld — “quoted” and 'single', a back\\slash, tabs\tand\n"
+    "new lines; 你好世界, こんにちは, Здравствуй, مرحبا; emoji 🌍🚀👩‍💻 and 🇫🇷."
+)
+
+
+def turn(text=None, thinking=None, calls=(), error=None, times=None, broken=False,
+         signal=None):
+    """One scripted model turn.
+
+    error: an HTTP status answered instead (every attempt, or `times` attempts
+    before the turn plays normally). broken: the stream stops halfway once,
+    then the turn plays normally. signal: the recorder sends this signal
+    ("INT" or "TERM") to the CLI shortly after this turn was served.
+    """
+    return {
+        "text": text,
+        "thinking": thinking,
+        "calls": list(calls),
+        "error": error,
+        "times": times,
+        "broken": broken,
+        "signal": signal,
+    }
+
+
+@dataclass
+class Scenario:
+    name: str
+    prompt: str
+    turns: list
+    sub_turns: list = field(default_factory=list)
+    # What the CLI must be able to do: "subagent", "plan", "max_turns", "resume".
+    needs: set = field(default_factory=set)
+    max_turns: int = 0
+    # A second prompt run with the CLI's resume option, after the first run.
+    resume_prompt: str = ""
+    timeout: float = 180.0
+
+
+def call(kind, **args):
+    return (kind, args)
+
+
+SCENARIOS = [
+    Scenario("text", "Say hello in several languages.", [turn(text=UNICODE)]),
+    Scenario(
+        "shell",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo hello from the shell")]),
+            turn(text="The command printed: hello from the shell."),
+        ],
+    ),
+    Scenario(
+        "files",
+        "Write notes.txt, change it, then read it back.",
+        [
+            turn(calls=[call("write", path="notes.txt", content="alpha\nbeta\n")]),
+            turn(calls=[call("edit", path="notes.txt", old="beta", new="gamma ✓")]),
+            turn(calls=[call("read", path="notes.txt")]),
+            turn(text="notes.txt now reads alpha and gamma ✓."),
+        ],
+    ),
+    Scenario(
+        "tool-errors",
+        "Read a missing file, then run a failing command.",
+        [
+            turn(calls=[call("read", path="does-not-exist.txt")]),
+            turn(calls=[call("shell", command="echo to stderr >&2; exit 3")]),
+            turn(text="Both failed: the file is missing and the command exited with 3."),
+        ],
+    ),
+    Scenario(
+        "parallel",
+        "Run two commands at once.",
+        [
+            turn(calls=[call("shell", command="echo first"), call("shell", command="echo second")]),
+            turn(text="Both commands ran."),
+        ],
+    ),
+    Scenario(
+        "reasoning",
+        "What is 17 * 23? Think first.",
+        [turn(thinking="17 * 20 = 340 and 17 * 3 = 51, so 391.", text="17 × 23 = **391**.")],
+    ),
+    Scenario(
+        "plan",
+        "Make a plan, then do it.",
+        [
+            turn(
+                text="Here is the plan.",
+                calls=[call("plan", items=[("Look at the folder", "in_progress"), ("Write a summary", "pending")])],
+            ),
+            turn(calls=[call("plan", items=[("Look at the folder", "completed"), ("Write a summary", "completed")])]),
+            turn(text="Both steps are done."),
+        ],
+        needs={"plan"},
+    ),
+    Scenario("http400", "Say hello.", [turn(error=400)]),
+    Scenario("http429", "Say hello.", [turn(error=429, times=1, text="Hello after a rate limit.")]),
+    Scenario("http500", "Say hello.", [turn(error=500)]),
+    Scenario("broken-stream", "Say hello.", [turn(broken=True, text="Hello, after a stream that broke off halfway.")]),
+    Scenario(
+        "bigout",
+        "Print a long listing.",
+        [
+            turn(calls=[call("shell", command="seq 1 60000")]),
+            turn(text="That printed 60000 lines."),
+        ],
+    ),
+    Scenario(
+        "max-turns",
+        "Keep running commands.",
+        [
+            turn(calls=[call("shell", command="echo turn one")]),
+            turn(calls=[call("shell", command="echo turn two")]),
+            turn(calls=[call("shell", command="echo turn three")]),
+            turn(text="Done."),
+        ],
+        needs={"max_turns"},
+        max_turns=1,
+    ),
+    Scenario(
+        "sigint",
+        "Run a slow command.",
+        [turn(text="Starting a slow command.", calls=[call("shell", command="sleep 30")], signal="INT"), turn(text="Done.")],
+    ),
+    Scenario(
+        "sigterm",
+        "Run a slow command.",
+        [turn(text="Starting a slow command.", calls=[call("shell", command="sleep 30")], signal="TERM"), turn(text="Done.")],
+    ),
+    Scenario(
+        "resume",
+        "Remember the word 'teal'.",
+        [turn(text="I will remember teal."), turn(text="The word was teal.")],
+        needs={"resume"},
+        resume_prompt="Which word did I ask you to remember?",
+    ),
+    Scenario(
+        "subagent",
+        "Ask a helper agent to look around.",
+        [
+            turn(calls=[call("subagent", description="Look around", prompt=SUB_MARK + " List the files here.")]),
+            turn(text="The helper looked around."),
+        ],
+        sub_turns=[
+            turn(calls=[call("shell", command="ls -a")]),
+            turn(text="The folder holds only dot entries."),
+        ],
+        needs={"subagent"},
+    ),
+]
+
+
+def by_name():
+    return {s.name: s for s in SCENARIOS}
