@@ -21,9 +21,14 @@ A CLI module (clis/NAME.py) provides:
   reply(turn, body, who, index, ctx) -> mock.Response
   error(status, ctx) -> mock.Response
   aux(method, path, body, ctx) -> mock.Response
+and may provide
+  variants(version, scenario) -> [suffix, ...]
+                                    record the scenario once per suffix
+                                    (default [""]), e.g. with and without
+                                    an output option; ctx.variant tells which
 ctx carries version, bin, home, work, base_url, port, scenario, prompt,
-resume (True on a scenario's second run), first_stdout and a free `state`
-dict.
+resume (True on a scenario's second run), variant, first_stdout and a free
+`state` dict.
 """
 
 import argparse
@@ -111,6 +116,48 @@ def run_once(cli, ctx, engine, out_base, replacements):
     return stdout, stderr, code
 
 
+def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, out_dir, keep):
+    name = scenario.name + variant
+    scratch = scratch_root / name
+    home, work = scratch / "home", scratch / "work"
+    for d in (home, work):
+        d.mkdir(parents=True, exist_ok=True)
+    ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
+                                scenario=scenario, prompt=scenario.prompt, resume=False, variant=variant,
+                                first_stdout=b"", state={}, port=0, base_url="")
+    engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
+    server = mock.start(engine)
+    ctx.port = server.server_address[1]
+    ctx.base_url = f"http://127.0.0.1:{ctx.port}"
+    replacements = [
+        (str(home), "/home/user"),
+        (str(install_dir), "/opt/agui-record/" + cli.BIN),
+        (str(scratch), "/scratch"),
+        (f"127.0.0.1:{ctx.port}", f"127.0.0.1:{PORT_IN_FIXTURES}"),
+        (f"localhost:{ctx.port}", f"localhost:{PORT_IN_FIXTURES}"),
+    ]
+    runs = [name]
+    if scenario.resume_prompt:
+        runs.append(name + "-2")
+    for i, base in enumerate(runs):
+        if i == 1:
+            ctx.resume = True
+            ctx.prompt = scenario.resume_prompt
+        started = time.monotonic()
+        stdout, stderr, code = run_once(cli, ctx, engine, base, replacements)
+        if i == 0:
+            ctx.first_stdout = stdout
+        (out_dir / f"{base}.jsonl").write_bytes(stdout)
+        (out_dir / f"{base}.stderr").write_bytes(stderr)
+        (out_dir / f"{base}.exit").write_text(f"{code}\n")
+        lines = stdout.count(b"\n")
+        print(f"{base}: exit {code}, {lines} lines, {time.monotonic() - started:.1f} s", file=sys.stderr)
+    server.shutdown()
+    server.server_close()
+    if not keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def record(cli_name, version, names, out_dir, keep):
     cli = importlib.import_module(f"clis.{cli_name}")
     exe, install_dir = install(cli, version)
@@ -120,49 +167,14 @@ def record(cli_name, version, names, out_dir, keep):
         sys.exit(f"unknown scenario(s): {', '.join(sorted(unknown))}")
     scratch_root = cache_dir() / "runs" / f"{cli_name}-{version}-{os.getpid()}"
     out_dir.mkdir(parents=True, exist_ok=True)
+    variants = getattr(cli, "variants", lambda version, scenario: [""])
     for scenario in scenarios:
         why = cli.supports(version, scenario)
         if why:
             print(f"{scenario.name}: skipped ({why})", file=sys.stderr)
             continue
-        scratch = scratch_root / scenario.name
-        home, work = scratch / "home", scratch / "work"
-        for d in (home, work):
-            d.mkdir(parents=True, exist_ok=True)
-        ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
-                                    scenario=scenario, prompt=scenario.prompt, resume=False, first_stdout=b"",
-                                    state={}, port=0, base_url="")
-        engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
-        server = mock.start(engine)
-        ctx.port = server.server_address[1]
-        ctx.base_url = f"http://127.0.0.1:{ctx.port}"
-        replacements = [
-            (str(home), "/home/user"),
-            (str(install_dir), "/opt/agui-record/" + cli.BIN),
-            (str(scratch), "/scratch"),
-            (f"127.0.0.1:{ctx.port}", f"127.0.0.1:{PORT_IN_FIXTURES}"),
-            (f"localhost:{ctx.port}", f"localhost:{PORT_IN_FIXTURES}"),
-        ]
-        runs = [scenario.name]
-        if scenario.resume_prompt:
-            runs.append(scenario.name + "-2")
-        for i, base in enumerate(runs):
-            if i == 1:
-                ctx.resume = True
-                ctx.prompt = scenario.resume_prompt
-            started = time.monotonic()
-            stdout, stderr, code = run_once(cli, ctx, engine, base, replacements)
-            if i == 0:
-                ctx.first_stdout = stdout
-            (out_dir / f"{base}.jsonl").write_bytes(stdout)
-            (out_dir / f"{base}.stderr").write_bytes(stderr)
-            (out_dir / f"{base}.exit").write_text(f"{code}\n")
-            lines = stdout.count(b"\n")
-            print(f"{base}: exit {code}, {lines} lines, {time.monotonic() - started:.1f} s", file=sys.stderr)
-        server.shutdown()
-        server.server_close()
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
+        for variant in variants(version, scenario):
+            record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, out_dir, keep)
     if not keep:
         shutil.rmtree(scratch_root, ignore_errors=True)
     else:

@@ -1,0 +1,190 @@
+"""Claude Code against a scripted Anthropic Messages API.
+
+Claude Code talks to ANTHROPIC_BASE_URL with `POST /v1/messages` (SSE when
+`stream` is true). The main agent's and a subagent's requests carry tools;
+a subagent's first user message holds scenarios.SUB_MARK. Requests without
+tools (titles, quota checks) and token counting are answered as auxiliary.
+"""
+
+import json
+import os
+
+import mock
+from scenarios import SUB_MARK
+
+PACKAGE = "@anthropic-ai/claude-code"
+BIN = "claude"
+MODEL = "claude-sonnet-4-5"
+SIGNATURE = "EqQBCkYIBxgCKkBscriptedSignatureAAAAbbbbCCCCddddEEEE0123456789+/=="
+
+# Scenarios recorded twice: with partial messages (the name as is) and without (-plain).
+PLAIN_TOO = {"text", "shell", "files", "reasoning", "subagent"}
+
+
+def supports(version, scenario):
+    return None
+
+
+def variants(version, scenario):
+    return ["", "-plain"] if scenario.name in PLAIN_TOO else [""]
+
+
+def prepare(ctx):
+    argv = [ctx.bin, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose",
+            "--dangerously-skip-permissions", "--model", MODEL]
+    if ctx.variant != "-plain":
+        argv.append("--include-partial-messages")
+    if ctx.scenario.max_turns:
+        argv += ["--max-turns", str(ctx.scenario.max_turns)]
+    if ctx.resume:
+        argv.append("--continue")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(ctx.home),
+        "LANG": "C.UTF-8",
+        "ANTHROPIC_BASE_URL": ctx.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-scripted",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "2",
+        "IS_SANDBOX": "1",
+    }
+    return argv, env
+
+
+def _first_user_text(messages):
+    for m in messages:
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            return " ".join(b.get("text", "") for b in c if isinstance(b, dict))
+    return ""
+
+
+def classify(method, path, headers, body, ctx):
+    if not path.startswith("/v1/messages") or "count_tokens" in path or not isinstance(body, dict):
+        return "aux", None
+    if not body.get("tools"):
+        return "aux", None
+    messages = body.get("messages") or []
+    who = "sub" if SUB_MARK in _first_user_text(messages) else "main"
+    return who, sum(1 for m in messages if m.get("role") == "assistant")
+
+
+def _tool(tools, *names):
+    for t in tools:
+        if t.get("name") in names:
+            return t
+    return None
+
+
+def _tool_call(kind, args, tools, ctx):
+    """(name, input) for an abstract call, from the tools the request offers."""
+    path = lambda p: str(ctx.work / p)  # noqa: E731
+    if kind == "shell":
+        return "Bash", {"command": args["command"], "description": "Run " + args["command"].split()[0]}
+    if kind == "write":
+        return "Write", {"file_path": path(args["path"]), "content": args["content"]}
+    if kind == "edit":
+        return "Edit", {"file_path": path(args["path"]), "old_string": args["old"], "new_string": args["new"]}
+    if kind == "read":
+        return "Read", {"file_path": path(args["path"])}
+    if kind == "plan":
+        tool = _tool(tools, "TodoWrite")
+        props = ((tool or {}).get("input_schema") or {}).get("properties", {})
+        item_props = (props.get("todos", {}).get("items") or {}).get("properties", {})
+        todos = []
+        for i, (text, status) in enumerate(args["items"]):
+            todo = {"content": text, "status": status}
+            if "activeForm" in item_props:
+                todo["activeForm"] = text + " (doing)"
+            if "priority" in item_props:
+                todo["priority"] = "medium"
+            if "id" in item_props:
+                todo["id"] = str(i + 1)
+            todos.append(todo)
+        return "TodoWrite", {"todos": todos}
+    if kind == "subagent":
+        name = "Agent" if _tool(tools, "Agent") else "Task"
+        return name, {"description": args["description"], "prompt": args["prompt"],
+                      "subagent_type": "general-purpose"}
+    raise ValueError(kind)
+
+
+def _blocks(t, body, who, index, ctx):
+    tools = body.get("tools") or []
+    blocks = []
+    if t["thinking"]:
+        blocks.append({"type": "thinking", "thinking": t["thinking"], "signature": SIGNATURE})
+    if t["text"]:
+        blocks.append({"type": "text", "text": t["text"]})
+    for k, (kind, args) in enumerate(t["calls"]):
+        name, inp = _tool_call(kind, args, tools, ctx)
+        tag = "s" if who == "sub" else "m"
+        blocks.append({"type": "tool_use", "id": f"toolu_{tag}{index:02d}{k:02d}scripted", "name": name, "input": inp})
+    return blocks
+
+
+def _usage(output_tokens):
+    return {"input_tokens": 120, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "output_tokens": output_tokens}
+
+
+def reply(t, body, who, index, ctx):
+    blocks = _blocks(t, body, who, index, ctx)
+    msg_id = f"msg_scripted_{who}_{index:02d}"
+    stop = "tool_use" if t["calls"] else "end_turn"
+    if not body.get("stream"):
+        return mock.json_response({"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model", MODEL),
+                                   "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": _usage(20)})
+    ev = [mock.sse({"type": "message_start", "message": {
+        "id": msg_id, "type": "message", "role": "assistant", "model": body.get("model", MODEL), "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": _usage(1)}}, "message_start")]
+    for i, b in enumerate(blocks):
+        if b["type"] == "thinking":
+            ev.append(mock.sse({"type": "content_block_start", "index": i,
+                                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}, "content_block_start"))
+            for p in mock.pieces(b["thinking"]):
+                ev.append(mock.sse({"type": "content_block_delta", "index": i,
+                                    "delta": {"type": "thinking_delta", "thinking": p}}, "content_block_delta"))
+            ev.append(mock.sse({"type": "content_block_delta", "index": i,
+                                "delta": {"type": "signature_delta", "signature": SIGNATURE}}, "content_block_delta"))
+        elif b["type"] == "text":
+            ev.append(mock.sse({"type": "content_block_start", "index": i,
+                                "content_block": {"type": "text", "text": ""}}, "content_block_start"))
+            for p in mock.pieces(b["text"]):
+                ev.append(mock.sse({"type": "content_block_delta", "index": i,
+                                    "delta": {"type": "text_delta", "text": p}}, "content_block_delta"))
+        else:
+            ev.append(mock.sse({"type": "content_block_start", "index": i, "content_block": {
+                "type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}, "content_block_start"))
+            for p in mock.pieces(json.dumps(b["input"], ensure_ascii=False), 24):
+                ev.append(mock.sse({"type": "content_block_delta", "index": i,
+                                    "delta": {"type": "input_json_delta", "partial_json": p}}, "content_block_delta"))
+        ev.append(mock.sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    ev.append(mock.sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 20}}, "message_delta"))
+    ev.append(mock.sse({"type": "message_stop"}, "message_stop"))
+    return mock.sse_response(ev)
+
+
+ERRORS = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+          500: "api_error", 529: "overloaded_error"}
+
+
+def error(status, ctx):
+    kind = ERRORS.get(status, "api_error")
+    headers = {"retry-after": "1"} if status == 429 else None
+    return mock.json_response({"type": "error", "error": {"type": kind, "message": f"Scripted {kind} ({status})"}},
+                              status, headers)
+
+
+def aux(method, path, body, ctx):
+    if "count_tokens" in path:
+        return mock.json_response({"input_tokens": 100})
+    if isinstance(body, dict) and body.get("stream"):
+        return reply({"text": "Scripted", "thinking": None, "calls": []}, body, "aux", 0, ctx)
+    return mock.json_response({"id": "msg_scripted_aux", "type": "message", "role": "assistant", "model": MODEL,
+                               "content": [{"type": "text", "text": "Scripted"}], "stop_reason": "end_turn",
+                               "stop_sequence": None, "usage": _usage(1)})
