@@ -52,6 +52,23 @@ def pieces(text, size=12):
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+def pieces_keeping(text, keep, size=24):
+    """Like pieces(), but never cutting inside one of the `keep` strings
+    (scratch paths, which the recorder rewrites after the run)."""
+    out, i = [], 0
+    while i < len(text):
+        j = min(i + size, len(text))
+        for k in keep:
+            start = text.find(k, max(0, i - len(k)))
+            while start != -1 and start < j:
+                if start < j < start + len(k):
+                    j = start + len(k)
+                start = text.find(k, start + 1)
+        out.append(text[i:j])
+        i = j
+    return out or [""]
+
+
 class Engine:
     def __init__(self, cli, scenario, ctx, log_path):
         self.cli = cli

@@ -147,12 +147,12 @@ SCENARIOS = [
     Scenario(
         "sigint",
         "Run a slow command.",
-        [turn(text="Starting a slow command.", calls=[call("shell", command="sleep 30")], signal="INT"), turn(text="Done.")],
+        [turn(text="Starting a slow command.", calls=[call("shell", command="echo started; sleep 30; echo finished")], signal="INT"), turn(text="Done.")],
     ),
     Scenario(
         "sigterm",
         "Run a slow command.",
-        [turn(text="Starting a slow command.", calls=[call("shell", command="sleep 30")], signal="TERM"), turn(text="Done.")],
+        [turn(text="Starting a slow command.", calls=[call("shell", command="echo started; sleep 30; echo finished")], signal="TERM"), turn(text="Done.")],
     ),
     Scenario(
         "resume",

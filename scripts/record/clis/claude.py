@@ -133,7 +133,9 @@ def _usage(output_tokens):
 
 def reply(t, body, who, index, ctx):
     blocks = _blocks(t, body, who, index, ctx)
-    msg_id = f"msg_scripted_{who}_{index:02d}"
+    # Every response has its own id, as from the real API (a retry too).
+    ctx.state["responses"] = ctx.state.get("responses", 0) + 1
+    msg_id = f"msg_scripted_{ctx.state['responses']:02d}_{who}_turn{index}"
     stop = "tool_use" if t["calls"] else "end_turn"
     if not body.get("stream"):
         return mock.json_response({"id": msg_id, "type": "message", "role": "assistant", "model": body.get("model", MODEL),
@@ -159,7 +161,8 @@ def reply(t, body, who, index, ctx):
         else:
             ev.append(mock.sse({"type": "content_block_start", "index": i, "content_block": {
                 "type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}, "content_block_start"))
-            for p in mock.pieces(json.dumps(b["input"], ensure_ascii=False), 24):
+            args = json.dumps(b["input"], ensure_ascii=False)
+            for p in mock.pieces_keeping(args, [str(ctx.work), str(ctx.home)]):
                 ev.append(mock.sse({"type": "content_block_delta", "index": i,
                                     "delta": {"type": "input_json_delta", "partial_json": p}}, "content_block_delta"))
         ev.append(mock.sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
