@@ -66,6 +66,29 @@ fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
     (passed, failures)
 }
 
+/// Append each golden output's verdict to `$AGUI_RESULTS`, when it is set
+/// (`conformance<TAB>testdata/...expected.ndjson<TAB>ok|fail`), for
+/// `scripts/matrix.py`.
+fn report(goldens: &[PathBuf], failures: &[String]) {
+    use std::io::Write;
+    let Some(file) = std::env::var_os("AGUI_RESULTS") else {
+        return;
+    };
+    let mut text = String::new();
+    for path in goldens {
+        let shown = format!("FAIL {}:", path.display());
+        let ok = !failures.iter().any(|f| f.starts_with(&shown));
+        let rel = path.strip_prefix(root()).unwrap_or(path).display();
+        text += &format!("conformance\t{rel}\t{}\n", if ok { "ok" } else { "fail" });
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("AGUI_RESULTS is writable");
+}
+
 #[test]
 fn outputs_pass_the_official_ag_ui_checks() {
     if std::env::var_os("AGUI_SKIP_CONFORMANCE").is_some() {
@@ -119,6 +142,7 @@ fn outputs_pass_the_official_ag_ui_checks() {
 
     let (passed, failures) = verify(&dir, &files);
     let _ = std::fs::remove_dir_all(&out_dir);
+    report(&files[..goldens], &failures);
     assert!(
         failures.is_empty(),
         "{} of {} streams rejected by the official AG-UI checks:\n{}",

@@ -5,6 +5,10 @@
 //!
 //! To re-bless after an intended change: `AGUI_BLESS=1 cargo test --test golden`,
 //! then review `git diff testdata/` line by line.
+//!
+//! With `AGUI_RESULTS=FILE`, each case's verdict is appended to FILE
+//! (`golden<TAB>testdata/...jsonl<TAB>ok|fail`), which `scripts/matrix.py`
+//! turns into the README's compatibility matrix.
 
 use std::path::{Path, PathBuf};
 
@@ -34,12 +38,32 @@ fn sibling(case: &Path, ext: &str) -> PathBuf {
     case.with_file_name(format!("{stem}.{ext}"))
 }
 
+/// Append one verdict to `$AGUI_RESULTS`, when it is set.
+fn report(case: &Path, ok: bool) {
+    use std::io::Write;
+    let Some(file) = std::env::var_os("AGUI_RESULTS") else {
+        return;
+    };
+    let rel = case
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(case)
+        .display();
+    let line = format!("golden\t{rel}\t{}\n", if ok { "ok" } else { "fail" });
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .expect("AGUI_RESULTS is writable");
+}
+
 fn golden(cli: &str) {
     let bless = std::env::var_os("AGUI_BLESS").is_some();
     let cases = cases(cli);
     assert!(!cases.is_empty(), "no cases in testdata/{cli}");
     let mut failures = Vec::new();
     for case in &cases {
+        let failed_before = failures.len();
         let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
             .args(["--from", cli])
             .pipe_stdin(case)
@@ -83,6 +107,7 @@ fn golden(cli: &str) {
                 case.display()
             ));
         }
+        report(case, failures.len() == failed_before);
     }
     assert!(
         failures.is_empty(),
