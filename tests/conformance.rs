@@ -13,6 +13,8 @@ use std::process::Command;
 use agui_translate::run::translate_bytes;
 use agui_translate::source::FromCli;
 
+mod common;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -66,27 +68,18 @@ fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
     (passed, failures)
 }
 
-/// Append each golden output's verdict to `$AGUI_RESULTS`, when it is set
-/// (`conformance<TAB>testdata/...expected.ndjson<TAB>ok|fail`), for
-/// `scripts/matrix.py`.
+/// Each golden output's verdict, for `$AGUI_RESULTS`.
 fn report(goldens: &[PathBuf], failures: &[String]) {
-    use std::io::Write;
-    let Some(file) = std::env::var_os("AGUI_RESULTS") else {
-        return;
-    };
-    let mut text = String::new();
-    for path in goldens {
-        let shown = format!("FAIL {}:", path.display());
-        let ok = !failures.iter().any(|f| f.starts_with(&shown));
-        let rel = path.strip_prefix(root()).unwrap_or(path).display();
-        text += &format!("conformance\t{rel}\t{}\n", if ok { "ok" } else { "fail" });
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .expect("AGUI_RESULTS is writable");
+    common::report_verdicts(
+        "conformance",
+        goldens.iter().map(|path| {
+            let shown = format!("FAIL {}:", path.display());
+            (
+                path.as_path(),
+                !failures.iter().any(|f| f.starts_with(&shown)),
+            )
+        }),
+    );
 }
 
 #[test]

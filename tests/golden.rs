@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+mod common;
+
 fn cases(cli: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,25 +38,6 @@ fn cases(cli: &str) -> Vec<PathBuf> {
 fn sibling(case: &Path, ext: &str) -> PathBuf {
     let stem = case.file_stem().unwrap().to_str().unwrap();
     case.with_file_name(format!("{stem}.{ext}"))
-}
-
-/// Append one verdict to `$AGUI_RESULTS`, when it is set.
-fn report(case: &Path, ok: bool) {
-    use std::io::Write;
-    let Some(file) = std::env::var_os("AGUI_RESULTS") else {
-        return;
-    };
-    let rel = case
-        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
-        .unwrap_or(case)
-        .display();
-    let line = format!("golden\t{rel}\t{}\n", if ok { "ok" } else { "fail" });
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
-        .expect("AGUI_RESULTS is writable");
 }
 
 fn golden(cli: &str) {
@@ -107,7 +90,10 @@ fn golden(cli: &str) {
                 case.display()
             ));
         }
-        report(case, failures.len() == failed_before);
+        common::report_verdicts(
+            "golden",
+            [(case.as_path(), failures.len() == failed_before)],
+        );
     }
     assert!(
         failures.is_empty(),
