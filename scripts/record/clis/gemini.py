@@ -12,6 +12,7 @@ in one of its user texts.
 
 import json
 import os
+import time
 
 import mock
 from scenarios import SUB_MARK
@@ -45,9 +46,7 @@ def supports(version, scenario):
     if "resume" in scenario.needs and v < (0, 20, 0):
         return "no --resume option before 0.20"
     if "subagent" in scenario.needs and v < (0, 30, 0):
-        return "no general-purpose subagent"
-    if "plan" in scenario.needs and v < (0, 20, 0):
-        return "no write_todos tool"
+        return "no general-purpose subagent (only the codebase investigator, without a shell)"
     return None
 
 
@@ -195,6 +194,11 @@ def _usage(prompt, out):
 
 def reply(t, body, who, index, ctx):
     decls = _declarations(body)
+    if index == 0 and _version(ctx.version) < (0, 20, 0):
+        # 0.11 loads its shell parser in the background when it starts and
+        # rejects commands that arrive before it is ready; a real model takes
+        # longer than that to answer.
+        time.sleep(1.5)
     chunks = []  # the parts of each streamed chunk
     if t["thinking"]:
         chunks += [[{"text": p, "thought": True}] for p in mock.pieces(t["thinking"], 24)]
