@@ -59,10 +59,11 @@ def _settings(ctx):
         "telemetry": {"enabled": False},
         "ide": {"enabled": False},
     }
+    if v >= (0, 30, 0):
+        s["general"] = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
     if v >= (0, 40, 0):
-        s["general"] = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False,
-                        # Ten attempts by default; three, as older versions always had.
-                        "maxAttempts": 3}
+        # Ten attempts by default; three, as older versions always had.
+        s["general"]["maxAttempts"] = 3
     if ctx.scenario.max_turns:
         s["model"] = {"maxSessionTurns": ctx.scenario.max_turns}
     if "plan" in ctx.scenario.needs:
