@@ -58,7 +58,17 @@ pub const TABLE: &[(&str, &[&str])] = &[
         "todo",
         &["TodoWrite", "write_todos", "update_plan", "todo_list"],
     ),
-    ("subagent", &["Task", "Agent"]),
+    (
+        "subagent",
+        &[
+            "Task",
+            "Agent",
+            "invoke_agent",
+            "generalist",
+            "codebase_investigator",
+            "cli_help",
+        ],
+    ),
     ("memory", &["save_memory"]),
 ];
 
@@ -121,6 +131,8 @@ mod tests {
             ("TodoWrite", "todo"),
             ("todo_list", "todo"),
             ("Task", "subagent"),
+            ("invoke_agent", "subagent"),
+            ("generalist", "subagent"),
         ] {
             assert_eq!(
                 canonical(native),

@@ -11,7 +11,10 @@
 //! {"type":"result","timestamp":"…","status":"success","stats":{"total_tokens":1295,"input_tokens":1250,"output_tokens":45,"cached":0,"input":1250,"duration_ms":602,"tool_calls":0,"models":{…}}}
 //! ```
 //! `result` may carry `error{type,message}` with `status:"error"`; older
-//! versions (0.11.x) have no `cached`/`input`/`models` in `stats`.
+//! versions (0.11.x) have no `cached`/`input`/`models` in `stats`, 0.30.x no
+//! `models`, and `init` may name a routing alias (`auto`, `auto-gemini-3`).
+//! 0.11.x reports a failed model call as `result` `status:"success"` with no
+//! reply and no `error` record before it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -25,6 +28,11 @@ use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Te
 use crate::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "gemini";
+
+/// The message of a run that the CLI called a success though the model never
+/// answered the last prompt or tool result.
+const NO_ANSWER: &str =
+    "the model did not answer (the CLI reported success without a reply or an error)";
 
 /// One line of Gemini's stream; every field that any event type has.
 #[derive(Deserialize)]
@@ -101,6 +109,9 @@ pub struct Gemini {
     model: Option<String>,
     /// A fatal `error` event waiting for the `result` that follows it.
     error: Option<String>,
+    /// A prompt or tool result that nothing has answered yet (no model text,
+    /// tool call or `error` record since).
+    unanswered: bool,
     scratch: Option<Vec<u8>>,
     id: String,
 }
@@ -172,6 +183,7 @@ impl Gemini {
     fn message(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
         match rec.role.as_deref() {
             Some("assistant") => {
+                self.unanswered = false;
                 if rec.delta == Some(true) {
                     // The hot path: copy the delta's JSON string as it is.
                     let literal = rec.content.and_then(json::literal);
@@ -205,6 +217,7 @@ impl Gemini {
             }
             Some("user") => {
                 let text = rec.content.map(text_of).unwrap_or_default();
+                self.unanswered = true;
                 self.close_text(em);
                 let id = self.next_id(em, "user").to_owned();
                 em.text_message(&id, Role::User, &text);
@@ -223,6 +236,7 @@ impl Gemini {
     }
 
     fn tool_use(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+        self.unanswered = false;
         let (Some(id), Some(name)) = (rec.tool_id.as_deref(), rec.tool_name.as_deref()) else {
             return Err(LineError::Shape(
                 "tool_use without tool_id or tool_name".into(),
@@ -253,6 +267,7 @@ impl Gemini {
         self.close_text(em);
         // The model answers the results in a new turn.
         self.parent = None;
+        self.unanswered = true;
         if !em.is_open(id) {
             // A result for a call never announced: announce it, keeping the result.
             em.tool_start(id, "unknown", None);
@@ -294,6 +309,7 @@ impl Gemini {
         // The record goes out as it is: a warning is information, and a fatal
         // error's message also becomes the run's RUN_ERROR.
         raw(em, line);
+        self.unanswered = false;
         if rec.severity.as_deref() != Some("warning") {
             let msg = rec.message.map(text_of).unwrap_or(Cow::Borrowed("error"));
             self.error = Some(msg.into_owned());
@@ -307,7 +323,14 @@ impl Gemini {
         let err = rec.error.and_then(error_info);
         let status = rec.status.as_deref().unwrap_or("success");
         if status == "success" && err.is_none() && self.error.is_none() {
-            em.finish_run(result, None, &usage);
+            if !self.unanswered {
+                em.finish_run(result, None, &usage);
+            } else {
+                // 0.11.x reports a failed model call this way: no error
+                // record, no answer, and `status: "success"`.
+                let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+                em.fail_run(NO_ANSWER, code::API_ERROR, &usage, meta.as_deref());
+            }
             return;
         }
         // An `error` event and the failed result after it are one failure:
@@ -344,7 +367,8 @@ impl Gemini {
             ..Usage::default()
         };
         if stats.models.is_empty() {
-            let model = self.model.as_deref().filter(|m| *m != "auto");
+            // `auto`, `auto-gemini-3`: a routing alias, not a model.
+            let model = self.model.as_deref().filter(|m| !m.starts_with("auto"));
             vec![usage(model, &stats.total)]
         } else {
             stats
