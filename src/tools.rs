@@ -58,7 +58,7 @@ pub const TABLE: &[(&str, &[&str])] = &[
         "todo",
         &["TodoWrite", "write_todos", "update_plan", "todo_list"],
     ),
-    ("subagent", &["Task", "Agent"]),
+    ("subagent", &["Task", "Agent", "spawn_agent"]),
     ("memory", &["save_memory"]),
 ];
 
@@ -121,6 +121,7 @@ mod tests {
             ("TodoWrite", "todo"),
             ("todo_list", "todo"),
             ("Task", "subagent"),
+            ("spawn_agent", "subagent"),
         ] {
             assert_eq!(
                 canonical(native),
