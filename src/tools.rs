@@ -67,6 +67,7 @@ pub const TABLE: &[(&str, &[&str])] = &[
             "generalist",
             "codebase_investigator",
             "cli_help",
+            "spawn_agent",
         ],
     ),
     ("memory", &["save_memory"]),
@@ -133,6 +134,7 @@ mod tests {
             ("Task", "subagent"),
             ("invoke_agent", "subagent"),
             ("generalist", "subagent"),
+            ("spawn_agent", "subagent"),
         ] {
             assert_eq!(
                 canonical(native),
