@@ -119,9 +119,12 @@ impl Closer {
                         self.scalar = Scalar::None;
                         return self.string_done();
                     }
-                    (0, _) => Scalar::Str { esc: 0 },
+                    // A control character must be escaped inside a string.
+                    (0, c) if c >= 0x20 => Scalar::Str { esc: 0 },
                     (1, b'u') => Scalar::Str { esc: 2 },
-                    (1, _) => Scalar::Str { esc: 0 },
+                    (1, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                        Scalar::Str { esc: 0 }
+                    }
                     (2..=4, h) if h.is_ascii_hexdigit() => Scalar::Str { esc: esc + 1 },
                     (5, h) if h.is_ascii_hexdigit() => Scalar::Str { esc: 0 },
                     _ => {
@@ -338,5 +341,21 @@ mod tests {
         assert_eq!(close(r#"{"a": tr"#).as_deref(), Some("ue}"));
         assert_eq!(close(r#"{"a": "x\"#).as_deref(), Some(r#"\"}"#));
         assert_eq!(close(r#"{"a": "\u00"#).as_deref(), Some(r#"00"}"#));
+    }
+
+    #[test]
+    fn raw_control_characters_and_bad_escapes_break_a_string() {
+        for text in [
+            "{\"comma\nd\": \"x\"}",
+            "{\"a\": \"tab\there\"}",
+            r#"{"a": "\q"}"#,
+        ] {
+            let mut c = Closer::default();
+            c.feed(text);
+            assert!(c.is_broken(), "{text:?}");
+        }
+        let mut c = Closer::default();
+        c.feed(r#"{"a": "\n\t\/\b\f\r\"\\ ok"}"#);
+        assert!(!c.is_broken());
     }
 }
