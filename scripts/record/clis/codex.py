@@ -17,6 +17,7 @@ import threading
 import time
 
 import mock
+from clis import version as version_of
 from scenarios import SUB_MARK
 
 PACKAGE = "@openai/codex"
@@ -36,12 +37,9 @@ OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_
 # checked, not where between them a thing changed.
 
 
-def _ver(version):
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
-
 
 def _model(version):
-    v = _ver(version)
+    v = version_of(version)
     if v < (0, 60, 0):
         return "gpt-5-codex"
     return "gpt-5.5"
@@ -50,9 +48,9 @@ def _model(version):
 def supports(version, scenario):
     if "max_turns" in scenario.needs:
         return "Codex has no option that limits the number of turns"
-    if "subagent" in scenario.needs and _ver(version) < (0, 100, 0):
+    if "subagent" in scenario.needs and version_of(version) < (0, 100, 0):
         return "this version has no subagent tool"
-    if "plan" in scenario.needs and _ver(version) < (0, 100, 0):
+    if "plan" in scenario.needs and version_of(version) < (0, 100, 0):
         return "`codex exec` of this version does not offer the update_plan tool"
     return None
 
@@ -61,7 +59,7 @@ def _extra_config(ctx):
     """Newer versions leave the plan tool and subagents off by default; the
     scenarios that need them turn them on, the others run as configured
     out of the box."""
-    if _ver(ctx.version) < (0, 100, 0):
+    if version_of(ctx.version) < (0, 100, 0):
         return ""
     if "plan" in ctx.scenario.needs:
         return "\n[tools.update_plan]\nenabled = true\n"
@@ -80,7 +78,7 @@ def prepare(ctx):
     codex_home = ctx.home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     model = _model(ctx.version)
-    if "subagent" in ctx.scenario.needs and _ver(ctx.version) >= (0, 100, 0):
+    if "subagent" in ctx.scenario.needs and version_of(ctx.version) >= (0, 100, 0):
         # The models this version has metadata for get the second multi-agent
         # tool set, whose work `exec --json` does not show; a model without
         # metadata gets the first, shown as collab_tool_call items (after a
@@ -110,7 +108,7 @@ stream_idle_timeout_ms = 20000
         "NO_COLOR": "1",
     }
     argv = [ctx.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
-    if ctx.resume and _ver(ctx.version) < (0, 100, 0):
+    if ctx.resume and version_of(ctx.version) < (0, 100, 0):
         # Here `resume --last PROMPT` reads PROMPT as a session id: name the
         # session the first run wrote instead.
         argv += ["resume", _last_session(codex_home), ctx.prompt]

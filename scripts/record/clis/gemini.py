@@ -15,6 +15,7 @@ import os
 import time
 
 import mock
+from clis import version as version_of
 from scenarios import SUB_MARK
 
 PACKAGE = "@google/gemini-cli"
@@ -37,12 +38,9 @@ STATUS_MESSAGES = {
 }
 
 
-def _version(v):
-    return tuple(int(x) for x in v.split(".")[:3])
-
 
 def supports(version, scenario):
-    v = _version(version)
+    v = version_of(version)
     if "resume" in scenario.needs and v < (0, 20, 0):
         return "no --resume option before 0.20"
     if "subagent" in scenario.needs and v < (0, 30, 0):
@@ -51,7 +49,7 @@ def supports(version, scenario):
 
 
 def _settings(ctx):
-    v = _version(ctx.version)
+    v = version_of(ctx.version)
     s = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
@@ -195,7 +193,7 @@ def _usage(prompt, out):
 
 def reply(t, body, who, index, ctx):
     decls = _declarations(body)
-    if index == 0 and _version(ctx.version) < (0, 20, 0):
+    if index == 0 and version_of(ctx.version) < (0, 20, 0):
         # 0.11 loads its shell parser in the background when it starts and
         # rejects commands that arrive before it is ready; a real model takes
         # longer than that to answer.
