@@ -188,7 +188,7 @@ they never go on its command line or into the output.";
 pub struct RunArgs {
     /// The CLI to start.
     #[arg(value_enum, required_unless_present = "check")]
-    pub cli: Option<crate::spawn::Cli>,
+    pub cli: Option<crate::dialect::Dialect>,
 
     /// The prompt; `-` or none reads it from standard input.
     #[arg(value_name = "PROMPT")]

@@ -9,6 +9,7 @@ pub mod agui;
 pub mod check;
 pub mod cli;
 pub mod closer;
+pub mod dialect;
 pub mod fuzzing;
 pub mod json;
 pub mod lines;

@@ -21,50 +21,9 @@ use anyhow::Context;
 
 use crate::agui::{code, Outcome};
 use crate::cli::RunArgs;
+use crate::dialect::Dialect;
 use crate::run::{self, Options, Stats};
-use crate::source::{self, Dialect};
-
-/// The CLIs `run` can start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Cli {
-    Gemini,
-    Codex,
-    Claude,
-}
-
-impl Cli {
-    const ALL: [Cli; 3] = [Cli::Gemini, Cli::Codex, Cli::Claude];
-
-    fn dialect(self) -> Dialect {
-        match self {
-            Cli::Gemini => Dialect::Gemini,
-            Cli::Codex => Dialect::Codex,
-            Cli::Claude => Dialect::Claude,
-        }
-    }
-
-    fn program(self) -> &'static str {
-        self.dialect().name()
-    }
-
-    /// The npm package that provides the CLI.
-    fn package(self) -> &'static str {
-        match self {
-            Cli::Gemini => "@google/gemini-cli",
-            Cli::Codex => "@openai/codex",
-            Cli::Claude => "@anthropic-ai/claude-code",
-        }
-    }
-
-    /// The environment variable that names the executable.
-    fn env_var(self) -> &'static str {
-        match self {
-            Cli::Gemini => "AGUI_GEMINI_CLI",
-            Cli::Codex => "AGUI_CODEX_CLI",
-            Cli::Claude => "AGUI_CLAUDE_CLI",
-        }
-    }
-}
+use crate::source;
 
 /// How tool calls are approved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -103,137 +62,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("a duration must be positive: {s:?}"));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-/// The argument list for a CLI (without the executable), or why the options
-/// cannot be expressed for it. `policy` is the Gemini CLI policy file that
-/// holds the --deny-tool rules (see [`deny_policy`]).
-pub fn argv(
-    cli: Cli,
-    a: &RunArgs,
-    prompt: &str,
-    policy: Option<&Path>,
-) -> anyhow::Result<Vec<String>> {
-    let mut v: Vec<String> = Vec::new();
-    let s = |x: &str| x.to_owned();
-    match cli {
-        Cli::Gemini => {
-            // yargs takes a value that begins with `-` for an option of
-            // its own: such a prompt goes in the `--prompt=` form.
-            if prompt.starts_with('-') {
-                v.push(format!("--prompt={prompt}"));
-            } else {
-                v.extend([s("-p"), s(prompt)]);
-            }
-            v.extend([s("--output-format"), s("stream-json")]);
-            if let Some(m) = &a.model {
-                v.extend([s("--model"), m.clone()]);
-            }
-            if let Some(r) = &a.resume {
-                v.extend([s("--resume"), r.clone()]);
-            }
-            if !a.allow_tool.is_empty() {
-                v.extend([s("--allowed-tools"), a.allow_tool.join(",")]);
-            }
-            if !a.deny_tool.is_empty() {
-                let Some(policy) = policy else {
-                    anyhow::bail!("gemini forbids tools with a policy file, and none was given");
-                };
-                v.extend([s("--policy"), policy.display().to_string()]);
-            }
-            match a.approval {
-                Approval::Default => {}
-                Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
-                Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
-            }
-            if a.max_turns.is_some() {
-                anyhow::bail!("gemini has no flag for a turn limit: set model.maxSessionTurns in its settings.json");
-            }
-            v.extend(a.extra.iter().cloned());
-        }
-        Cli::Codex => {
-            v.extend([s("exec"), s("--json"), s("--skip-git-repo-check")]);
-            if let Some(m) = &a.model {
-                v.extend([s("--model"), m.clone()]);
-            }
-            if let Some(d) = &a.cwd {
-                // The CLI already runs in DIR: a relative --cd would be taken
-                // from there a second time.
-                let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
-                v.extend([s("--cd"), d.display().to_string()]);
-            }
-            match a.approval {
-                Approval::Default => {}
-                Approval::AutoEdit => v.push(s("--full-auto")),
-                Approval::Yolo => v.push(s("--dangerously-bypass-approvals-and-sandbox")),
-            }
-            if a.max_turns.is_some() {
-                anyhow::bail!("codex has no flag for a turn limit");
-            }
-            if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
-                anyhow::bail!("codex cannot allow or forbid single tools; its sandbox and approval policy (--approval, or -- --sandbox MODE) decide what runs");
-            }
-            v.extend(a.extra.iter().cloned());
-            if let Some(r) = &a.resume {
-                v.extend([s("resume"), r.clone()]);
-            }
-            // Last, after `--`: a prompt that begins with `-`, or that is a
-            // word like `resume` or `review`, is never read as an option or
-            // a subcommand.
-            v.extend([s("--"), s(prompt)]);
-        }
-        Cli::Claude => {
-            v.extend([
-                s("-p"),
-                s("--output-format"),
-                s("stream-json"),
-                s("--verbose"),
-                s("--include-partial-messages"),
-            ]);
-            if let Some(m) = &a.model {
-                v.extend([s("--model"), m.clone()]);
-            }
-            if let Some(n) = a.max_turns {
-                v.extend([s("--max-turns"), n.to_string()]);
-            }
-            if let Some(r) = &a.resume {
-                v.extend([s("--resume"), r.clone()]);
-            }
-            if !a.allow_tool.is_empty() {
-                v.extend([s("--allowedTools"), a.allow_tool.join(",")]);
-            }
-            if !a.deny_tool.is_empty() {
-                v.extend([s("--disallowedTools"), a.deny_tool.join(",")]);
-            }
-            match a.approval {
-                Approval::Default => {}
-                Approval::AutoEdit => v.extend([s("--permission-mode"), s("acceptEdits")]),
-                Approval::Yolo => v.push(s("--dangerously-skip-permissions")),
-            }
-            // `-p` is a switch and the prompt an argument: last, after `--`,
-            // so that neither a prompt that begins with `-` nor a variadic
-            // option such as --allowedTools can take it.
-            v.extend(a.extra.iter().cloned());
-            v.extend([s("--"), s(prompt)]);
-        }
-    }
-    Ok(v)
-}
-
-/// Gemini CLI's policy engine (`--policy FILE`, TOML) is its one way to
-/// forbid a tool from the command line: a `deny` rule without conditions
-/// removes the tool from what the model is offered, in every approval mode
-/// (yolo included), and outranks the CLI's own rules.
-pub fn deny_policy(tools: &[String]) -> String {
-    let mut toml = String::from("# Written by agui-translate run for --deny-tool.\n");
-    for tool in tools {
-        // A JSON string is a TOML basic string: the same escapes.
-        let name = serde_json::to_string(tool).expect("a string serializes");
-        toml.push_str(&format!(
-            "\n[[rule]]\ntoolName = {name}\ndecision = \"deny\"\npriority = 999\n"
-        ));
-    }
-    toml
 }
 
 /// A file of ours in the temporary directory, removed when dropped (after
@@ -276,16 +104,16 @@ impl Drop for TempFile {
 /// The executable: `--cli`, else the environment variable, else the
 /// program name (found on PATH when spawned). A relative path is made
 /// absolute here: with --cwd it would be looked up from DIR instead.
-fn executable(cli: Cli, a: &RunArgs) -> PathBuf {
+fn executable(cli: Dialect, a: &RunArgs) -> PathBuf {
     let exe = a
         .cli_path
         .clone()
         .or_else(|| {
-            std::env::var_os(cli.env_var())
+            std::env::var_os(cli.env_var)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         })
-        .unwrap_or_else(|| PathBuf::from(cli.program()));
+        .unwrap_or_else(|| PathBuf::from(cli.program));
     if exe.components().count() > 1 {
         std::path::absolute(&exe).unwrap_or(exe)
     } else {
@@ -427,32 +255,15 @@ fn drain_stderr(
     })
 }
 
-/// What an exit status means, per CLI: (code, explanation).
-fn meaning(cli: Cli, status: i32) -> (&'static str, String) {
-    match (cli, status) {
-        (Cli::Gemini, 41) => (code::AUTH_ERROR, "authentication failed".into()),
-        (Cli::Gemini, 42) => (code::CLI_ERROR, "the input was rejected".into()),
-        (Cli::Gemini, 52) => (code::CLI_ERROR, "the configuration is invalid".into()),
-        (Cli::Gemini, 53) => (code::MAX_TURNS, "the session turn limit was reached".into()),
-        (Cli::Gemini, 55) => (
-            code::CLI_ERROR,
-            "the folder is not trusted (GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust)".into(),
-        ),
-        (Cli::Gemini, s) if (144..=255).contains(&s) => {
-            // HTTP status & 0xFF: 400→144, 429→173, 500→244, …
-            let http = [400, 401, 403, 404, 408, 409, 429, 500, 502, 503, 504]
-                .into_iter()
-                .find(|h| h & 0xFF == s)
-                .map_or_else(|| "an HTTP error".to_owned(), |h| format!("HTTP {h}"));
-            let code = if s == 145 || s == 147 {
-                code::AUTH_ERROR
-            } else {
-                code::API_ERROR
-            };
-            (code, format!("the model API failed ({http})"))
-        }
-        (_, 127) => (code::CLI_ERROR, "a program it needs was not found".into()),
-        (_, s) if s > 128 && s < 160 => (
+/// What an exit status means: the CLI's own table first, then what any
+/// process's status says: (code, explanation).
+fn meaning(cli: Dialect, status: i32) -> (&'static str, String) {
+    if let Some(m) = (cli.exit_status)(status) {
+        return m;
+    }
+    match status {
+        127 => (code::CLI_ERROR, "a program it needs was not found".into()),
+        s if s > 128 && s < 160 => (
             code::CLI_ERROR,
             format!("it was killed by signal {}", s - 128),
         ),
@@ -488,16 +299,19 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
     }
-    let policy = if cli == Cli::Gemini && !a.deny_tool.is_empty() {
-        Some(TempFile::create(
+    let command = cli
+        .command
+        .as_ref()
+        .with_context(|| format!("{cli} cannot be started by run"))?;
+    let policy = match &command.deny_file {
+        Some(file) if !a.deny_tool.is_empty() => Some(TempFile::create(
             "agui-translate-deny-tools",
-            "toml",
-            &deny_policy(&a.deny_tool),
-        )?)
-    } else {
-        None
+            file.ext,
+            &(file.contents)(&a.deny_tool)?,
+        )?),
+        _ => None,
     };
-    let args = argv(cli, &a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
+    let args = (command.argv)(&a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
     let exe = executable(cli, &a);
     let mut em = run::emitter(&a.output);
     let stdout = io::stdout();
@@ -525,10 +339,10 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let msg = format!(
                 "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
-                cli.program(),
+                cli.program,
                 exe.display(),
-                cli.package(),
-                cli.env_var()
+                cli.package,
+                cli.env_var
             );
             let _ = writeln!(io::stderr(), "agui-translate: {msg}");
             em.start_run(None, None);
@@ -552,12 +366,12 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         done.clone(),
     );
 
-    let mut tr = source::for_dialect(cli.dialect())?;
+    let mut tr = source::for_dialect(cli)?;
     let mut stats = Stats::default();
     let child_out = child.stdout.take().expect("piped");
     let pumped = run::pump(
         child_out,
-        cli.program(),
+        cli.name(),
         tr.as_mut(),
         &mut em,
         &mut out,
@@ -594,7 +408,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     } else if let Some(code_num) = failure(status) {
         let (code, why) = meaning(cli, code_num);
-        let mut msg = format!("{} exited with status {code_num}: {why}", cli.program());
+        let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
         if !tail.is_empty() {
             msg.push_str(": ");
             msg.push_str(&tail);
@@ -609,7 +423,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     run::settle(
-        cli.program(),
+        cli.name(),
         tr.as_mut(),
         &mut em,
         &mut out,
@@ -768,10 +582,10 @@ fn check() -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut missing = 0;
-    for cli in Cli::ALL {
-        let exe = match std::env::var_os(cli.env_var()).filter(|v| !v.is_empty()) {
+    for cli in Dialect::all().filter(|d| d.command.is_some()) {
+        let exe = match std::env::var_os(cli.env_var).filter(|v| !v.is_empty()) {
             Some(p) => Some(PathBuf::from(p)).filter(|p| p.is_file()),
-            None => find_on_path(cli.program()),
+            None => find_on_path(cli.program),
         };
         match exe {
             None => {
@@ -779,13 +593,13 @@ fn check() -> anyhow::Result<ExitCode> {
                 writeln!(
                     out,
                     "{:<7} missing: npm install -g {}",
-                    cli.program(),
-                    cli.package()
+                    cli.name(),
+                    cli.package
                 )?;
             }
             Some(path) => {
                 let version = probe_version(&path).unwrap_or_else(|| "version unknown".into());
-                writeln!(out, "{:<7} {version} ({})", cli.program(), path.display())?;
+                writeln!(out, "{:<7} {version} ({})", cli.name(), path.display())?;
             }
         }
     }
@@ -865,29 +679,11 @@ mod tests {
     }
 
     #[test]
-    fn deny_policy_rules() {
-        let toml = deny_policy(&["run_shell_command".into(), "odd\"name\\\n".into()]);
-        assert_eq!(
-            toml,
-            "# Written by agui-translate run for --deny-tool.\n\
-             \n[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"deny\"\npriority = 999\n\
-             \n[[rule]]\ntoolName = \"odd\\\"name\\\\\\n\"\ndecision = \"deny\"\npriority = 999\n"
-        );
-    }
-
-    #[test]
     fn exit_statuses_mean_something() {
-        assert_eq!(meaning(Cli::Gemini, 41).0, code::AUTH_ERROR);
-        assert_eq!(meaning(Cli::Gemini, 53).0, code::MAX_TURNS);
-        assert_eq!(
-            meaning(Cli::Gemini, 244),
-            (code::API_ERROR, "the model API failed (HTTP 500)".into())
-        );
-        assert_eq!(
-            meaning(Cli::Gemini, 173).1,
-            "the model API failed (HTTP 429)"
-        );
-        assert_eq!(meaning(Cli::Codex, 1).0, code::CLI_ERROR);
-        assert_eq!(meaning(Cli::Claude, 143).1, "it was killed by signal 15");
+        let d = |n| Dialect::named(n).unwrap();
+        assert_eq!(meaning(d("gemini"), 41).0, code::AUTH_ERROR);
+        assert_eq!(meaning(d("gemini"), 143).1, "it was killed by signal 15");
+        assert_eq!(meaning(d("codex"), 1).0, code::CLI_ERROR);
+        assert_eq!(meaning(d("claude"), 143).1, "it was killed by signal 15");
     }
 }

@@ -1,77 +1,8 @@
 //! Canonical tool names (`--tool-names canonical`): one vocabulary for the
 //! tools of all three CLIs, so a UI can treat "read a file" the same
 //! whoever did it. The native name is never lost: it goes into the
-//! TOOL_CALL_START's `metadata.nativeName`.
-
-/// Native names by canonical name. One table for every CLI: Claude Code
-/// names first, then Gemini CLI, then Codex CLI (tool and item names).
-pub const TABLE: &[(&str, &[&str])] = &[
-    (
-        "file_read",
-        &[
-            "Read",
-            "NotebookRead",
-            "read_file",
-            "read_many_files",
-            "view_image",
-        ],
-    ),
-    ("file_write", &["Write", "write_file"]),
-    (
-        "file_edit",
-        &[
-            "Edit",
-            "MultiEdit",
-            "NotebookEdit",
-            "replace",
-            "edit",
-            "apply_patch",
-            "file_change",
-        ],
-    ),
-    (
-        "shell",
-        &[
-            "Bash",
-            "BashOutput",
-            "KillShell",
-            "KillBash",
-            "run_shell_command",
-            "shell",
-            "local_shell",
-            "exec_command",
-            "command_execution",
-        ],
-    ),
-    ("search_files", &["Glob", "glob"]),
-    (
-        "search_text",
-        &["Grep", "grep_search", "search_file_content", "grep"],
-    ),
-    ("list_dir", &["LS", "list_directory", "ls"]),
-    (
-        "web_search",
-        &["WebSearch", "google_web_search", "web_search"],
-    ),
-    ("web_fetch", &["WebFetch", "web_fetch"]),
-    (
-        "todo",
-        &["TodoWrite", "write_todos", "update_plan", "todo_list"],
-    ),
-    (
-        "subagent",
-        &[
-            "Task",
-            "Agent",
-            "invoke_agent",
-            "generalist",
-            "codebase_investigator",
-            "cli_help",
-            "spawn_agent",
-        ],
-    ),
-    ("memory", &["save_memory"]),
-];
+//! TOOL_CALL_START's `metadata.nativeName`. Each CLI's table
+//! ([`crate::dialect`]) lists its tools with their canonical names.
 
 /// A tool name in the canonical vocabulary.
 #[derive(Debug, PartialEq, Eq)]
@@ -86,7 +17,11 @@ pub struct Canonical<'a> {
 /// `mcp:SERVER/TOOL` (as the Codex translator names them) or
 /// `SERVER__TOOL` (Gemini CLI's names for MCP tools).
 pub fn canonical(native: &str) -> Canonical<'_> {
-    if let Some((canon, _)) = TABLE.iter().find(|(_, names)| names.contains(&native)) {
+    let known = crate::dialect::ALL
+        .iter()
+        .flat_map(|spec| spec.tools)
+        .find(|(name, _)| *name == native);
+    if let Some((_, canon)) = known {
         return Canonical {
             name: canon,
             mcp: None,
@@ -169,14 +104,5 @@ mod tests {
     fn unknown_names_stay() {
         assert_eq!(canonical("ExitPlanMode").name, "ExitPlanMode");
         assert_eq!(canonical("__x").name, "__x");
-    }
-
-    #[test]
-    fn no_native_name_is_listed_twice() {
-        let mut all: Vec<&str> = TABLE.iter().flat_map(|(_, n)| n.iter().copied()).collect();
-        let len = all.len();
-        all.sort_unstable();
-        all.dedup();
-        assert_eq!(all.len(), len);
     }
 }

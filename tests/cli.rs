@@ -389,9 +389,10 @@ fn all_recordings() -> Vec<std::path::PathBuf> {
 /// name is kept.
 #[test]
 fn every_recorded_tool_has_a_canonical_name() {
-    let known: Vec<&str> = agui_translate::tools::TABLE
+    let known: Vec<&str> = agui_translate::dialect::ALL
         .iter()
-        .map(|(c, _)| *c)
+        .flat_map(|spec| spec.tools)
+        .map(|(_, c)| *c)
         .chain(["mcp"])
         .collect();
     let mut seen = 0;

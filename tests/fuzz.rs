@@ -117,12 +117,9 @@ fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
 fn mutated_recordings_give_well_formed_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut seeds: Vec<(FromCli, Vec<u8>)> = Vec::new();
-    for (cli, from) in [
-        ("gemini", FromCli::Gemini),
-        ("codex", FromCli::Codex),
-        ("claude", FromCli::Claude),
-    ] {
-        let mut dirs = vec![root.join(cli)];
+    for dialect in agui_translate::source::Dialect::all() {
+        let from = FromCli::Dialect(dialect);
+        let mut dirs = vec![root.join(dialect.name())];
         while let Some(dir) = dirs.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let path = entry.unwrap().path();

@@ -63,5 +63,8 @@ fn claude_text_deltas_allocate_nothing() {
             )
         })
         .collect();
-    assert_eq!(allocations(Dialect::Claude, &setup, &deltas), 0);
+    assert_eq!(
+        allocations(Dialect::named("claude").unwrap(), &setup, &deltas),
+        0
+    );
 }

@@ -18,7 +18,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 fn recordings() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut found = Vec::new();
-    for cli in ["gemini", "codex", "claude"] {
+    for cli in agui_translate::dialect::ALL.iter().map(|spec| spec.name) {
         let mut dirs = vec![root.join(cli)];
         while let Some(dir) = dirs.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
@@ -36,12 +36,7 @@ fn recordings() -> Vec<(String, PathBuf)> {
 }
 
 fn from(cli: &str) -> FromCli {
-    match cli {
-        "gemini" => FromCli::Gemini,
-        "codex" => FromCli::Codex,
-        "claude" => FromCli::Claude,
-        _ => FromCli::Auto,
-    }
+    FromCli::named(cli).expect("a dialect")
 }
 
 fn terminals(out: &[u8]) -> usize {
@@ -275,7 +270,11 @@ fn impossible_orders() {
 
 #[test]
 fn empty_preamble_only_crlf_and_bom() {
-    for cli in ["gemini", "codex", "claude", "auto"] {
+    for cli in agui_translate::dialect::ALL
+        .iter()
+        .map(|s| s.name)
+        .chain(["auto"])
+    {
         let (code, out, _) = hostile(&["--from", cli], b"");
         assert_eq!(code, 0);
         assert!(out.contains(r#""code":"no_events""#), "{cli}: {out}");

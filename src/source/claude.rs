@@ -1401,7 +1401,10 @@ mod tests {
         let input = format!(
             "{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}}\n{result}\n"
         );
-        let out = crate::run::translate_bytes(crate::source::FromCli::Claude, input.as_bytes());
+        let out = crate::run::translate_bytes(
+            crate::source::FromCli::named("claude").unwrap(),
+            input.as_bytes(),
+        );
         let last = String::from_utf8(out)
             .unwrap()
             .lines()

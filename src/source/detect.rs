@@ -1,72 +1,15 @@
 //! `--from auto`: tell the dialect from the stream itself.
 //!
-//! The first record that only one CLI writes decides, and from then on the
-//! lines go to that CLI's translator. Nothing is buffered: the deciding line
-//! is translated at once, and lines before it (noise that is not JSON, a
-//! record every dialect could have written) go out as RAW, as they would with
-//! `--from`. One line is almost always enough:
-//!
-//! | first record | dialect |
-//! |---|---|
-//! | `{"type":"init","session_id":…}`, `message`/`tool_use`/`tool_result` records, `result` with `status`, `error` with `severity` | gemini |
-//! | `type` with a dot (`thread.started`, `turn.started`, `item.completed`), `error` without `severity` | codex (current) |
-//! | `{"id":…,"msg":{…}}`, the `{"prompt":…}` preamble, the config summary object (`model`, `provider`, `sandbox`, …) | codex (legacy) |
-//! | `system`, `assistant`, `user`, `stream_event`, `result` with `subtype` | claude |
-
-use std::borrow::Cow;
-
-use serde::Deserialize;
-use serde_json::value::RawValue;
+//! The first record that only one CLI writes decides (each dialect's table
+//! says which records those are: see [`crate::dialect`]), and from then on
+//! the lines go to that CLI's translator. Nothing is buffered: the deciding
+//! line is translated at once, and lines before it (noise that is not JSON,
+//! a record every dialect could have written) go out as RAW, as they would
+//! with `--from`. One line is almost always enough.
 
 use super::{for_dialect, Dialect, LineError, Translate};
 use crate::agui::Emitter;
-
-/// A record's keys that tell the dialects apart.
-#[derive(Deserialize)]
-struct Probe<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    session_id: Option<&'a RawValue>,
-    role: Option<&'a RawValue>,
-    status: Option<&'a RawValue>,
-    subtype: Option<&'a RawValue>,
-    severity: Option<&'a RawValue>,
-    id: Option<&'a RawValue>,
-    msg: Option<&'a RawValue>,
-    prompt: Option<&'a RawValue>,
-    model: Option<&'a RawValue>,
-    provider: Option<&'a RawValue>,
-    sandbox: Option<&'a RawValue>,
-    approval: Option<&'a RawValue>,
-    workdir: Option<&'a RawValue>,
-}
-
-/// The dialect `line` belongs to, if it tells.
-pub fn classify(line: &[u8]) -> Option<Dialect> {
-    let p: Probe = serde_json::from_slice(line).ok()?;
-    if let Some(kind) = p.kind.as_deref() {
-        return match kind {
-            k if k.contains('.') => Some(Dialect::Codex),
-            "init" if p.session_id.is_some() => Some(Dialect::Gemini),
-            "message" if p.role.is_some() => Some(Dialect::Gemini),
-            "tool_use" | "tool_result" => Some(Dialect::Gemini),
-            "result" if p.subtype.is_some() => Some(Dialect::Claude),
-            "result" if p.status.is_some() => Some(Dialect::Gemini),
-            "error" if p.severity.is_some() => Some(Dialect::Gemini),
-            "error" => Some(Dialect::Codex),
-            "system" | "assistant" | "user" | "stream_event" => Some(Dialect::Claude),
-            _ => None,
-        };
-    }
-    let legacy_event = p.id.is_some() && p.msg.is_some();
-    let preamble = p.prompt.is_some()
-        || (p.model.is_some()
-            && (p.provider.is_some()
-                || p.sandbox.is_some()
-                || p.approval.is_some()
-                || p.workdir.is_some()));
-    (legacy_event || preamble).then_some(Dialect::Codex)
-}
+pub use crate::dialect::classify;
 
 /// Forwards to the translator of the detected dialect.
 #[derive(Default)]
@@ -111,7 +54,7 @@ impl Translate for Detect {
     }
 
     fn source(&self) -> &'static str {
-        self.dialect().map_or(super::UNDETECTED, Dialect::name)
+        self.dialect().map_or(super::UNDETECTED, |d| d.name())
     }
 }
 
@@ -121,56 +64,47 @@ mod tests {
 
     #[test]
     fn first_records_of_each_dialect() {
-        let cases: &[(&str, Option<Dialect>)] = &[
+        let cases: &[(&str, Option<&str>)] = &[
             (
                 r#"{"type":"init","timestamp":"t","session_id":"s","model":"auto"}"#,
-                Some(Dialect::Gemini),
+                Some("gemini"),
             ),
             (
                 r#"{"type":"message","role":"user","content":"hi"}"#,
-                Some(Dialect::Gemini),
+                Some("gemini"),
             ),
-            (
-                r#"{"type":"result","status":"success"}"#,
-                Some(Dialect::Gemini),
-            ),
+            (r#"{"type":"result","status":"success"}"#, Some("gemini")),
             (
                 r#"{"type":"error","severity":"warning","message":"m"}"#,
-                Some(Dialect::Gemini),
+                Some("gemini"),
             ),
             (
                 r#"{"type":"thread.started","thread_id":"t"}"#,
-                Some(Dialect::Codex),
+                Some("codex"),
             ),
-            (r#"{"type":"turn.started"}"#, Some(Dialect::Codex)),
+            (r#"{"type":"turn.started"}"#, Some("codex")),
             (
                 r#"{"type":"error","message":"Reconnecting... 1/5"}"#,
-                Some(Dialect::Codex),
+                Some("codex"),
             ),
             (
                 r#"{"model":"gpt-5","provider":"openai","sandbox":"read-only","workdir":"/w"}"#,
-                Some(Dialect::Codex),
+                Some("codex"),
             ),
-            (r#"{"prompt":"hello"}"#, Some(Dialect::Codex)),
-            (
-                r#"{"id":"0","msg":{"type":"task_started"}}"#,
-                Some(Dialect::Codex),
-            ),
+            (r#"{"prompt":"hello"}"#, Some("codex")),
+            (r#"{"id":"0","msg":{"type":"task_started"}}"#, Some("codex")),
             (
                 r#"{"type":"system","subtype":"init","session_id":"s"}"#,
-                Some(Dialect::Claude),
+                Some("claude"),
             ),
-            (
-                r#"{"type":"stream_event","event":{}}"#,
-                Some(Dialect::Claude),
-            ),
+            (r#"{"type":"stream_event","event":{}}"#, Some("claude")),
             (
                 r#"{"session_id":"s","type":"assistant","message":{}}"#,
-                Some(Dialect::Claude),
+                Some("claude"),
             ),
             (
                 r#"{"type":"result","subtype":"success","is_error":false}"#,
-                Some(Dialect::Claude),
+                Some("claude"),
             ),
             (r#"{"type":"something_else"}"#, None),
             (r#"{"hello":"world"}"#, None),
@@ -178,7 +112,7 @@ mod tests {
             ("[1,2]", None),
         ];
         for (line, want) in cases {
-            assert_eq!(classify(line.as_bytes()), *want, "{line}");
+            assert_eq!(classify(line.as_bytes()).map(|d| d.name()), *want, "{line}");
         }
     }
 }

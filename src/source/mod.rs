@@ -10,57 +10,12 @@ use serde_json::value::RawValue;
 use crate::agui::{self, Emitter};
 use crate::json;
 
+pub use crate::dialect::{Dialect, FromCli};
+
 pub mod claude;
 pub mod codex;
 pub mod detect;
 pub mod gemini;
-
-/// What `--from` accepts: a dialect, or `auto` to tell it from the input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum FromCli {
-    /// Tell the CLI from the stream itself.
-    #[default]
-    Auto,
-    /// Gemini CLI: `gemini -p … --output-format stream-json`
-    Gemini,
-    /// OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)
-    Codex,
-    /// Claude Code: `claude -p … --output-format stream-json --verbose`
-    Claude,
-}
-
-impl FromCli {
-    /// The forced dialect, or `None` for `auto`.
-    pub fn dialect(self) -> Option<Dialect> {
-        match self {
-            FromCli::Auto => None,
-            FromCli::Gemini => Some(Dialect::Gemini),
-            FromCli::Codex => Some(Dialect::Codex),
-            FromCli::Claude => Some(Dialect::Claude),
-        }
-    }
-}
-
-/// The CLI dialects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    /// Gemini CLI: `gemini -p … --output-format stream-json`
-    Gemini,
-    /// OpenAI Codex CLI: `codex exec --json …`
-    Codex,
-    /// Claude Code: `claude -p … --output-format stream-json --verbose`
-    Claude,
-}
-
-impl Dialect {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Gemini => "gemini",
-            Dialect::Codex => "codex",
-            Dialect::Claude => "claude",
-        }
-    }
-}
 
 pub trait Translate {
     /// Translate one non-blank input line. `line` is `&mut` so that a parser
@@ -89,11 +44,7 @@ pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
 
 /// A fresh translator for one input stream.
 pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
-    match d {
-        Dialect::Gemini => Ok(Box::new(gemini::Gemini::default())),
-        Dialect::Codex => Ok(Box::new(codex::Codex::default())),
-        Dialect::Claude => Ok(Box::new(claude::Claude::default())),
-    }
+    Ok((d.translator)())
 }
 
 /// Why a line could not be translated. The line itself still goes out as a

@@ -1,0 +1,90 @@
+//! Claude Code: `claude -p … --output-format stream-json --verbose`.
+
+use std::path::Path;
+
+use super::{Command, Probe, Spec};
+use crate::cli::RunArgs;
+use crate::spawn::Approval;
+
+pub static SPEC: Spec = Spec {
+    name: "claude",
+    about: "Claude Code: `claude -p … --output-format stream-json --verbose`",
+    program: "claude",
+    package: "@anthropic-ai/claude-code",
+    env_var: "AGUI_CLAUDE_CLI",
+    translator: || Box::new(crate::source::claude::Claude::default()),
+    detect,
+    command: Some(Command {
+        argv,
+        deny_file: None,
+    }),
+    exit_status: |_| None,
+    tools: &[
+        ("Read", "file_read"),
+        ("NotebookRead", "file_read"),
+        ("Write", "file_write"),
+        ("Edit", "file_edit"),
+        ("MultiEdit", "file_edit"),
+        ("NotebookEdit", "file_edit"),
+        ("Bash", "shell"),
+        ("BashOutput", "shell"),
+        ("KillShell", "shell"),
+        ("KillBash", "shell"),
+        ("Glob", "search_files"),
+        ("Grep", "search_text"),
+        ("LS", "list_dir"),
+        ("WebSearch", "web_search"),
+        ("WebFetch", "web_fetch"),
+        ("TodoWrite", "todo"),
+        ("Task", "subagent"),
+        ("Agent", "subagent"),
+    ],
+};
+
+/// `system`, `assistant`, `user`, `stream_event`, and `result` with
+/// `subtype` (Gemini's has `status`).
+fn detect(p: &Probe) -> bool {
+    match p.kind() {
+        Some("result") => p.has("subtype"),
+        Some("system" | "assistant" | "user" | "stream_event") => true,
+        _ => false,
+    }
+}
+
+fn argv(a: &RunArgs, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
+    let mut v: Vec<String> = Vec::new();
+    let s = |x: &str| x.to_owned();
+    v.extend([
+        s("-p"),
+        s("--output-format"),
+        s("stream-json"),
+        s("--verbose"),
+        s("--include-partial-messages"),
+    ]);
+    if let Some(m) = &a.model {
+        v.extend([s("--model"), m.clone()]);
+    }
+    if let Some(n) = a.max_turns {
+        v.extend([s("--max-turns"), n.to_string()]);
+    }
+    if let Some(r) = &a.resume {
+        v.extend([s("--resume"), r.clone()]);
+    }
+    if !a.allow_tool.is_empty() {
+        v.extend([s("--allowedTools"), a.allow_tool.join(",")]);
+    }
+    if !a.deny_tool.is_empty() {
+        v.extend([s("--disallowedTools"), a.deny_tool.join(",")]);
+    }
+    match a.approval {
+        Approval::Default => {}
+        Approval::AutoEdit => v.extend([s("--permission-mode"), s("acceptEdits")]),
+        Approval::Yolo => v.push(s("--dangerously-skip-permissions")),
+    }
+    // `-p` is a switch and the prompt an argument: last, after `--`, so that
+    // neither a prompt that begins with `-` nor a variadic option such as
+    // --allowedTools can take it.
+    v.extend(a.extra.iter().cloned());
+    v.extend([s("--"), s(prompt)]);
+    Ok(v)
+}

@@ -1,0 +1,90 @@
+//! OpenAI Codex CLI: `codex exec --json …` (current and legacy formats).
+
+use std::path::Path;
+
+use super::{Command, Probe, Spec};
+use crate::cli::RunArgs;
+use crate::spawn::Approval;
+
+pub static SPEC: Spec = Spec {
+    name: "codex",
+    about: "OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)",
+    program: "codex",
+    package: "@openai/codex",
+    env_var: "AGUI_CODEX_CLI",
+    translator: || Box::new(crate::source::codex::Codex::default()),
+    detect,
+    command: Some(Command {
+        argv,
+        deny_file: None,
+    }),
+    exit_status: |_| None,
+    tools: &[
+        ("view_image", "file_read"),
+        ("apply_patch", "file_edit"),
+        ("file_change", "file_edit"),
+        ("shell", "shell"),
+        ("local_shell", "shell"),
+        ("exec_command", "shell"),
+        ("command_execution", "shell"),
+        ("web_search", "web_search"),
+        ("update_plan", "todo"),
+        ("todo_list", "todo"),
+        ("spawn_agent", "subagent"),
+    ],
+};
+
+/// A `type` with a dot (`thread.started`, `item.completed`), `error` without
+/// `severity` (Gemini's has one); legacy: `{"id":…,"msg":{…}}`, the
+/// `{"prompt":…}` preamble, the config summary (`model` with `provider`,
+/// `sandbox`, `approval` or `workdir`).
+fn detect(p: &Probe) -> bool {
+    if p.has("type") {
+        return match p.kind() {
+            Some("error") => !p.has("severity"),
+            Some(k) => k.contains('.'),
+            None => false,
+        };
+    }
+    let legacy_event = p.has("id") && p.has("msg");
+    let preamble = p.has("prompt")
+        || (p.has("model")
+            && ["provider", "sandbox", "approval", "workdir"]
+                .iter()
+                .any(|k| p.has(k)));
+    legacy_event || preamble
+}
+
+fn argv(a: &RunArgs, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
+    let mut v: Vec<String> = Vec::new();
+    let s = |x: &str| x.to_owned();
+    v.extend([s("exec"), s("--json"), s("--skip-git-repo-check")]);
+    if let Some(m) = &a.model {
+        v.extend([s("--model"), m.clone()]);
+    }
+    if let Some(d) = &a.cwd {
+        // The CLI already runs in DIR: a relative --cd would be taken from
+        // there a second time.
+        let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
+        v.extend([s("--cd"), d.display().to_string()]);
+    }
+    match a.approval {
+        Approval::Default => {}
+        Approval::AutoEdit => v.push(s("--full-auto")),
+        Approval::Yolo => v.push(s("--dangerously-bypass-approvals-and-sandbox")),
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!("codex has no flag for a turn limit");
+    }
+    if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
+        anyhow::bail!("codex cannot allow or forbid single tools; its sandbox and approval policy (--approval, or -- --sandbox MODE) decide what runs");
+    }
+    v.extend(a.extra.iter().cloned());
+    if let Some(r) = &a.resume {
+        v.extend([s("resume"), r.clone()]);
+    }
+    // Last, after `--`: a prompt that begins with `-`, or that is a word
+    // like `resume` or `review`, is never read as an option or a subcommand.
+    v.extend([s("--"), s(prompt)]);
+    Ok(v)
+}

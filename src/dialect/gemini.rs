@@ -1,0 +1,175 @@
+//! Gemini CLI: `gemini -p … --output-format stream-json`.
+
+use std::path::Path;
+
+use super::{Command, DenyFile, Probe, Spec};
+use crate::agui::code;
+use crate::cli::RunArgs;
+use crate::spawn::Approval;
+
+pub static SPEC: Spec = Spec {
+    name: "gemini",
+    about: "Gemini CLI: `gemini -p … --output-format stream-json`",
+    program: "gemini",
+    package: "@google/gemini-cli",
+    env_var: "AGUI_GEMINI_CLI",
+    translator: || Box::new(crate::source::gemini::Gemini::default()),
+    detect,
+    command: Some(Command {
+        argv,
+        deny_file: Some(DenyFile {
+            ext: "toml",
+            contents: deny_policy,
+        }),
+    }),
+    exit_status,
+    tools: &[
+        ("read_file", "file_read"),
+        ("read_many_files", "file_read"),
+        ("write_file", "file_write"),
+        ("replace", "file_edit"),
+        ("edit", "file_edit"),
+        ("run_shell_command", "shell"),
+        ("glob", "search_files"),
+        ("grep_search", "search_text"),
+        ("search_file_content", "search_text"),
+        ("grep", "search_text"),
+        ("list_directory", "list_dir"),
+        ("ls", "list_dir"),
+        ("google_web_search", "web_search"),
+        ("web_fetch", "web_fetch"),
+        ("write_todos", "todo"),
+        ("invoke_agent", "subagent"),
+        ("generalist", "subagent"),
+        ("codebase_investigator", "subagent"),
+        ("cli_help", "subagent"),
+        ("save_memory", "memory"),
+    ],
+};
+
+/// `{"type":"init","session_id":…}`, `message`/`tool_use`/`tool_result`
+/// records, `result` with `status` (Claude's has `subtype`), `error` with
+/// `severity`.
+fn detect(p: &Probe) -> bool {
+    match p.kind() {
+        Some("init") => p.has("session_id"),
+        Some("message") => p.has("role"),
+        Some("tool_use" | "tool_result") => true,
+        Some("result") => p.has("status") && !p.has("subtype"),
+        Some("error") => p.has("severity"),
+        _ => false,
+    }
+}
+
+fn argv(a: &RunArgs, prompt: &str, policy: Option<&Path>) -> anyhow::Result<Vec<String>> {
+    let mut v: Vec<String> = Vec::new();
+    let s = |x: &str| x.to_owned();
+    // yargs takes a value that begins with `-` for an option of its own:
+    // such a prompt goes in the `--prompt=` form.
+    if prompt.starts_with('-') {
+        v.push(format!("--prompt={prompt}"));
+    } else {
+        v.extend([s("-p"), s(prompt)]);
+    }
+    v.extend([s("--output-format"), s("stream-json")]);
+    if let Some(m) = &a.model {
+        v.extend([s("--model"), m.clone()]);
+    }
+    if let Some(r) = &a.resume {
+        v.extend([s("--resume"), r.clone()]);
+    }
+    if !a.allow_tool.is_empty() {
+        v.extend([s("--allowed-tools"), a.allow_tool.join(",")]);
+    }
+    if !a.deny_tool.is_empty() {
+        let Some(policy) = policy else {
+            anyhow::bail!("gemini forbids tools with a policy file, and none was given");
+        };
+        v.extend([s("--policy"), policy.display().to_string()]);
+    }
+    match a.approval {
+        Approval::Default => {}
+        Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
+        Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!(
+            "gemini has no flag for a turn limit: set model.maxSessionTurns in its settings.json"
+        );
+    }
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
+}
+
+/// Gemini CLI's policy engine (`--policy FILE`, TOML) is its one way to
+/// forbid a tool from the command line: a `deny` rule without conditions
+/// removes the tool from what the model is offered, in every approval mode
+/// (yolo included), and outranks the CLI's own rules.
+pub fn deny_policy(tools: &[String]) -> anyhow::Result<String> {
+    let mut toml = String::from("# Written by agui-translate run for --deny-tool.\n");
+    for tool in tools {
+        toml.push_str("\n[[rule]]\ntoolName = ");
+        // A JSON string is a TOML basic string: the same escapes.
+        toml.push_str(&serde_json::to_string(tool).expect("a string serializes"));
+        toml.push_str("\ndecision = \"deny\"\npriority = 999\n");
+    }
+    Ok(toml)
+}
+
+fn exit_status(status: i32) -> Option<(&'static str, String)> {
+    Some(match status {
+        41 => (code::AUTH_ERROR, "authentication failed".into()),
+        42 => (code::CLI_ERROR, "the input was rejected".into()),
+        52 => (code::CLI_ERROR, "the configuration is invalid".into()),
+        53 => (code::MAX_TURNS, "the session turn limit was reached".into()),
+        55 => (
+            code::CLI_ERROR,
+            "the folder is not trusted (GEMINI_CLI_TRUST_WORKSPACE=true or --skip-trust)".into(),
+        ),
+        s if (144..=255).contains(&s) => {
+            // HTTP status & 0xFF: 400→144, 429→173, 500→244, …
+            let http = [400, 401, 403, 404, 408, 409, 429, 500, 502, 503, 504]
+                .into_iter()
+                .find(|h| h & 0xFF == s)
+                .map_or_else(|| "an HTTP error".to_owned(), |h| format!("HTTP {h}"));
+            let code = if s == 145 || s == 147 {
+                code::AUTH_ERROR
+            } else {
+                code::API_ERROR
+            };
+            (code, format!("the model API failed ({http})"))
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deny_policy_rules() {
+        let toml = deny_policy(&["run_shell_command".into(), "odd\"name\\\n".into()]).unwrap();
+        assert_eq!(
+            toml,
+            "# Written by agui-translate run for --deny-tool.\n\
+             \n[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"deny\"\npriority = 999\n\
+             \n[[rule]]\ntoolName = \"odd\\\"name\\\\\\n\"\ndecision = \"deny\"\npriority = 999\n"
+        );
+    }
+
+    #[test]
+    fn exit_statuses_mean_something() {
+        assert_eq!(exit_status(41).unwrap().0, code::AUTH_ERROR);
+        assert_eq!(exit_status(53).unwrap().0, code::MAX_TURNS);
+        assert_eq!(
+            exit_status(244),
+            Some((code::API_ERROR, "the model API failed (HTTP 500)".into()))
+        );
+        assert_eq!(
+            exit_status(173).unwrap().1,
+            "the model API failed (HTTP 429)"
+        );
+        assert_eq!(exit_status(1), None);
+    }
+}

@@ -1,0 +1,290 @@
+//! One table per CLI: everything agui-translate knows about a CLI that is
+//! not its stream format. The translator (in [`crate::source`]) reads the
+//! stream; the entry here says what the CLI is called, where it comes from,
+//! how to tell its records, how `run` starts it and what its exit statuses
+//! mean, and what its tools are called.
+//!
+//! Adding a dialect is a file here with its [`Spec`], a line in [`ALL`], and
+//! its translator.
+
+use std::fmt;
+use std::path::Path;
+
+use clap::builder::PossibleValue;
+
+use crate::cli::RunArgs;
+use crate::source::Translate;
+
+mod claude;
+mod codex;
+mod gemini;
+
+/// Every dialect, in the order auto-detection asks them and `run --check`
+/// lists them.
+pub static ALL: &[&Spec] = &[&gemini::SPEC, &codex::SPEC, &claude::SPEC];
+
+/// One CLI's table.
+pub struct Spec {
+    /// Its name for `--from` and `run`, and the `source` of its RAW events.
+    pub name: &'static str,
+    /// What `--from NAME` reads, for `--help`.
+    pub about: &'static str,
+    /// The executable `run` looks for on PATH.
+    pub program: &'static str,
+    /// The npm package that provides it.
+    pub package: &'static str,
+    /// The environment variable that names its executable.
+    pub env_var: &'static str,
+    /// A fresh translator for one input stream.
+    pub translator: fn() -> Box<dyn Translate>,
+    /// Whether a record is one only this CLI writes (for `--from auto`).
+    /// The dialects' answers never overlap.
+    pub detect: fn(&Probe) -> bool,
+    /// How `run` starts it, if it can.
+    pub command: Option<Command>,
+    /// What an exit status other than 0 means, where the CLI documents it:
+    /// the AG-UI error code and an explanation.
+    pub exit_status: fn(i32) -> Option<(&'static str, String)>,
+    /// Its tool names (and item types that are tool calls), each with its
+    /// canonical name (see [`crate::tools`]).
+    pub tools: &'static [(&'static str, &'static str)],
+}
+
+/// How `run` starts a CLI in its headless streaming mode.
+pub struct Command {
+    /// The argument list (without the executable), or why the options cannot
+    /// be expressed for this CLI. `deny_file` is the file written by
+    /// `deny_file` below, if any.
+    pub argv: fn(&RunArgs, &str, Option<&Path>) -> anyhow::Result<Vec<String>>,
+    /// For a CLI that reads the `--deny-tool` rules from a file: how to
+    /// write it.
+    pub deny_file: Option<DenyFile>,
+}
+
+/// A file of rules that forbid tools.
+pub struct DenyFile {
+    /// Its extension.
+    pub ext: &'static str,
+    /// Its contents for these tool names, or why a name cannot be expressed
+    /// in it.
+    pub contents: fn(&[String]) -> anyhow::Result<String>,
+}
+
+/// A dialect: a row of the table.
+#[derive(Clone, Copy)]
+pub struct Dialect(&'static Spec);
+
+impl Dialect {
+    /// The dialect called `name`.
+    pub fn named(name: &str) -> Option<Dialect> {
+        ALL.iter().find(|s| s.name == name).map(|&s| Dialect(s))
+    }
+
+    /// Every dialect.
+    pub fn all() -> impl Iterator<Item = Dialect> {
+        ALL.iter().map(|&s| Dialect(s))
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    pub fn spec(self) -> &'static Spec {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Dialect {
+    type Target = Spec;
+    fn deref(&self) -> &Spec {
+        self.0
+    }
+}
+
+impl PartialEq for Dialect {
+    fn eq(&self, other: &Dialect) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Dialect {}
+
+impl fmt::Debug for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+/// The dialects `run` can start, as `run`'s first argument.
+impl clap::ValueEnum for Dialect {
+    fn value_variants<'a>() -> &'a [Self] {
+        static RUNNABLE: std::sync::LazyLock<Vec<Dialect>> =
+            std::sync::LazyLock::new(|| Dialect::all().filter(|d| d.command.is_some()).collect());
+        &RUNNABLE
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name))
+    }
+}
+
+/// What `--from` accepts: a dialect, or `auto` to tell it from the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FromCli {
+    /// Tell the CLI from the stream itself.
+    #[default]
+    Auto,
+    /// This dialect.
+    Dialect(Dialect),
+}
+
+impl FromCli {
+    /// The forced dialect, or `None` for `auto`.
+    pub fn dialect(self) -> Option<Dialect> {
+        match self {
+            FromCli::Auto => None,
+            FromCli::Dialect(d) => Some(d),
+        }
+    }
+
+    /// `auto` or a dialect's name.
+    pub fn named(name: &str) -> Option<FromCli> {
+        match name {
+            "auto" => Some(FromCli::Auto),
+            _ => Dialect::named(name).map(FromCli::Dialect),
+        }
+    }
+}
+
+impl clap::ValueEnum for FromCli {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VALUES: std::sync::LazyLock<Vec<FromCli>> = std::sync::LazyLock::new(|| {
+            std::iter::once(FromCli::Auto)
+                .chain(Dialect::all().map(FromCli::Dialect))
+                .collect()
+        });
+        &VALUES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            FromCli::Auto => PossibleValue::new("auto").help("Tell the CLI from the stream itself"),
+            FromCli::Dialect(d) => PossibleValue::new(d.name).help(d.about),
+        })
+    }
+}
+
+/// A record's top-level keys and its `type`, for detection.
+#[derive(Debug, Default)]
+pub struct Probe<'a> {
+    kind: Option<std::borrow::Cow<'a, str>>,
+    keys: Vec<std::borrow::Cow<'a, str>>,
+}
+
+impl<'a> Probe<'a> {
+    /// The probe of a line that is a JSON object.
+    pub fn of(line: &'a [u8]) -> Option<Probe<'a>> {
+        serde_json::from_slice(line).ok()
+    }
+
+    /// The record's `type`, when it is a string.
+    pub fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
+
+    /// Whether the record has the key `key` (whatever its value, null included).
+    pub fn has(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k == key)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Probe<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Probe<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Probe<'de>, A::Error> {
+                let mut p = Probe::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "type" {
+                        p.kind = map.next_value::<Kind<'de>>()?.0;
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                    p.keys.push(key);
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// A `type` value: a string, or anything else (which tells nothing).
+struct Kind<'a>(Option<std::borrow::Cow<'a, str>>);
+
+impl<'de> serde::Deserialize<'de> for Kind<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum K<'a> {
+            Str(#[serde(borrow)] std::borrow::Cow<'a, str>),
+            Other(serde::de::IgnoredAny),
+        }
+        Ok(Kind(match K::deserialize(d)? {
+            K::Str(s) => Some(s),
+            K::Other(_) => None,
+        }))
+    }
+}
+
+/// The dialect `line` belongs to, if one of them claims it.
+pub fn classify(line: &[u8]) -> Option<Dialect> {
+    let probe = Probe::of(line)?;
+    Dialect::all().find(|d| (d.detect)(&probe))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_known() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(ALL[i + 1..]
+                .iter()
+                .all(|b| b.name != a.name && b.env_var != a.env_var));
+            assert_eq!(Dialect::named(a.name).map(|d| d.name()), Some(a.name));
+            assert_eq!(
+                FromCli::named(a.name)
+                    .and_then(FromCli::dialect)
+                    .map(|d| d.name()),
+                Some(a.name)
+            );
+        }
+        assert_eq!(FromCli::named("auto"), Some(FromCli::Auto));
+        assert!(Dialect::named("auto").is_none());
+    }
+
+    #[test]
+    fn a_native_tool_name_means_one_thing() {
+        let all: Vec<(&str, &str)> = ALL.iter().flat_map(|s| s.tools.iter().copied()).collect();
+        for (native, canon) in &all {
+            for (n, c) in &all {
+                assert!(n != native || c == canon, "{native} is {canon} and {c}");
+            }
+        }
+    }
+}
