@@ -2,18 +2,17 @@
 //! its stdout through the same translator, and make the way the CLI ended
 //! part of the AG-UI stream.
 //!
-//! The CLI runs in its own process group (Gemini CLI re-launches itself, so
-//! a signal must reach the whole group). Its stderr is drained on its own
-//! thread, passed through to ours as it arrives, and its last lines are kept
-//! for RUN_ERROR. SIGINT and SIGTERM sent to us are passed to the group and
-//! end the stream as a cancelled run; `--timeout` does the same.
+//! What each CLI is told comes from its table ([`crate::dialect`]); how it
+//! is supervised (process group, signals, timeouts, its stderr) is in
+//! [`crate::supervise`]. This module puts them together: the options
+//! checked, the CLI started, its stream translated, and the way it ended
+//! made part of the AG-UI stream.
 
-use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::{self, Read, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,8 +21,11 @@ use anyhow::Context;
 use crate::agui::{code, Outcome};
 use crate::cli::RunArgs;
 use crate::dialect::Dialect;
+use crate::redact::Redactor;
 use crate::run::{self, Options, Stats};
 use crate::source;
+use crate::stderr::Tail;
+use crate::supervise::{self, Exit, Output, Signals};
 
 /// How tool calls are approved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -121,140 +123,6 @@ fn executable(cli: Dialect, a: &RunArgs) -> PathBuf {
     }
 }
 
-/// The process group of the running CLI (0: none), for the signal handler.
-static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
-/// The signal that asked us to stop (0: none).
-static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    STOP_SIGNAL.store(sig, Ordering::SeqCst);
-    let group = CHILD_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        // SAFETY: kill is async-signal-safe; a negative pid names the group.
-        unsafe {
-            libc::kill(-group, sig);
-        }
-    }
-}
-
-fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only touches atomics and calls kill(2).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// The last lines of the CLI's stderr.
-#[derive(Default)]
-struct Tail {
-    lines: VecDeque<String>,
-}
-
-impl Tail {
-    const LINES: usize = 20;
-    const LINE_BYTES: usize = 2000;
-
-    fn push(&mut self, line: &str) {
-        let line = strip_ansi(line);
-        if line.trim().is_empty() {
-            return;
-        }
-        if self.lines.len() == Self::LINES {
-            self.lines.pop_front();
-        }
-        let mut l = line.trim_end().to_owned();
-        if l.len() > Self::LINE_BYTES {
-            let mut cut = Self::LINE_BYTES;
-            while !l.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            l.truncate(cut);
-            l.push('…');
-        }
-        self.lines.push_back(l);
-    }
-
-    fn text(&self) -> String {
-        self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
-    }
-}
-
-/// A line without its terminal escape sequences: CLIs colour their errors
-/// (Gemini CLI's untrusted-folder message is red), and RUN_ERROR is read by
-/// a UI, not a terminal. CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or
-/// `ESC \\`) and the other `ESC …` sequences go.
-fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.contains('\x1b') {
-        return line.into();
-    }
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                        break;
-                    }
-                }
-            }
-            // `ESC ( B` and the like: intermediate bytes, then a final one.
-            Some(c) if (' '..='/').contains(&c) => {
-                for c in chars.by_ref() {
-                    if !(' '..='/').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out.into()
-}
-
-/// Drain the CLI's stderr on its own thread: forward it as it arrives and
-/// keep its last lines. A CLI blocked on a full stderr pipe would never
-/// finish its stdout.
-fn drain_stderr(
-    err: impl Read + Send + 'static,
-    tail: Arc<Mutex<Tail>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut rdr = BufReader::with_capacity(64 * 1024, err);
-        let mut buf = Vec::new();
-        let stderr = io::stderr();
-        loop {
-            buf.clear();
-            match rdr.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let _ = stderr.lock().write_all(&buf);
-                    if let Ok(mut t) = tail.lock() {
-                        t.push(&String::from_utf8_lossy(&buf));
-                    }
-                }
-            }
-        }
-    })
-}
-
 /// What an exit status means: the CLI's own table first, then what any
 /// process's status says: (code, explanation).
 fn meaning(cli: Dialect, status: i32) -> (&'static str, String) {
@@ -321,20 +189,13 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     cmd.args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
     if let Some(d) = &a.cwd {
         cmd.current_dir(d);
     }
-    install_signal_handlers();
-    // Processes the CLI starts in groups of their own (Gemini CLI runs shell
-    // commands that way) become our children when the CLI dies, so that a
-    // cancelled run can end them too.
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on us.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
-    let mut child = match cmd.spawn() {
+    let signals = Arc::new(Signals::install()?);
+    supervise::become_subreaper().context("cannot supervise the CLI's processes")?;
+    let mut child = match supervise::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let msg = format!(
@@ -354,23 +215,24 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e).with_context(|| format!("cannot start {}", exe.display())),
     };
-    CHILD_GROUP.store(child.id() as i32, Ordering::SeqCst);
-    let tail = Arc::new(Mutex::new(Tail::default()));
-    let err_thread = drain_stderr(child.stderr.take().expect("piped"), tail.clone());
+    let group = child.id() as i32;
+    let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
+    let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
+    let child_out = child.stdout.take().expect("piped");
+    let exit = Exit::watch(child);
     let timed_out = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    watchdog(
-        child.id() as i32,
+    supervise::watchdog(
+        group,
         a.timeout,
+        signals.clone(),
+        exit.clone(),
         timed_out.clone(),
-        done.clone(),
     );
 
     let mut tr = source::for_dialect(cli)?;
     let mut stats = Stats::default();
-    let child_out = child.stdout.take().expect("piped");
     let pumped = run::pump(
-        child_out,
+        Output::new(child_out, exit.clone()),
         cli.name(),
         tr.as_mut(),
         &mut em,
@@ -378,29 +240,37 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         Options::default(),
         &mut stats,
     );
-    if let Err(e) = pumped {
-        // Our stdout went away (or the pipe failed): stop the CLI too.
-        stop(&mut child);
-        done.store(true, Ordering::SeqCst);
-        return Err(e);
-    }
-    let saw_input = pumped.unwrap_or(false);
-    let status = child.wait().context("waiting for the CLI")?;
-    done.store(true, Ordering::SeqCst);
-    CHILD_GROUP.store(0, Ordering::SeqCst);
-    if STOP_SIGNAL.load(Ordering::SeqCst) != 0 || timed_out.load(Ordering::SeqCst) {
-        end_orphans();
+    let saw_input = match pumped {
+        Ok(saw) => saw,
+        Err(e) => {
+            // Our stdout went away (or the pipe failed): stop the CLI too.
+            supervise::stop(group, &exit);
+            return Err(e);
+        }
+    };
+    // The stream has ended (or gone quiet after the CLI exited): the CLI is
+    // waited for, and ended if it is still there.
+    let status = match exit.wait_for(supervise::KILL_GRACE) {
+        Some(s) => s,
+        None => {
+            supervise::stop(group, &exit);
+            exit.wait_for(Duration::ZERO)
+                .context("the CLI does not end, even on SIGKILL")?
+        }
+    };
+    let signal = signals.caught();
+    let cancelled = signal.is_some() || timed_out.load(Ordering::SeqCst);
+    if cancelled {
+        supervise::end_orphans();
     }
     // A process the CLI left behind may still hold its stderr: the tail is
     // taken as it is after a short wait, without waiting for that process.
     let wait = Instant::now();
-    while !err_thread.is_finished() && wait.elapsed() < Duration::from_secs(2) {
+    while !err_thread.is_finished() && wait.elapsed() < supervise::READ_GRACE {
         std::thread::sleep(Duration::from_millis(10));
     }
     let tail = tail.lock().map(|t| t.text()).unwrap_or_default();
 
-    let signal = STOP_SIGNAL.load(Ordering::SeqCst);
-    let cancelled = signal != 0 || timed_out.load(Ordering::SeqCst);
     if cancelled {
         // Our own stop: the run ends as cancelled, unless it had ended.
         if !em.run_ended() {
@@ -434,8 +304,8 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
-    } else if signal != 0 {
-        128 + signal
+    } else if let Some(sig) = signal {
+        128 + sig
     } else {
         status
             .code()
@@ -452,129 +322,6 @@ fn failure(status: ExitStatus) -> Option<i32> {
         (None, Some(sig)) => Some(128 + sig),
         (None, None) => Some(1),
     }
-}
-
-/// A cancelled run: end what the CLI left behind (its processes that were in
-/// groups of their own, now our children as we are their subreaper):
-/// SIGTERM, then SIGKILL after a grace period, and reap them.
-fn end_orphans() {
-    let me = std::process::id() as i32;
-    // SAFETY: getpgrp has no preconditions.
-    let my_group = unsafe { libc::getpgrp() };
-    // Our children other than the CLI, with their process groups.
-    let orphans = || -> Vec<(i32, i32)> {
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter_map(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-                // pid (comm) state ppid pgrp …: comm may hold spaces.
-                let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace().skip(1);
-                let ppid: i32 = rest.next()?.parse().ok()?;
-                let pgrp: i32 = rest.next()?.parse().ok()?;
-                (ppid == me).then_some((pid, pgrp))
-            })
-            .collect()
-    };
-    let reap = || {
-        // SAFETY: waitpid on our own children, without blocking.
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-    };
-    // SIGTERM first; then SIGKILL, again for whatever each kill orphans next
-    // (a shell's command becomes ours when the shell dies).
-    for (sig, grace) in [
-        (libc::SIGTERM, 2000),
-        (libc::SIGKILL, 300),
-        (libc::SIGKILL, 300),
-        (libc::SIGKILL, 300),
-    ] {
-        let found = orphans();
-        if found.is_empty() {
-            return;
-        }
-        for (pid, group) in found {
-            // SAFETY: signalling processes that are our children, and their
-            // groups (never our own).
-            unsafe {
-                libc::kill(pid, sig);
-                if group > 1 && group != my_group {
-                    libc::kill(-group, sig);
-                }
-            }
-        }
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_millis(grace) {
-            reap();
-            if orphans().is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    reap();
-}
-
-/// End the CLI: SIGTERM to its group, SIGKILL if it is still there after a
-/// grace period.
-fn stop(child: &mut Child) {
-    let group = child.id() as i32;
-    // SAFETY: signalling a process group we created.
-    unsafe {
-        libc::kill(-group, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
-    let _ = child.wait();
-}
-
-/// Watch the running CLI: after `limit` (if any), SIGTERM its group; once
-/// it has been asked to stop (by the timeout or by a signal passed on to it),
-/// SIGKILL the group if it is still there after a grace period.
-fn watchdog(
-    group: i32,
-    limit: Option<Duration>,
-    timed_out: Arc<AtomicBool>,
-    done: Arc<AtomicBool>,
-) {
-    const GRACE: Duration = Duration::from_secs(5);
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        let mut stopping: Option<Instant> = None;
-        loop {
-            if done.load(Ordering::SeqCst) {
-                return;
-            }
-            if stopping.is_none() {
-                if limit.is_some_and(|l| start.elapsed() >= l) {
-                    timed_out.store(true, Ordering::SeqCst);
-                    // SAFETY: signalling the process group we created.
-                    unsafe {
-                        libc::kill(-group, libc::SIGTERM);
-                    }
-                    stopping = Some(Instant::now());
-                } else if STOP_SIGNAL.load(Ordering::SeqCst) != 0 {
-                    stopping = Some(Instant::now());
-                }
-            } else if stopping.is_some_and(|t| t.elapsed() >= GRACE) {
-                // SAFETY: as above.
-                unsafe {
-                    libc::kill(-group, libc::SIGKILL);
-                }
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
 }
 
 /// `run --check`: which CLIs are installed, and their versions.
@@ -622,21 +369,22 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 
 /// `PROGRAM --version`, given 10 seconds.
 fn probe_version(path: &Path) -> Option<String> {
-    let mut child = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .ok()?;
+    let mut child = supervise::spawn(
+        Command::new(path)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .ok()?;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             _ => {
-                stop(&mut child);
+                supervise::signal_group(child.id() as i32, libc::SIGKILL);
+                let _ = child.wait();
                 return None;
             }
         }
@@ -662,20 +410,6 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("soon").is_err());
-    }
-
-    #[test]
-    fn escape_sequences_leave_the_stderr_tail() {
-        assert_eq!(strip_ansi("plain"), "plain");
-        assert_eq!(
-            strip_ansi("\x1b[31mnot trusted\x1b[0m: see \x1b]8;;https://x\x07link\x1b]8;;\x1b\\ \x1b(Bdone"),
-            "not trusted: see link done"
-        );
-        assert_eq!(strip_ansi("cut \x1b[1;3"), "cut ");
-        let mut t = Tail::default();
-        t.push("\x1b[2K\x1b[0m\n");
-        t.push("\x1b[31mError: boom\x1b[0m\n");
-        assert_eq!(t.text(), "Error: boom");
     }
 
     #[test]

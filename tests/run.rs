@@ -654,3 +654,229 @@ fn check_lists_the_installed_clis() {
         ))
         .stdout(predicate::str::contains("claude  fake-cli 1.2.3 ("));
 }
+
+/// Whether the process `pid` is running (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s[s.rfind(')')? + 2..].starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Wait up to `limit` for a process to go.
+fn gone_within(pid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !alive(pid)
+}
+
+/// The PID a fake CLI wrote to `file`, waited for.
+fn pid_in(file: &Path) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no PID in {}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(pid: i32, sig: i32) {
+    // SAFETY: signalling a process this test started.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// A process the CLI starts in a session of its own may keep stdout open for
+/// ever: the run still ends soon after the CLI, and so does a timed-out one.
+#[test]
+fn a_descendant_holding_stdout_does_not_hold_the_run() {
+    for (args, hang, status) in [
+        (&["hi"][..], None, 0),
+        (&["--timeout", "500ms", "hi"][..], Some("60"), 124),
+    ] {
+        let daemon = unique("daemon-pid");
+        let mut cmd = run("gemini");
+        cmd.args(args)
+            .env("FAKE_REPLAY", recording("gemini/0.61.0/b_shell.jsonl"))
+            .env("FAKE_DAEMON", "30")
+            .env("FAKE_DAEMON_PID", &daemon)
+            .timeout(Duration::from_secs(20));
+        if let Some(h) = hang {
+            cmd.env("FAKE_HANG", h);
+        }
+        let start = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = start.elapsed();
+        let pid = pid_in(&daemon);
+        kill(pid, libc::SIGKILL);
+        assert_eq!(out.status.code(), Some(status), "{args:?}");
+        assert!(took < Duration::from_secs(10), "took {took:?}");
+        let end = last(&out.stdout);
+        assert_eq!(end["type"], "RUN_FINISHED", "{args:?}");
+        assert!(gone_within(pid, Duration::from_secs(5)));
+    }
+}
+
+/// SIGHUP (the terminal closed) ends the run like SIGTERM: the stream ends,
+/// the CLI is stopped and the policy file removed.
+#[test]
+fn sighup_cancels_the_run_and_cleans_up() {
+    let (code, evs, took) = interrupt(libc::SIGHUP, false);
+    assert_eq!(code, Some(129));
+    assert_eq!(evs.last().unwrap()["outcome"]["type"], "cancelled");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+
+    let argv = unique("argv-hup");
+    let pid_file = unique("pid-hup");
+    let child = StdCommand::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(fake())
+        .args(["--deny-tool", "run_shell_command", "hi"])
+        .env("FAKE_ARGV", &argv)
+        .env("FAKE_PID", &pid_file)
+        .env("FAKE_HANG", "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cli = pid_in(&pid_file);
+    kill(child.id() as i32, libc::SIGHUP);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(129));
+    assert_eq!(last(&out.stdout)["outcome"]["type"], "cancelled");
+    assert!(
+        gone_within(cli, Duration::from_secs(2)),
+        "the CLI outlived the run"
+    );
+    let argv = std::fs::read_to_string(&argv).unwrap();
+    let policy = argv
+        .lines()
+        .skip_while(|&a| a != "--policy")
+        .nth(1)
+        .unwrap();
+    assert!(!Path::new(policy).exists(), "{policy} outlived the run");
+}
+
+/// Even SIGKILL, which we cannot catch, does not leave the CLI running.
+#[test]
+fn the_cli_dies_with_us() {
+    let pid_file = unique("pid-kill");
+    let mut child = StdCommand::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "claude", "--cli"])
+        .arg(fake())
+        .arg("hi")
+        .env("FAKE_PID", &pid_file)
+        .env("FAKE_HANG", "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cli = pid_in(&pid_file);
+    assert!(alive(cli));
+    kill(child.id() as i32, libc::SIGKILL);
+    child.wait().unwrap();
+    let gone = gone_within(cli, Duration::from_secs(3));
+    if !gone {
+        kill(cli, libc::SIGKILL);
+    }
+    assert!(gone, "the CLI outlived agui-translate");
+}
+
+/// Credentials a CLI prints on failure do not reach the stream; our own
+/// stderr passes them through unchanged.
+#[test]
+fn credentials_are_redacted_from_run_error() {
+    let said = "Error: GEMINI_API_KEY=AIzaSyA1234567890abcdefghijklmnopqrstu rejected; \
+                sent Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig and sk-proj-0123456789abcdefXYZ; \
+                token was 9f8e7d6c5b4a3210";
+    let out = run("gemini")
+        .arg("hi")
+        .env("MY_SERVICE_TOKEN", "9f8e7d6c5b4a3210")
+        .env("FAKE_EXIT", "1")
+        .env("FAKE_STDERR", said)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), format!("{said}\n"));
+    let message = last(&out.stdout)["message"].as_str().unwrap().to_owned();
+    for secret in [
+        "AIzaSyA1234567890abcdefghijklmnopqrstu",
+        "eyJhbGciOiJIUzI1NiJ9",
+        "sk-proj-0123456789abcdefXYZ",
+        "9f8e7d6c5b4a3210",
+    ] {
+        assert!(!message.contains(secret), "{message}");
+    }
+    assert!(message.ends_with(
+        "Error: GEMINI_API_KEY=[REDACTED] rejected; sent Authorization: Bearer [REDACTED] and [REDACTED]; token was [REDACTED]"
+    ), "{message}");
+}
+
+/// A prompt on stderr without a newline ("Waiting for authentication…")
+/// shows while the CLI waits, not when it ends.
+#[test]
+fn stderr_without_a_newline_passes_at_once() {
+    use std::io::Read;
+    let pid_file = unique("pid-prompt");
+    let mut child = StdCommand::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "codex", "--cli"])
+        .arg(fake())
+        .arg("hi")
+        .env("FAKE_PROMPT", "Waiting for authentication...")
+        .env("FAKE_PID", &pid_file)
+        .env("FAKE_HANG", "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0; 256];
+        let mut seen = Vec::new();
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            let _ = tx.send(seen.clone());
+        }
+    });
+    let cli = pid_in(&pid_file);
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) && !seen.ends_with(b"authentication...") {
+        if let Ok(s) = rx.recv_timeout(Duration::from_millis(100)) {
+            seen = s;
+        }
+    }
+    let still_running = alive(cli);
+    kill(child.id() as i32, libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert!(still_running);
+    assert_eq!(
+        String::from_utf8_lossy(&seen),
+        "Waiting for authentication..."
+    );
+}
