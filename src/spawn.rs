@@ -74,7 +74,9 @@ impl TempFile {
     /// Created new (never an existing file or link) and private to us.
     fn create(stem: &str, ext: &str, contents: &str) -> anyhow::Result<TempFile> {
         use std::os::unix::fs::OpenOptionsExt;
-        let dir = std::env::temp_dir();
+        // A relative TMPDIR would name another file from the CLI's --cwd.
+        let dir = std::path::absolute(std::env::temp_dir())
+            .context("the temporary directory (TMPDIR) cannot be made absolute")?;
         let mut n = 0;
         loop {
             let path = dir.join(format!("{stem}-{}-{n}.{ext}", std::process::id()));

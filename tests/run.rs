@@ -880,3 +880,47 @@ fn stderr_without_a_newline_passes_at_once() {
         "Waiting for authentication..."
     );
 }
+
+/// The policy file is valid TOML whatever the tool name (DEL included:
+/// Gemini CLI ignores every rule of a file it cannot parse), and its path is
+/// absolute even with a relative TMPDIR (the CLI runs in --cwd).
+#[test]
+fn the_policy_file_holds_for_any_name_and_tmpdir() {
+    let base = unique("policy-tmpdir");
+    std::fs::create_dir_all(base.join("tmp")).unwrap();
+    std::fs::create_dir_all(base.join("work")).unwrap();
+    let argv = unique("argv-del");
+    let copy = unique("policy-del");
+    Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("TMPDIR", "tmp")
+        .current_dir(&base)
+        .args(["run", "gemini", "--cli"])
+        .arg(fake())
+        .args(["--cwd", "work", "--deny-tool", "shell\x7f\u{1}x", "hi"])
+        .env("FAKE_ARGV", &argv)
+        .env("FAKE_POLICY", &copy)
+        .assert()
+        .success();
+    let argv = std::fs::read_to_string(&argv).unwrap();
+    let policy = argv
+        .lines()
+        .skip_while(|&a| a != "--policy")
+        .nth(1)
+        .unwrap();
+    assert!(Path::new(policy).is_absolute(), "{policy}");
+    assert!(
+        policy.starts_with(base.join("tmp").to_str().unwrap()),
+        "{policy}"
+    );
+    let rules = std::fs::read_to_string(&copy).unwrap();
+    assert!(
+        rules.contains("toolName = \"shell\\u007F\\u0001x\"\n"),
+        "{rules}"
+    );
+    assert!(
+        !rules.chars().any(|c| c.is_control() && c != '\n'),
+        "{rules:?}"
+    );
+}

@@ -109,11 +109,30 @@ pub fn deny_policy(tools: &[String]) -> anyhow::Result<String> {
     let mut toml = String::from("# Written by agui-translate run for --deny-tool.\n");
     for tool in tools {
         toml.push_str("\n[[rule]]\ntoolName = ");
-        // A JSON string is a TOML basic string: the same escapes.
-        toml.push_str(&serde_json::to_string(tool).expect("a string serializes"));
+        toml.push_str(&toml_string(tool));
         toml.push_str("\ndecision = \"deny\"\npriority = 999\n");
     }
     Ok(toml)
+}
+
+/// `s` as a TOML basic string. TOML allows no control character but tab
+/// in one (DEL included): they are escaped, as are `"` and `\`.
+pub fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn exit_status(status: i32) -> Option<(&'static str, String)> {
@@ -156,6 +175,16 @@ mod tests {
              \n[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"deny\"\npriority = 999\n\
              \n[[rule]]\ntoolName = \"odd\\\"name\\\\\\n\"\ndecision = \"deny\"\npriority = 999\n"
         );
+    }
+
+    /// TOML forbids DEL and the C0 and C1 controls (but tab) in a basic
+    /// string: a name holding one must still give a valid file.
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(toml_string("a\x7fb"), r#""a\u007Fb""#);
+        assert_eq!(toml_string("\x00\x1b\u{85}"), r#""\u0000\u001B\u0085""#);
+        assert_eq!(toml_string("tab\there"), r#""tab\there""#);
+        assert_eq!(toml_string("ünï"), "\"ünï\"");
     }
 
     #[test]
