@@ -63,7 +63,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("a duration must be positive: {s:?}"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("too long a duration: {s:?}"))
 }
 
 /// A file of ours in the temporary directory, removed when dropped (after
@@ -106,12 +106,13 @@ impl Drop for TempFile {
 }
 
 /// The executable: `--cli`, else the environment variable, else the
-/// program name (found on PATH when spawned). A relative path is made
-/// absolute here: with --cwd it would be looked up from DIR instead.
-fn executable(cli: Dialect, a: &RunArgs) -> PathBuf {
-    let exe = a
-        .cli_path
-        .clone()
+/// program name. A name with a slash is made absolute here (with --cwd it
+/// would be looked up from DIR instead); a bare name is looked up on PATH
+/// here too, so that `run` and `run --check` agree. `Err` holds the name
+/// that was not found.
+fn executable(cli: Dialect, cli_path: Option<&Path>) -> Result<PathBuf, PathBuf> {
+    let exe = cli_path
+        .map(Path::to_path_buf)
         .or_else(|| {
             std::env::var_os(cli.env_var)
                 .filter(|v| !v.is_empty())
@@ -119,10 +120,72 @@ fn executable(cli: Dialect, a: &RunArgs) -> PathBuf {
         })
         .unwrap_or_else(|| PathBuf::from(cli.program));
     if exe.components().count() > 1 {
-        std::path::absolute(&exe).unwrap_or(exe)
+        Ok(std::path::absolute(&exe).unwrap_or(exe))
     } else {
-        exe
+        find_on_path(&exe).ok_or(exe)
     }
+}
+
+/// `program` in the directories of PATH. Like Go's `exec.LookPath`, an
+/// empty or relative entry is skipped: it would name a directory relative
+/// to wherever the CLI runs.
+fn find_on_path(program: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Values that reach the CLI as the argument of one of its options: one
+/// that begins with `-` would be read as an option of its own
+/// (`--resume=--last`), so it is refused.
+fn refuse_option_like_values(a: &RunArgs) -> anyhow::Result<()> {
+    let values = [
+        ("--model", a.model.as_deref()),
+        ("--resume", a.resume.as_deref()),
+    ]
+    .into_iter()
+    .chain(
+        a.allow_tool
+            .iter()
+            .map(|t| ("--allow-tool", Some(t.as_str()))),
+    )
+    .chain(
+        a.deny_tool
+            .iter()
+            .map(|t| ("--deny-tool", Some(t.as_str()))),
+    );
+    for (flag, value) in values {
+        if let Some(v) = value.filter(|v| v.starts_with('-')) {
+            anyhow::bail!(
+                "{flag} {v:?}: a value that begins with '-' would reach the CLI as an option"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The CLI could not be started: a run that ends in RUN_ERROR, as for a
+/// missing CLI, and the exit status a shell gives (127 not found, 126
+/// found but not runnable).
+fn cannot_start(
+    em: &mut crate::agui::Emitter,
+    out: &mut dyn Write,
+    msg: &str,
+    code: &str,
+    status: u8,
+) -> anyhow::Result<ExitCode> {
+    let _ = writeln!(io::stderr(), "agui-translate: {msg}");
+    em.start_run(None, None);
+    em.fail_run(msg, code, &[], None);
+    em.end_of_input(true);
+    em.drain_to(out).context("writing stdout")?;
+    out.flush().context("writing stdout")?;
+    Ok(ExitCode::from(status))
 }
 
 /// What an exit status means: the CLI's own table first, then what any
@@ -169,6 +232,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
     }
+    refuse_option_like_values(&a)?;
     let command = cli
         .command
         .as_ref()
@@ -182,11 +246,26 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let args = (command.argv)(&a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
-    let exe = executable(cli, &a);
+    let exe = executable(cli, a.cli_path.as_deref());
     let mut em = run::emitter(&a.output);
     let stdout = io::stdout();
     let mut out = stdout.lock();
 
+    let missing = |exe: &Path| {
+        format!(
+            "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
+            cli.program,
+            exe.display(),
+            cli.package,
+            cli.env_var
+        )
+    };
+    let exe = match exe {
+        Ok(exe) => exe,
+        Err(name) => {
+            return cannot_start(&mut em, &mut out, &missing(&name), code::CLI_MISSING, 127)
+        }
+    };
     let mut cmd = Command::new(&exe);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -200,22 +279,19 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut child = match supervise::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let msg = format!(
-                "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
-                cli.program,
-                exe.display(),
-                cli.package,
-                cli.env_var
-            );
-            let _ = writeln!(io::stderr(), "agui-translate: {msg}");
-            em.start_run(None, None);
-            em.fail_run(&msg, code::CLI_MISSING, &[], None);
-            em.end_of_input(true);
-            em.drain_to(&mut out).context("writing stdout")?;
-            out.flush().context("writing stdout")?;
-            return Ok(ExitCode::from(127));
+            return cannot_start(&mut em, &mut out, &missing(&exe), code::CLI_MISSING, 127)
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot start {}", exe.display())),
+        Err(e) => {
+            let why = match e.kind() {
+                io::ErrorKind::ArgumentListTooLong => format!(
+                    "the command line is too long (the prompt is {} bytes; one argument may hold 128 KiB)",
+                    prompt.len()
+                ),
+                _ => e.to_string(),
+            };
+            let msg = format!("cannot start {} {}: {why}", cli.program, exe.display());
+            return cannot_start(&mut em, &mut out, &msg, code::CLI_ERROR, 126);
+        }
     };
     let group = child.id() as i32;
     let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
@@ -332,10 +408,7 @@ fn check() -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
     let mut missing = 0;
     for cli in Dialect::all().filter(|d| d.command.is_some()) {
-        let exe = match std::env::var_os(cli.env_var).filter(|v| !v.is_empty()) {
-            Some(p) => Some(PathBuf::from(p)).filter(|p| p.is_file()),
-            None => find_on_path(cli.program),
-        };
+        let exe = executable(cli, None).ok().filter(|p| p.is_file());
         match exe {
             None => {
                 missing += 1;
@@ -357,16 +430,6 @@ fn check() -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// `PROGRAM --version`, given 10 seconds.
@@ -412,6 +475,8 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err());
+        assert!(parse_duration("1e400").is_err());
     }
 
     #[test]

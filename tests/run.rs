@@ -924,3 +924,115 @@ fn the_policy_file_holds_for_any_name_and_tmpdir() {
         "{rules:?}"
     );
 }
+
+/// An empty or relative PATH entry names no directory: `./gemini` in --cwd
+/// is not the CLI, for `run` as for `run --check`.
+#[test]
+fn relative_path_entries_are_skipped() {
+    let base = unique("path-entries");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::copy(fake(), base.join("gemini")).unwrap();
+    let argv = base.join("argv");
+    for path in ["/usr/bin:/bin:", "/usr/bin::/bin", ".:/usr/bin"] {
+        let out = Command::new(BIN)
+            .env_clear()
+            .env("PATH", path)
+            .env("FAKE_ARGV", &argv)
+            .current_dir(&base)
+            .args(["run", "gemini", "--cwd"])
+            .arg(&base)
+            .arg("hi")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(127), "{path}");
+        assert_eq!(last(&out.stdout)["code"], "cli_missing");
+        assert!(!argv.exists(), "PATH={path} ran ./gemini");
+        Command::new(BIN)
+            .env_clear()
+            .env("PATH", path)
+            .current_dir(&base)
+            .args(["run", "--check"])
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains("gemini  missing"));
+    }
+}
+
+/// `--resume=--last` would reach codex as its own flag `--last`.
+#[test]
+fn option_values_that_look_like_options_are_refused() {
+    for (cli, args) in [
+        ("codex", &["--resume=--last", "hi"][..]),
+        ("claude", &["--model=-x", "hi"][..]),
+        ("gemini", &["--allow-tool=--yolo", "hi"][..]),
+    ] {
+        let argv = unique("argv-dash");
+        run(cli)
+            .args(args)
+            .env("FAKE_ARGV", &argv)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains("would reach the CLI as an option"));
+        assert!(!argv.exists(), "{cli} was started");
+    }
+}
+
+#[test]
+fn an_absurd_timeout_is_an_error_not_a_panic() {
+    run("gemini")
+        .args(["--timeout", "99999999999999999999s", "hi"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("too long a duration"));
+}
+
+/// A CLI that cannot be started, whatever the reason, gives a run that ends
+/// in RUN_ERROR, as a missing one does.
+#[test]
+fn every_failure_to_start_is_a_run_error() {
+    let not_executable = unique("not-executable");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let big = "x".repeat(200 * 1024);
+    for (args, stdin, status, code, says) in [
+        (
+            vec![
+                "run",
+                "gemini",
+                "--cli",
+                not_executable.to_str().unwrap(),
+                "hi",
+            ],
+            "",
+            126,
+            "cli_error",
+            "Permission denied",
+        ),
+        (
+            vec!["run", "claude", "--cli", fake().to_str().unwrap()],
+            big.as_str(),
+            126,
+            "cli_error",
+            "the command line is too long",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(&args)
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(status), "{args:?}");
+        let evs = events(&out.stdout);
+        assert_eq!(evs.len(), 2, "{args:?}");
+        assert_eq!(evs[0]["type"], "RUN_STARTED");
+        assert_eq!(evs[1]["type"], "RUN_ERROR");
+        assert_eq!(evs[1]["code"], code);
+        assert!(
+            evs[1]["message"].as_str().unwrap().contains(says),
+            "{}",
+            evs[1]
+        );
+    }
+}
