@@ -5,10 +5,12 @@ use std::collections::VecDeque;
 use crate::redact::Redactor;
 
 /// The last lines of the CLI's stderr, as RUN_ERROR gives them: without
-/// escape sequences, credentials redacted, each line cut at
-/// [`Tail::LINE_BYTES`]. Memory stays bounded whatever the CLI writes.
+/// escape sequences or blank lines, credentials redacted, each line cut at
+/// [`Tail::LINE_BYTES`]. Memory stays bounded whatever the CLI writes, and
+/// only the lines that can end up in the tail are looked at.
 #[derive(Default)]
 pub struct Tail {
+    /// Lines without escape sequences, at most [`Tail::KEEP`] bytes each.
     lines: VecDeque<String>,
     /// The line being written (its first bytes only).
     partial: Vec<u8>,
@@ -18,6 +20,9 @@ pub struct Tail {
 impl Tail {
     const LINES: usize = 20;
     const LINE_BYTES: usize = 2000;
+    /// What is kept of a line: more than is shown, so that a credential
+    /// across the cut is still recognized.
+    const KEEP: usize = Self::LINE_BYTES + 256;
 
     pub fn new(redactor: Redactor) -> Tail {
         Tail {
@@ -27,59 +32,93 @@ impl Tail {
     }
 
     /// More of the CLI's stderr.
-    pub fn feed(&mut self, mut bytes: &[u8]) {
-        while let Some(nl) = memchr::memchr(b'\n', bytes) {
-            self.keep(&bytes[..nl]);
-            let line = std::mem::take(&mut self.partial);
-            self.push(&String::from_utf8_lossy(&line));
-            bytes = &bytes[nl + 1..];
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let Some(last) = memchr::memrchr(b'\n', bytes) else {
+            self.keep(bytes);
+            return;
+        };
+        // The lines this chunk completes, newest first, up to as many as
+        // the tail holds: older ones would only be pushed out again.
+        let complete = &bytes[..last];
+        let mut newest: Vec<String> = Vec::new();
+        let mut end = complete.len();
+        let mut first = None;
+        while newest.len() < Self::LINES {
+            match memchr::memrchr(b'\n', &complete[..end]) {
+                Some(nl) => {
+                    newest.extend(clean(&complete[nl + 1..end]));
+                    end = nl;
+                }
+                None => {
+                    first = Some(&complete[..end]);
+                    break;
+                }
+            }
         }
-        self.keep(bytes);
+        match first {
+            // The first line of the chunk ends the partial one.
+            Some(rest) => {
+                self.keep(rest);
+                let line = std::mem::take(&mut self.partial);
+                if let Some(line) = clean(&line) {
+                    self.push(line);
+                }
+            }
+            None => self.lines.clear(),
+        }
+        for line in newest.into_iter().rev() {
+            self.push(line);
+        }
+        self.partial.clear();
+        self.keep(&bytes[last + 1..]);
     }
 
-    /// Add to the partial line, up to what a line keeps (and a little more,
-    /// so that a cut line is seen as cut).
+    /// Add to the partial line, up to what a line keeps.
     fn keep(&mut self, bytes: &[u8]) {
-        let room = (Self::LINE_BYTES + 4).saturating_sub(self.partial.len());
+        let room = Self::KEEP.saturating_sub(self.partial.len());
         self.partial
             .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    fn push(&mut self, line: &str) {
-        let line = strip_ansi(line);
-        let line = self.redactor.redact(&line);
-        if line.trim().is_empty() {
-            return;
-        }
+    fn push(&mut self, line: String) {
         if self.lines.len() == Self::LINES {
             self.lines.pop_front();
         }
-        let mut l = line.trim_end().to_owned();
-        if l.len() > Self::LINE_BYTES {
-            let mut cut = Self::LINE_BYTES;
-            while !l.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            l.truncate(cut);
-            l.push('…');
-        }
-        self.lines.push_back(l);
+        self.lines.push_back(line);
     }
 
-    /// The lines kept, the partial one last.
+    /// The lines kept, the partial one last, redacted and cut.
     pub fn text(&self) -> String {
-        let mut t = Tail {
-            lines: self.lines.clone(),
-            partial: Vec::new(),
-            redactor: Redactor::default(),
-        };
-        if !self.partial.is_empty() {
-            let partial = String::from_utf8_lossy(&self.partial);
-            let partial = strip_ansi(&partial);
-            t.push(&self.redactor.redact(&partial));
+        let partial = clean(&self.partial);
+        let skip = usize::from(partial.is_some() && self.lines.len() == Self::LINES);
+        let mut out = String::new();
+        for line in self.lines.iter().skip(skip).chain(partial.as_ref()) {
+            let line = self.redactor.redact(line);
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            if line.len() > Self::LINE_BYTES {
+                let mut cut = Self::LINE_BYTES;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                out.push_str(&line[..cut]);
+                out.push('…');
+            } else {
+                out.push_str(&line);
+            }
         }
-        t.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+        out
     }
+}
+
+/// A line as the tail keeps it (its first [`Tail::KEEP`] bytes, escape
+/// sequences and trailing space gone), or `None` when that leaves nothing.
+fn clean(line: &[u8]) -> Option<String> {
+    let line = String::from_utf8_lossy(&line[..line.len().min(Tail::KEEP)]);
+    let line = strip_ansi(&line);
+    let line = line.trim_end();
+    (!line.trim_start().is_empty()).then(|| line.to_owned())
 }
 
 /// A line without its terminal escape sequences: CLIs colour their errors
@@ -157,10 +196,28 @@ mod tests {
         for _ in 0..1000 {
             t.feed(&[b'x'; 4096]);
         }
-        assert!(t.partial.len() <= Tail::LINE_BYTES + 4);
+        assert!(t.partial.len() <= Tail::KEEP);
         t.feed(b"\n");
         let text = t.text();
         assert!(text.ends_with('…') && text.len() < Tail::LINE_BYTES + 8);
+    }
+
+    #[test]
+    fn only_the_last_lines_stay() {
+        let mut t = Tail::default();
+        t.feed(b"partial start ");
+        t.feed(b"ends here\n\n\x1b[0m\n");
+        assert_eq!(t.text(), "partial start ends here");
+        let many: String = (0..100).map(|i| format!("line {i}\n\n")).collect();
+        t.feed(many.as_bytes());
+        let want: Vec<String> = (80..100).map(|i| format!("line {i}")).collect();
+        assert_eq!(t.text(), want.join("\n"));
+        t.feed(b"tail without newline");
+        let want: Vec<String> = (81..100)
+            .map(|i| format!("line {i}"))
+            .chain(["tail without newline".to_owned()])
+            .collect();
+        assert_eq!(t.text(), want.join("\n"));
     }
 
     #[test]
