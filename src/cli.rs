@@ -166,8 +166,8 @@ with `-`); without a prompt, or with `-`, it is read from standard input (the
 way to give one that begins with `-`). Options are mapped to
 each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
 stderr is passed through, and when the run fails its last lines say why in
-RUN_ERROR. SIGINT and SIGTERM are passed to the CLI's process group and the
-stream ends as a cancelled run.";
+RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to the
+CLI's process group and the stream ends as a cancelled run.";
 
 const RUN_AFTER_HELP: &str = "\
 Examples:
@@ -176,8 +176,9 @@ Examples:
   agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- --sandbox workspace-write
   agui-translate run --check
 
-Exit status: the CLI's own; 127 when it is not installed; 130 or 143 when
-interrupted by SIGINT or SIGTERM; 124 when --timeout ended the run.
+Exit status: the CLI's own; 127 when it is not installed, 126 when it cannot
+be started; 130, 143 or 129 when interrupted by SIGINT, SIGTERM or SIGHUP; 124
+when --timeout ended the run.
 
 Environment: AGUI_GEMINI_CLI, AGUI_CODEX_CLI, AGUI_CLAUDE_CLI name the
 executables (like --cli). The CLI inherits the environment, API keys included:
