@@ -176,7 +176,7 @@ fn shapes(text: &str) -> Cow<'_, str> {
                 k += 1;
             }
             let long_enough = if scheme { k - j >= 8 } else { k > j };
-            if long_enough && &text[j..k] != MASK.trim_matches(['[', ']']) {
+            if long_enough {
                 cuts.push((j, k));
             }
             i = k.max(end);
