@@ -327,15 +327,8 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     // The stream has ended (or gone quiet after the CLI exited): the CLI is
-    // waited for, and ended if it is still there.
-    let status = match exit.wait_for(supervise::KILL_GRACE) {
-        Some(s) => s,
-        None => {
-            supervise::stop(group, &exit);
-            exit.wait_for(Duration::ZERO)
-                .context("the CLI does not end, even on SIGKILL")?
-        }
-    };
+    // waited for (the watchdog still ends it on --timeout or a signal).
+    let status = exit.wait();
     let signal = signals.caught();
     let cancelled = signal.is_some() || timed_out.load(Ordering::SeqCst);
     if cancelled {

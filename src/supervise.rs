@@ -111,6 +111,16 @@ impl Exit {
         *self.status.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Wait for the CLI to exit.
+    pub fn wait(&self) -> ExitStatus {
+        let guard = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self
+            .changed
+            .wait_while(guard, |s| s.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        guard.expect("waited for").0
+    }
+
     /// Wait for the CLI to exit, at most `limit`.
     pub fn wait_for(&self, limit: Duration) -> Option<ExitStatus> {
         let guard = self.status.lock().unwrap_or_else(|p| p.into_inner());

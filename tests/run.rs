@@ -1036,3 +1036,21 @@ fn every_failure_to_start_is_a_run_error() {
         );
     }
 }
+
+/// A CLI that ends its stream and exits a while later (flushing telemetry,
+/// say) is waited for, not stopped: its exit status still counts.
+#[test]
+fn a_cli_that_exits_after_its_stream_is_waited_for() {
+    let start = Instant::now();
+    let out = run("gemini")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("gemini/0.61.0/b_shell.jsonl"))
+        .env("FAKE_LINGER", "6")
+        .env("FAKE_EXIT", "0")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(start.elapsed() >= Duration::from_secs(6));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(last(&out.stdout)["type"], "RUN_FINISHED");
+}
