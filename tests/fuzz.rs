@@ -121,6 +121,7 @@ fn mutated_recordings_give_well_formed_output() {
         ("gemini", FromCli::Gemini),
         ("codex", FromCli::Codex),
         ("claude", FromCli::Claude),
+        ("codex-app-server", FromCli::CodexAppServer),
     ] {
         let mut dirs = vec![root.join(cli)];
         while let Some(dir) = dirs.pop() {

@@ -18,7 +18,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 fn recordings() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut found = Vec::new();
-    for cli in ["gemini", "codex", "claude"] {
+    for cli in ["gemini", "codex", "claude", "codex-app-server"] {
         let mut dirs = vec![root.join(cli)];
         while let Some(dir) = dirs.pop() {
             for entry in std::fs::read_dir(&dir).unwrap() {
@@ -40,6 +40,7 @@ fn from(cli: &str) -> FromCli {
         "gemini" => FromCli::Gemini,
         "codex" => FromCli::Codex,
         "claude" => FromCli::Claude,
+        "codex-app-server" => FromCli::CodexAppServer,
         _ => FromCli::Auto,
     }
 }

@@ -12,6 +12,7 @@
 //! | `type` with a dot (`thread.started`, `turn.started`, `item.completed`), `error` without `severity` | codex (current) |
 //! | `{"id":…,"msg":{…}}`, the `{"prompt":…}` preamble, the config summary object (`model`, `provider`, `sandbox`, …) | codex (legacy) |
 //! | `system`, `assistant`, `user`, `stream_event`, `result` with `subtype` | claude |
+//! | no `type`: `method` (a notification or request), or `id` with `result` or `error` (a response) | codex-app-server |
 
 use std::borrow::Cow;
 
@@ -39,6 +40,9 @@ struct Probe<'a> {
     sandbox: Option<&'a RawValue>,
     approval: Option<&'a RawValue>,
     workdir: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
 }
 
 /// The dialect `line` belongs to, if it tells.
@@ -57,6 +61,9 @@ pub fn classify(line: &[u8]) -> Option<Dialect> {
             "system" | "assistant" | "user" | "stream_event" => Some(Dialect::Claude),
             _ => None,
         };
+    }
+    if p.method.is_some() || (p.id.is_some() && (p.result.is_some() || p.error.is_some())) {
+        return Some(Dialect::CodexAppServer);
     }
     let legacy_event = p.id.is_some() && p.msg.is_some();
     let preamble = p.prompt.is_some()
@@ -171,6 +178,22 @@ mod tests {
             (
                 r#"{"type":"result","subtype":"success","is_error":false}"#,
                 Some(Dialect::Claude),
+            ),
+            (
+                r#"{"id":0,"result":{"userAgent":"codex/0.169.0","platformOs":"linux"}}"#,
+                Some(Dialect::CodexAppServer),
+            ),
+            (
+                r#"{"id":3,"error":{"code":-32600,"message":"bad"}}"#,
+                Some(Dialect::CodexAppServer),
+            ),
+            (
+                r#"{"method":"turn/started","params":{"threadId":"t"},"emittedAtMs":1}"#,
+                Some(Dialect::CodexAppServer),
+            ),
+            (
+                r#"{"method":"item/commandExecution/requestApproval","id":0,"params":{}}"#,
+                Some(Dialect::CodexAppServer),
             ),
             (r#"{"type":"something_else"}"#, None),
             (r#"{"hello":"world"}"#, None),

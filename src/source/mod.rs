@@ -12,6 +12,7 @@ use crate::json;
 
 pub mod claude;
 pub mod codex;
+pub mod codex_app_server;
 pub mod detect;
 pub mod gemini;
 
@@ -27,6 +28,8 @@ pub enum FromCli {
     Codex,
     /// Claude Code: `claude -p … --output-format stream-json --verbose`
     Claude,
+    /// Codex app-server: the JSON-RPC stdout of `codex app-server`
+    CodexAppServer,
 }
 
 impl FromCli {
@@ -37,6 +40,7 @@ impl FromCli {
             FromCli::Gemini => Some(Dialect::Gemini),
             FromCli::Codex => Some(Dialect::Codex),
             FromCli::Claude => Some(Dialect::Claude),
+            FromCli::CodexAppServer => Some(Dialect::CodexAppServer),
         }
     }
 }
@@ -50,6 +54,8 @@ pub enum Dialect {
     Codex,
     /// Claude Code: `claude -p … --output-format stream-json --verbose`
     Claude,
+    /// Codex app-server: the JSON-RPC stdout of `codex app-server`
+    CodexAppServer,
 }
 
 impl Dialect {
@@ -58,6 +64,7 @@ impl Dialect {
             Dialect::Gemini => "gemini",
             Dialect::Codex => "codex",
             Dialect::Claude => "claude",
+            Dialect::CodexAppServer => "codex-app-server",
         }
     }
 }
@@ -93,6 +100,7 @@ pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
         Dialect::Gemini => Ok(Box::new(gemini::Gemini::default())),
         Dialect::Codex => Ok(Box::new(codex::Codex::default())),
         Dialect::Claude => Ok(Box::new(claude::Claude::default())),
+        Dialect::CodexAppServer => Ok(Box::new(codex_app_server::CodexAppServer::default())),
     }
 }
 
