@@ -54,6 +54,8 @@ struct Expected {
     outputs: Vec<(String, String)>,
     /// turn id → (status, the thread's last total tokens).
     turns: Vec<(String, String, Option<u64>)>,
+    /// Turns of other threads (subagents): thread id → status.
+    subagent_turns: Vec<(String, String)>,
     /// Server request ids and methods.
     requests: Vec<(Value, String)>,
 }
@@ -63,8 +65,15 @@ fn expected(input: &[Value]) -> Expected {
     let mut deltas: HashMap<String, (String, usize)> = HashMap::new();
     let mut summary_deltas: HashMap<String, usize> = HashMap::new();
     let mut totals: HashMap<String, u64> = HashMap::new();
+    let mut main: Option<String> = None;
     for rec in input {
         let p = &rec["params"];
+        if main.is_none() {
+            let thread = rec["result"]["thread"]["id"]
+                .as_str()
+                .or(p["thread"]["id"].as_str());
+            main = thread.map(str::to_owned);
+        }
         match s(&rec["method"]) {
             "item/agentMessage/delta" if !s(&p["delta"]).is_empty() => {
                 let d = deltas.entry(s(&p["itemId"]).into()).or_default();
@@ -98,6 +107,10 @@ fn expected(input: &[Value]) -> Expected {
                     }
                     _ => {}
                 }
+            }
+            "turn/completed" if main.as_deref().is_some_and(|m| p["threadId"] != m) => {
+                let status = s(&p["turn"]["status"]).into();
+                e.subagent_turns.push((s(&p["threadId"]).into(), status));
             }
             "turn/completed" => {
                 let id = s(&p["turn"]["id"]).to_owned();
@@ -192,6 +205,17 @@ fn nothing_is_lost() {
             }
             let usage = end["usage"][0]["totalTokens"].as_u64();
             assert_eq!(usage, *total, "{name}: turn {id} usage");
+        }
+        for (thread, status) in &want.subagent_turns {
+            let kind = if status == "failed" {
+                "SUBAGENT_ERROR"
+            } else {
+                "SUBAGENT_FINISHED"
+            };
+            assert!(
+                !by(kind, "subagentRunId", thread).is_empty(),
+                "{name}: subagent {thread}"
+            );
         }
         for (id, method) in &want.requests {
             assert!(

@@ -53,7 +53,7 @@ enum Params<'a> {
     Delta(DeltaEvent<'a>),
     Turn(TurnEvent<'a>),
     Error(ErrorEvent<'a>),
-    Usage(UsageEvent),
+    Usage(UsageEvent<'a>),
     Plan(PlanEvent<'a>),
     Thread(ThreadEvent<'a>),
 }
@@ -268,8 +268,10 @@ struct ErrorEvent<'a> {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct UsageEvent {
+struct UsageEvent<'a> {
     token_usage: Option<ThreadTokenUsage>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    thread_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -372,8 +374,12 @@ struct ReasoningPart {
 
 #[derive(Default)]
 pub struct CodexAppServer {
-    /// The thread, from `thread/started` or the `thread/start` response.
+    /// The thread, from the `thread/start` (or `resume`) response or the
+    /// first `thread/started`. Other threads are subagents' (spawned by a
+    /// collaboration tool call).
     thread: Option<String>,
+    /// Subagent threads and the collaboration tool call that spawned them.
+    spawned: Vec<(String, String)>,
     /// The thread's model, from the `thread/start` response.
     model: Option<String>,
     /// The turn of the current (or last) run.
@@ -454,6 +460,27 @@ impl CodexAppServer {
             }
             return Ok(());
         }
+        let thread = match &msg.params {
+            Some(Params::Item(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Delta(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Turn(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Error(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Usage(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Plan(ev)) => ev.thread_id.as_deref(),
+            Some(Params::Thread(ev)) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
+            Some(Params::Raw(_)) | None => None,
+        };
+        let child = match thread.filter(|t| self.is_child(t)) {
+            Some(t) => {
+                em.set_subagent(Some(t));
+                self.enter_subagent(em, t);
+                true
+            }
+            None => {
+                em.set_subagent(None);
+                false
+            }
+        };
         match msg.params {
             Some(Params::Item(ev)) => self.item(method, ev, line, em)?,
             Some(Params::Delta(ev)) => self.delta(method, ev, line, em),
@@ -463,7 +490,9 @@ impl CodexAppServer {
                 raw(em, line);
                 let err = ev.error.as_ref();
                 let message = err.and_then(|e| e.message.as_deref()).unwrap_or("error");
-                if ev.will_retry == Some(true) {
+                if child {
+                    // A subagent's error is its own (its turn ends it).
+                } else if ev.will_retry == Some(true) {
                     // A retry notice: the attempt's unfinished messages are
                     // abandoned, and the next attempt streams anew.
                     self.close_streams(em);
@@ -472,6 +501,7 @@ impl CodexAppServer {
                     self.last_error = Some((message.to_owned(), code));
                 }
             }
+            Some(Params::Usage(_)) if child => raw(em, line),
             Some(Params::Usage(ev)) => {
                 if let Some(total) = ev.token_usage.and_then(|u| u.total) {
                     self.totals = Some(total);
@@ -483,12 +513,13 @@ impl CodexAppServer {
                     ("explanation", ev.explanation.map(RawValue::get)),
                     ("plan", ev.plan.map(RawValue::get)),
                 ]);
-                let id = format!("{}-plan", em.run_id());
+                let scope = ev.thread_id.as_deref().filter(|_| child);
+                let id = format!("{}-plan", scope.unwrap_or(em.run_id()));
                 em.activity_snapshot(&id, "PLAN", &content);
             }
             Some(Params::Thread(ev)) => {
-                if let Some(id) = ev.thread.and_then(|t| t.id) {
-                    self.thread = Some(id.into_owned());
+                if self.thread.is_none() {
+                    self.thread = ev.thread.and_then(|t| t.id).map(Cow::into_owned);
                 }
                 raw(em, line);
             }
@@ -526,11 +557,35 @@ impl CodexAppServer {
     /// `turn/started`, or a turn that began without one. Events of a turn
     /// that has ended (a command that outlives its turn) stay in its run.
     fn enter_turn(&mut self, em: &mut Emitter, thread_id: Option<&str>, turn_id: Option<&str>) {
+        if thread_id.is_some_and(|t| self.is_child(t)) {
+            return;
+        }
         let same = turn_id.is_none() || turn_id == self.turn.as_deref();
         if em.in_run() || (em.run_ended() && same) {
             return;
         }
         self.start(em, thread_id, turn_id);
+    }
+
+    /// Whether `thread` is a subagent's.
+    fn is_child(&self, thread: &str) -> bool {
+        self.thread.as_deref().is_some_and(|main| main != thread)
+    }
+
+    /// Make sure subagent thread `thread` is running (SUBAGENT_STARTED,
+    /// under the collaboration tool call that spawned it); its events follow.
+    fn enter_subagent(&mut self, em: &mut Emitter, thread: &str) {
+        if em.subagent_open(thread) {
+            return;
+        }
+        let call = self
+            .spawned
+            .iter()
+            .find(|(t, _)| t == thread)
+            .map(|(_, c)| c.as_str());
+        em.set_subagent(None);
+        em.subagent_start(thread, "agent", None, call, None);
+        em.set_subagent(Some(thread));
     }
 
     fn start(&mut self, em: &mut Emitter, thread_id: Option<&str>, turn_id: Option<&str>) {
@@ -550,6 +605,26 @@ impl CodexAppServer {
     fn turn(&mut self, method: &str, ev: TurnEvent, line: &[u8], em: &mut Emitter) {
         let turn = ev.turn.as_ref();
         let turn_id = turn.and_then(|t| t.id.as_deref());
+        if let Some(t) = ev.thread_id.as_deref().filter(|t| self.is_child(t)) {
+            // A subagent's turn: it is the subagent's whole run.
+            if method == "turn/completed" {
+                em.set_subagent(None);
+                match turn.and_then(|t| t.status.as_deref()) {
+                    Some("failed") => {
+                        let err = turn.and_then(|t| t.error.as_ref());
+                        let message = err
+                            .and_then(|e| e.message.as_deref())
+                            .unwrap_or("the turn failed");
+                        let code = error_code(err.and_then(|e| e.codex_error_info));
+                        em.subagent_fail(t, message, Some(code));
+                    }
+                    _ => em.subagent_finish(t, line_json(line)),
+                }
+            } else {
+                raw(em, line);
+            }
+            return;
+        }
         if method == "turn/started" {
             if em.in_run() && turn_id.is_some() && turn_id == self.turn.as_deref() {
                 // The same turn announced again.
@@ -647,6 +722,9 @@ impl CodexAppServer {
             | "dynamicToolCall"
             | "collabAgentToolCall"
             | "imageView" => {
+                if kind == "collabAgentToolCall" {
+                    self.note_spawned(id, it.receiver_thread_ids);
+                }
                 if !em.is_open(id) {
                     if em.tool_start(id, &tool_name(kind, &it), None) {
                         em.tool_args(id, tool_args(kind, &it).get());
@@ -742,6 +820,18 @@ impl CodexAppServer {
                 let json = std::str::from_utf8(&self.buf).expect("serde_json writes UTF-8");
                 let value: &RawValue = serde_json::from_str(json).expect("serde_json writes JSON");
                 em.custom("tool_output", value);
+            }
+        }
+    }
+
+    /// Note the threads a collaboration tool call works with.
+    fn note_spawned(&mut self, call: &str, threads: Option<&RawValue>) {
+        let threads: Vec<Cow<str>> = threads
+            .and_then(|t| serde_json::from_str(t.get()).ok())
+            .unwrap_or_default();
+        for t in threads {
+            if !self.spawned.iter().any(|(s, _)| *s == t) {
+                self.spawned.push((t.into_owned(), call.to_owned()));
             }
         }
     }
