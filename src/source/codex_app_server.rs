@@ -755,24 +755,14 @@ impl CodexAppServer {
             em.unknown(format!("{method} without itemId"));
             return raw(em, line);
         };
-        let delta = ev.delta.map_or(Text::Str(""), |d| match json::literal(d) {
-            Some(lit) => Text::Literal(lit),
-            None => Text::Str(""),
-        });
+        let mut decoded = None;
         match method {
             "item/agentMessage/delta" | "item/plan/delta" => {
                 if !self.streamed.iter().any(|s| s == id) {
                     self.streamed.push(id.to_owned());
                 }
-                match (delta, ev.delta) {
-                    (Text::Literal(_), _) if delta.is_empty() => {}
-                    (Text::Literal(_), _) => em.text_content_text(id, delta),
-                    (_, Some(d)) => {
-                        let text = text_of(d);
-                        if !text.is_empty() {
-                            em.text_content(id, &text);
-                        }
-                    }
+                match ev.delta.map(|d| delta_text(d, &mut decoded)) {
+                    Some(text) if !text.is_empty() => em.text_content_text(id, text),
                     _ => {}
                 }
             }
@@ -797,18 +787,9 @@ impl CodexAppServer {
             _ => {
                 // Live output of a command or a patch: the final result
                 // still holds the whole output.
-                let Some(d) = ev.delta else { return };
-                let decoded;
-                let delta = match json::literal(d) {
-                    Some(lit) if lit.get() != "\"\"" => Text::Literal(lit),
-                    Some(_) => return,
-                    None => {
-                        decoded = text_of(d);
-                        if decoded.is_empty() {
-                            return;
-                        }
-                        Text::Str(&decoded)
-                    }
+                let delta = match ev.delta.map(|d| delta_text(d, &mut decoded)) {
+                    Some(text) if !text.is_empty() => text,
+                    _ => return,
                 };
                 self.buf.clear();
                 let value = ToolOutput {
@@ -898,6 +879,15 @@ impl CodexAppServer {
         self.totals
             .map(|t| openai_usage(self.model.as_deref(), t))
             .unwrap_or_default()
+    }
+}
+
+/// A delta for the output: the input's JSON string literal copied as it is,
+/// or its text decoded into `decoded` when it must be (a lone surrogate).
+fn delta_text<'d>(d: &'d RawValue, decoded: &'d mut Option<Cow<'d, str>>) -> Text<'d> {
+    match json::literal(d) {
+        Some(lit) => Text::Literal(lit),
+        None => Text::Str(decoded.insert(text_of(d))),
     }
 }
 
