@@ -31,6 +31,9 @@ use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex-app-server";
 
+/// How many subagents' tool calls in flight are remembered.
+const MAX_SUBAGENT_CALLS: usize = 256;
+
 /// One line: a response, a notification or a server→client request.
 #[derive(Default)]
 struct Message<'a> {
@@ -370,6 +373,8 @@ struct ReasoningPart {
     /// The message id: the item id for the first summary part, else the
     /// item id and the part.
     id: String,
+    /// The subagent it belongs to.
+    owner: Option<String>,
 }
 
 #[derive(Default)]
@@ -389,8 +394,12 @@ pub struct CodexAppServer {
     /// A fatal `error` (no retry) waiting for its `turn/completed`: its
     /// message and code.
     last_error: Option<(String, &'static str)>,
-    /// Messages of this run whose text arrived as deltas.
-    streamed: Vec<String>,
+    /// Messages of this run whose text arrived as deltas, and the subagent
+    /// each belongs to: an item's events stay with the agent that started
+    /// it, whatever thread a later line names.
+    streamed: Vec<(String, Option<String>)>,
+    /// Tool calls started by subagents, and whose.
+    subagent_calls: Vec<(String, String)>,
     /// Reasoning items of this run that streamed, and the open part.
     reasoned: Vec<String>,
     reasoning: Option<ReasoningPart>,
@@ -694,7 +703,7 @@ impl CodexAppServer {
                 if !done {
                     return Ok(());
                 }
-                if let Some(i) = self.streamed.iter().position(|s| s == id) {
+                if let Some(i) = self.streamed.iter().position(|(s, _)| s == id) {
                     self.streamed.swap_remove(i);
                     em.text_end(id);
                 } else if !em.is_open(id) {
@@ -725,9 +734,24 @@ impl CodexAppServer {
                 if kind == "collabAgentToolCall" {
                     self.note_spawned(id, it.receiver_thread_ids);
                 }
+                if let Some(i) = self.subagent_calls.iter().position(|(c, _)| c == id) {
+                    em.set_subagent(Some(&self.subagent_calls[i].1));
+                    if done {
+                        self.subagent_calls.swap_remove(i);
+                    }
+                } else if em.tool_started(id) {
+                    // Started by the client's agent.
+                    em.set_subagent(None);
+                }
                 if !em.is_open(id) {
                     if em.tool_start(id, &tool_name(kind, &it), None) {
                         em.tool_args(id, tool_args(kind, &it).get());
+                        if let (Some(owner), false) = (em.subagent(), done) {
+                            if self.subagent_calls.len() == MAX_SUBAGENT_CALLS {
+                                self.subagent_calls.remove(0);
+                            }
+                            self.subagent_calls.push((id.to_owned(), owner.to_owned()));
+                        }
                     } else if !done {
                         // An item id this output has seen already.
                         raw(em, line);
@@ -758,8 +782,11 @@ impl CodexAppServer {
         let mut decoded = None;
         match method {
             "item/agentMessage/delta" | "item/plan/delta" => {
-                if !self.streamed.iter().any(|s| s == id) {
-                    self.streamed.push(id.to_owned());
+                match self.streamed.iter().find(|(s, _)| s == id) {
+                    Some((_, owner)) => em.set_subagent(owner.as_deref()),
+                    None => self
+                        .streamed
+                        .push((id.to_owned(), em.subagent().map(str::to_owned))),
                 }
                 match ev.delta.map(|d| delta_text(d, &mut decoded)) {
                     Some(text) if !text.is_empty() => em.text_content_text(id, text),
@@ -780,6 +807,7 @@ impl CodexAppServer {
                     let text = text_of(d);
                     if !text.is_empty() {
                         let part = self.reasoning.as_ref().expect("entered above");
+                        em.set_subagent(part.owner.as_deref());
                         em.reasoning_content(&part.id, &text);
                     }
                 }
@@ -835,6 +863,7 @@ impl CodexAppServer {
             index,
             raw: raw_part,
             id,
+            owner: em.subagent().map(str::to_owned),
         });
     }
 
@@ -868,7 +897,7 @@ impl CodexAppServer {
     /// Close the text and reasoning still streaming (an abandoned attempt,
     /// the end of a turn).
     fn close_streams(&mut self, em: &mut Emitter) {
-        for id in self.streamed.drain(..) {
+        for (id, _) in self.streamed.drain(..) {
             em.text_end(&id);
         }
         self.end_reasoning(em);
