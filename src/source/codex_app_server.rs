@@ -443,6 +443,8 @@ impl CodexAppServer {
     fn message(&mut self, msg: Message, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
         let ts = msg.emitted_at_ms.and_then(|t| t.get().parse::<i64>().ok());
         em.set_timestamp(ts);
+        // The client's agent, unless the line names a subagent's thread.
+        em.set_subagent(None);
         let Some(method) = msg.method.as_deref() else {
             if msg.id.is_none() || (msg.result.is_none() && msg.error.is_none()) {
                 return Err(LineError::Shape(
@@ -485,10 +487,7 @@ impl CodexAppServer {
                 self.enter_subagent(em, t);
                 true
             }
-            None => {
-                em.set_subagent(None);
-                false
-            }
+            None => false,
         };
         match msg.params {
             Some(Params::Item(ev)) => self.item(method, ev, line, em)?,
