@@ -48,11 +48,11 @@ _agui__translate() {
             fi
             case "${prev}" in
                 --from)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server" -- "${cur}"))
                     return 0
                     ;;
                 -f)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server" -- "${cur}"))
                     return 0
                     ;;
                 --format)

@@ -27,7 +27,8 @@ end
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s f -l from -d 'The CLI that wrote the input stream; `auto` tells it from the first records that only one CLI writes' -r -f -a "auto\t'Tell the CLI from the stream itself'
 gemini\t'Gemini CLI: `gemini -p … --output-format stream-json`'
 codex\t'OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)'
-claude\t'Claude Code: `claude -p … --output-format stream-json --verbose`'"
+claude\t'Claude Code: `claude -p … --output-format stream-json --verbose`'
+codex-app-server\t'Codex app-server: the JSON-RPC stdout of `codex app-server`'"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
 sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r

@@ -14,13 +14,14 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(gemini codex claude auto)
+[ ${#targets[@]} -gt 0 ] || targets=(gemini codex claude codex_app_server auto)
 export RUSTC_BOOTSTRAP=1
 for t in "${targets[@]}"; do
   corpus=fuzz/corpus/$t
   mkdir -p "$corpus"
   case $t in
     auto) seeds=(testdata/*/*/*.jsonl) ;;
+    codex_app_server) seeds=(testdata/codex-app-server/*/*.jsonl) ;;
     *) seeds=(testdata/"$t"/*/*.jsonl) ;;
   esac
   for f in "${seeds[@]}"; do

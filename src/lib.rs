@@ -6,6 +6,7 @@
 //! (`main.rs`) only parses arguments and maps errors to exit codes.
 
 pub mod agui;
+pub mod appserver;
 pub mod check;
 pub mod cli;
 pub mod closer;

@@ -118,3 +118,8 @@ fn codex() {
 fn claude() {
     golden("claude");
 }
+
+#[test]
+fn codex_app_server() {
+    golden("codex-app-server");
+}

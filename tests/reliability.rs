@@ -266,6 +266,69 @@ fn impossible_orders() {
         "\n",
     );
     hostile(&["--from", "codex"], input.as_bytes());
+    // Codex app-server: a turn completed before it started, deltas and a
+    // completion for items never started, a turn started twice, two turns
+    // interleaved, an approval outside any turn, then the end of input.
+    let input = concat!(
+        r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u0","status":"completed"}}}"#,
+        "\n",
+        r#"{"method":"item/reasoning/summaryTextDelta","params":{"turnId":"u1","itemId":"rs","delta":"hm","summaryIndex":3}}"#,
+        "\n",
+        r#"{"method":"item/commandExecution/outputDelta","params":{"turnId":"u1","itemId":"nobody","delta":"x"}}"#,
+        "\n",
+        r#"{"method":"item/completed","params":{"turnId":"u1","item":{"type":"mcpToolCall","id":"c","server":"s","tool":"t","status":"failed","arguments":[1],"result":null,"error":{"message":"no"}}}}"#,
+        "\n",
+        r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1"}}}"#,
+        "\n",
+        r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1"}}}"#,
+        "\n",
+        r#"{"method":"item/agentMessage/delta","params":{"turnId":"u2","itemId":"m","delta":"other turn"}}"#,
+        "\n",
+        r#"{"method":"item/fileChange/requestApproval","id":0,"params":{"itemId":"nobody","reason":"why"}}"#,
+        "\n",
+        r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u2","status":"interrupted"}}}"#,
+        "\n",
+        r#"{"method":"item/agentMessage/delta","params":{"turnId":"u2","itemId":"m","delta":"after the end"}}"#,
+        "\n",
+    );
+    let (code, out, _) = hostile(&["--from", "codex-app-server"], input.as_bytes());
+    assert_eq!(code, 0);
+    assert!(out.contains(r#""name":"approval_request""#), "{out}");
+    assert!(out.contains(r#""content":"no""#), "{out}");
+}
+
+/// The app-server's shapes that are not of this protocol version: fields of
+/// the wrong type are reported and kept; numbers and strings out of range
+/// do not stop the stream.
+#[test]
+fn app_server_wrong_shapes() {
+    let input = concat!(
+        r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u"}},"emittedAtMs":1e400}"#,
+        "\n",
+        r#"{"method":"item/agentMessage/delta","params":{"itemId":7,"delta":"x"}}"#,
+        "\n",
+        r#"{"method":"item/started","params":{"item":"not an object"}}"#,
+        "\n",
+        r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":-1}}}}"#,
+        "\n",
+        r#"{"params":{"itemId":"m","delta":"late method"},"method":"item/agentMessage/delta"}"#,
+        "\n",
+        r#"{"hello":"world"}"#,
+        "\n",
+        r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"completed"}}}"#,
+        "\n",
+    );
+    let (code, out, err) = hostile(&["--from", "codex-app-server"], input.as_bytes());
+    assert_eq!(code, 1);
+    for line in [2, 3, 4, 6] {
+        assert!(
+            err.contains(&format!("<stdin>:{line}: unexpected record")),
+            "line {line}: {err}"
+        );
+    }
+    assert!(out.contains(r#""delta":"late method""#), "{out}");
+    assert!(out.contains(r#""itemId":7"#), "kept as RAW: {out}");
+    assert!(out.contains("RUN_FINISHED"), "{out}");
 }
 
 #[test]
@@ -305,6 +368,7 @@ fn unknown_event_types_in_every_dialect() {
         ("gemini", format!("{GEMINI_INIT}\n{{\"type\":\"teleport\",\"to\":\"mars\"}}\n{GEMINI_RESULT}\n")),
         ("codex", "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"thread.teleported\",\"to\":\"mars\"}\n".into()),
         ("claude", "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"teleport\",\"to\":\"mars\"}\n".into()),
+        ("codex-app-server", "{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n{\"method\":\"thread/teleported\",\"params\":{\"to\":\"mars\"}}\n".into()),
     ];
     for (cli, input) in inputs {
         let (code, out, err) = hostile(&["--from", cli], input.as_bytes());

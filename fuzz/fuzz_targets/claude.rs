@@ -2,5 +2,8 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    agui_translate::fuzzing::translate_and_check(agui_translate::source::FromCli::Claude, data);
+    agui_translate::fuzzing::translate_and_check(
+        agui_translate::source::FromCli::named("claude").unwrap(),
+        data,
+    );
 });

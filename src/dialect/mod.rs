@@ -19,11 +19,17 @@ use crate::source::Translate;
 
 mod claude;
 mod codex;
+mod codex_app_server;
 mod gemini;
 
 /// Every dialect, in the order auto-detection asks them and `run --check`
 /// lists them.
-pub static ALL: &[&Spec] = &[&gemini::SPEC, &codex::SPEC, &claude::SPEC];
+pub static ALL: &[&Spec] = &[
+    &gemini::SPEC,
+    &codex::SPEC,
+    &claude::SPEC,
+    &codex_app_server::SPEC,
+];
 
 /// One CLI's table.
 pub struct Spec {

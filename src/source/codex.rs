@@ -209,13 +209,21 @@ struct Invocation<'a> {
     arguments: Option<&'a RawValue>,
 }
 
+/// Token counts, as `codex exec` (snake_case) and the app-server
+/// (camelCase) report them.
 #[derive(Deserialize, Default, Clone, Copy)]
-struct TokenUsage {
+pub(super) struct TokenUsage {
+    #[serde(alias = "inputTokens")]
     input_tokens: Option<u64>,
+    #[serde(alias = "cachedInputTokens")]
     cached_input_tokens: Option<u64>,
+    #[serde(alias = "cacheWriteInputTokens")]
     cache_write_input_tokens: Option<u64>,
+    #[serde(alias = "outputTokens")]
     output_tokens: Option<u64>,
+    #[serde(alias = "reasoningOutputTokens")]
     reasoning_output_tokens: Option<u64>,
+    #[serde(alias = "totalTokens")]
     total_tokens: Option<u64>,
 }
 
@@ -1050,20 +1058,25 @@ impl Codex {
     }
 
     fn usage(&self, t: Option<TokenUsage>) -> Vec<Usage> {
-        let Some(t) = t else { return Vec::new() };
-        vec![Usage {
-            provider: Some("openai".into()),
-            model: self.model.clone(),
-            input_tokens: t.input_tokens,
-            output_tokens: t.output_tokens,
-            total_tokens: t
-                .total_tokens
-                .or_else(|| Some(t.input_tokens? + t.output_tokens?)),
-            reasoning_tokens: t.reasoning_output_tokens,
-            cached_input_tokens: t.cached_input_tokens,
-            cache_write_input_tokens: t.cache_write_input_tokens,
-        }]
+        t.map(|t| openai_usage(self.model.as_deref(), t))
+            .unwrap_or_default()
     }
+}
+
+/// Codex token counts as the run's usage (the one usage rule).
+pub(super) fn openai_usage(model: Option<&str>, t: TokenUsage) -> Vec<Usage> {
+    vec![Usage {
+        provider: Some("openai".into()),
+        model: model.map(str::to_owned),
+        input_tokens: t.input_tokens,
+        output_tokens: t.output_tokens,
+        total_tokens: t
+            .total_tokens
+            .or_else(|| Some(t.input_tokens? + t.output_tokens?)),
+        reasoning_tokens: t.reasoning_output_tokens,
+        cached_input_tokens: t.cached_input_tokens,
+        cache_write_input_tokens: t.cache_write_input_tokens,
+    }]
 }
 
 #[derive(Deserialize)]
@@ -1110,7 +1123,7 @@ struct McpBlock<'a> {
     mime_type: Option<Cow<'a, str>>,
 }
 
-enum McpContent {
+pub(super) enum McpContent {
     Text(String),
     Parts(Box<RawValue>),
 }
@@ -1118,7 +1131,7 @@ enum McpContent {
 /// An MCP result's content blocks as AG-UI content: the text when every
 /// block is text, else content parts (images and audio as data sources,
 /// anything else as its JSON in a text part).
-fn mcp_content(result: &RawValue) -> Option<McpContent> {
+pub(super) fn mcp_content(result: &RawValue) -> Option<McpContent> {
     let r: McpResult = serde_json::from_str(result.get()).ok()?;
     let blocks = r.content?;
     let parsed: Vec<Option<McpBlock>> = blocks

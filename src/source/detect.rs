@@ -106,6 +106,22 @@ mod tests {
                 r#"{"type":"result","subtype":"success","is_error":false}"#,
                 Some("claude"),
             ),
+            (
+                r#"{"id":0,"result":{"userAgent":"codex/0.169.0","platformOs":"linux"}}"#,
+                Some("codex-app-server"),
+            ),
+            (
+                r#"{"id":3,"error":{"code":-32600,"message":"bad"}}"#,
+                Some("codex-app-server"),
+            ),
+            (
+                r#"{"method":"turn/started","params":{"threadId":"t"},"emittedAtMs":1}"#,
+                Some("codex-app-server"),
+            ),
+            (
+                r#"{"method":"item/commandExecution/requestApproval","id":0,"params":{}}"#,
+                Some("codex-app-server"),
+            ),
             (r#"{"type":"something_else"}"#, None),
             (r#"{"hello":"world"}"#, None),
             ("not json", None),

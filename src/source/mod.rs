@@ -14,6 +14,7 @@ pub use crate::dialect::{Dialect, FromCli};
 
 pub mod claude;
 pub mod codex;
+pub mod codex_app_server;
 pub mod detect;
 pub mod gemini;
 

@@ -1,0 +1,9 @@
+//! Any input, read as a codex app-server stream, gives well-formed AG-UI.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    agui_translate::fuzzing::translate_and_check(
+        agui_translate::source::FromCli::named("codex-app-server").unwrap(),
+        data,
+    );
+});

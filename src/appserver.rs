@@ -1,0 +1,445 @@
+//! The client side of `codex app-server`: the JSON-RPC messages this program
+//! sends, and the loop that reads the server's stdout, translates it as it
+//! arrives and answers the server's requests.
+//!
+//! One session is one prompt: `initialize`, the `initialized` notification,
+//! `thread/start` (or `thread/resume`), then `turn/start` with the prompt. The
+//! session ends with that turn's `turn/completed`; the caller then closes the
+//! server's stdin. Approval requests are answered by the `--approval` policy;
+//! what it does not allow is declined, and the stream says so (a CUSTOM
+//! `approval_response` event). A stop request (SIGINT, SIGTERM, `--timeout`)
+//! sends `turn/interrupt` once the turn is known.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::agui::Emitter;
+use crate::json;
+use crate::source::Translate;
+use crate::spawn::Approval;
+
+/// What one session asks of the server.
+pub struct Options<'a> {
+    pub prompt: &'a str,
+    /// A thread to resume (`--resume`), else a new one.
+    pub resume: Option<&'a str>,
+    pub cwd: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub approval: Approval,
+}
+
+/// How a session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// The turn completed (in any status: the stream tells which).
+    TurnCompleted,
+    /// The server answered one of our requests with an error.
+    Refused,
+    /// The server's stdout ended first.
+    Eof,
+}
+
+#[derive(Serialize)]
+struct Request<'a, P: Serialize> {
+    id: u64,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct Notification<'a> {
+    method: &'a str,
+}
+
+#[derive(Serialize)]
+struct Response<'a, R: Serialize> {
+    id: &'a RawValue,
+    result: R,
+}
+
+#[derive(Serialize)]
+struct ErrorResponse<'a> {
+    id: &'a RawValue,
+    error: RpcError<'a>,
+}
+
+#[derive(Serialize)]
+struct RpcError<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams<'a> {
+    client_info: ClientInfo<'a>,
+    capabilities: Capabilities,
+}
+
+#[derive(Serialize)]
+struct ClientInfo<'a> {
+    name: &'a str,
+    title: &'a str,
+    version: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Capabilities {
+    experimental_api: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thread_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_policy: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnParams<'a> {
+    thread_id: &'a str,
+    input: [UserInput<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct UserInput<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    text: &'a str,
+    text_elements: [(); 0],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InterruptParams<'a> {
+    thread_id: &'a str,
+    turn_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct Decision<'a> {
+    decision: &'a str,
+}
+
+/// The CUSTOM `approval_response` event: what was answered, and why.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ApprovalResponse<'a> {
+    request_id: &'a RawValue,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item_id: Option<&'a str>,
+    decision: &'a str,
+    reason: &'a str,
+}
+
+/// What the client needs from a server line.
+#[derive(Deserialize)]
+struct ServerLine<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    result: Option<Ids<'a>>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<Ids<'a>>,
+}
+
+/// Thread, turn and item ids, wherever they are.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Ids<'a> {
+    #[serde(borrow)]
+    thread: Option<IdOnly<'a>>,
+    #[serde(borrow)]
+    turn: Option<IdOnly<'a>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    thread_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    item_id: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct IdOnly<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    id: Option<Cow<'a, str>>,
+}
+
+/// Request ids of this client.
+const INITIALIZE: u64 = 0;
+const THREAD: u64 = 1;
+const TURN: u64 = 2;
+const INTERRUPT: u64 = 3;
+
+/// One session with the server.
+pub struct Session<'a> {
+    opts: Options<'a>,
+    thread: Option<String>,
+    turn: Option<String>,
+    interrupted: bool,
+    /// The `approval_response` event for the request on this line, written
+    /// after the request itself.
+    answered: Option<Box<RawValue>>,
+    line: Vec<u8>,
+    msg: Vec<u8>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(opts: Options<'a>) -> Self {
+        Session {
+            opts,
+            thread: None,
+            turn: None,
+            interrupted: false,
+            answered: None,
+            line: Vec::new(),
+            msg: Vec::new(),
+        }
+    }
+
+    /// Run the session: send the opening requests to `server_in`, then
+    /// translate `server_out` into `out` line by line, answering requests,
+    /// until the turn completes. `stop` asks for `turn/interrupt`. The
+    /// caller then closes the server's stdin, translates what the server
+    /// still writes, and ends the input ([`Translate::finish`]).
+    pub fn run(
+        &mut self,
+        server_out: &mut dyn BufRead,
+        server_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &AtomicBool,
+    ) -> io::Result<End> {
+        let init = InitializeParams {
+            client_info: ClientInfo {
+                name: "agui_translate",
+                title: "agui-translate",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            capabilities: Capabilities {
+                experimental_api: false,
+            },
+        };
+        self.send(server_in, &request(INITIALIZE, "initialize", init))?;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                self.interrupt(server_in)?;
+            }
+            self.line.clear();
+            if server_out.read_until(b'\n', &mut self.line)? == 0 {
+                return Ok(End::Eof);
+            }
+            let mut line = std::mem::take(&mut self.line);
+            let end = self.answer(&line, server_in)?;
+            let text = line.trim_ascii_end().len();
+            if text > 0 {
+                // A line the translator rejects still goes out as RAW.
+                if tr.line(&mut line[..text], em).is_err() {
+                    crate::source::passthrough(em, tr.source(), 0, &line[..text]);
+                }
+            }
+            self.line = line;
+            if let Some(value) = self.answered.take() {
+                em.custom("approval_response", &value);
+            }
+            em.drain_to(out)?;
+            out.flush()?;
+            if let Some(end) = end {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Send `turn/interrupt` for the running turn (once).
+    pub fn interrupt(&mut self, server_in: &mut dyn Write) -> io::Result<()> {
+        let (Some(thread), Some(turn), false) = (&self.thread, &self.turn, self.interrupted) else {
+            return Ok(());
+        };
+        let params = InterruptParams {
+            thread_id: thread,
+            turn_id: turn,
+        };
+        let msg = request(INTERRUPT, "turn/interrupt", params);
+        self.interrupted = true;
+        self.send(server_in, &msg)
+    }
+
+    /// React to a server line: the next request, an answer to the server,
+    /// or the end of the session.
+    fn answer(&mut self, line: &[u8], server_in: &mut dyn Write) -> io::Result<Option<End>> {
+        let Ok(msg) = serde_json::from_slice::<ServerLine>(line) else {
+            return Ok(None);
+        };
+        let ids = msg.result.as_ref().or(msg.params.as_ref());
+        let thread = ids
+            .and_then(|i| i.thread.as_ref())
+            .and_then(|t| t.id.as_deref());
+        let turn = ids
+            .and_then(|i| i.turn.as_ref())
+            .and_then(|t| t.id.as_deref());
+        match (msg.method.as_deref(), msg.id) {
+            // A response to one of our requests.
+            (None, Some(id)) => {
+                let id = id.get().parse::<u64>();
+                if msg.error.is_some() && id != Ok(INTERRUPT) {
+                    return Ok(Some(End::Refused));
+                }
+                match id {
+                    Ok(INITIALIZE) => {
+                        let note = Notification {
+                            method: "initialized",
+                        };
+                        let line = serde_json::to_vec(&note).expect("serializable");
+                        self.send(server_in, &line)?;
+                        let (method, thread_id) = match self.opts.resume {
+                            Some(t) => ("thread/resume", Some(t)),
+                            None => ("thread/start", None),
+                        };
+                        let (approval_policy, sandbox) = policy(self.opts.approval);
+                        let params = ThreadParams {
+                            thread_id,
+                            cwd: self.opts.cwd,
+                            model: self.opts.model,
+                            approval_policy,
+                            sandbox,
+                        };
+                        self.send(server_in, &request(THREAD, method, params))?;
+                    }
+                    Ok(THREAD) => {
+                        let Some(thread) = thread else {
+                            return Ok(Some(End::Refused));
+                        };
+                        self.thread = Some(thread.to_owned());
+                        let params = TurnParams {
+                            thread_id: thread,
+                            input: [UserInput {
+                                kind: "text",
+                                text: self.opts.prompt,
+                                text_elements: [],
+                            }],
+                        };
+                        self.send(server_in, &request(TURN, "turn/start", params))?;
+                    }
+                    Ok(TURN) => {
+                        if let Some(turn) = turn {
+                            self.turn = Some(turn.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // A request from the server.
+            (Some(method), Some(id)) => {
+                let item = ids.and_then(|i| i.item_id.as_deref());
+                self.answer_request(server_in, method, id, item)?;
+            }
+            (Some("turn/started"), None) if self.turn.is_none() => {
+                self.turn = turn.map(str::to_owned);
+            }
+            (Some("turn/completed"), None) => {
+                let ours = ids.and_then(|i| i.thread_id.as_deref()) == self.thread.as_deref();
+                let this_turn = self.turn.is_none() || turn == self.turn.as_deref();
+                if ours && this_turn {
+                    return Ok(Some(End::TurnCompleted));
+                }
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Answer a server request by the approval policy; requests this client
+    /// cannot answer get a JSON-RPC error, so that the turn does not wait.
+    fn answer_request(
+        &mut self,
+        server_in: &mut dyn Write,
+        method: &str,
+        id: &RawValue,
+        item: Option<&str>,
+    ) -> io::Result<()> {
+        let approval = self.opts.approval;
+        let (allowed, yes, no) = match method {
+            "item/commandExecution/requestApproval" => {
+                (approval == Approval::Yolo, "accept", "decline")
+            }
+            "item/fileChange/requestApproval" => {
+                (approval != Approval::Default, "accept", "decline")
+            }
+            "execCommandApproval" => (approval == Approval::Yolo, "approved", "denied"),
+            "applyPatchApproval" => (approval != Approval::Default, "approved", "denied"),
+            _ => {
+                let msg = serde_json::to_vec(&ErrorResponse {
+                    id,
+                    error: RpcError {
+                        code: -32601,
+                        message: "agui-translate does not answer this request",
+                    },
+                })
+                .expect("serializable");
+                return self.send(server_in, &msg);
+            }
+        };
+        let decision = if allowed { yes } else { no };
+        let msg = serde_json::to_vec(&Response {
+            id,
+            result: Decision { decision },
+        })
+        .expect("serializable");
+        self.send(server_in, &msg)?;
+        let reason = match (allowed, approval) {
+            (true, _) => "allowed by --approval",
+            (false, Approval::Default) => "--approval default allows no tool that asks",
+            (false, _) => "--approval auto-edit allows file edits only",
+        };
+        let event = ApprovalResponse {
+            request_id: id,
+            method,
+            item_id: item,
+            decision,
+            reason,
+        };
+        self.answered = Some(serde_json::value::to_raw_value(&event).expect("serializable"));
+        Ok(())
+    }
+
+    fn send(&mut self, server_in: &mut dyn Write, msg: &[u8]) -> io::Result<()> {
+        self.msg.clear();
+        self.msg.extend_from_slice(msg);
+        self.msg.push(b'\n');
+        server_in.write_all(&self.msg)?;
+        server_in.flush()
+    }
+}
+
+fn request<P: Serialize>(id: u64, method: &str, params: P) -> Vec<u8> {
+    serde_json::to_vec(&Request { id, method, params }).expect("serializable")
+}
+
+/// The thread's approval policy and sandbox for `--approval`, as `codex
+/// exec` gets them: the server's defaults; `--full-auto`; no approvals and no
+/// sandbox.
+fn policy(approval: Approval) -> (Option<&'static str>, Option<&'static str>) {
+    match approval {
+        Approval::Default => (None, None),
+        Approval::AutoEdit => (Some("on-request"), Some("workspace-write")),
+        Approval::Yolo => (Some("never"), Some("danger-full-access")),
+    }
+}
