@@ -14,6 +14,10 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
+use std::sync::Arc;
+
+mod open;
+use open::{Kind, Open, OpenItems};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -334,27 +338,6 @@ pub mod code {
     pub const NO_EVENTS: &str = "no_events";
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Text,
-    Tool,
-    ReasoningMessage,
-    Reasoning,
-    Step,
-    Subagent,
-}
-
-struct Open {
-    kind: Kind,
-    id: String,
-    /// A tool call's arguments so far, to complete them if the call is
-    /// closed before they are (a cut stream).
-    args: Option<Box<crate::closer::Closer>>,
-    /// The subagent whose item this is (`subagentRunId` when it opened): its
-    /// end carries the same, whatever line ends it.
-    owner: Option<String>,
-}
-
 enum RunState {
     /// No run yet, or the last one has ended and its terminal event is written.
     Idle,
@@ -368,7 +351,7 @@ enum RunState {
 #[derive(Default)]
 struct Context {
     timestamp: Option<i64>,
-    subagent: Option<String>,
+    subagent: Option<Arc<str>>,
 }
 
 pub struct Emitter {
@@ -381,7 +364,7 @@ pub struct Emitter {
     run_id: String,
     /// Runs started so far, for derived run ids.
     runs: u64,
-    open: Vec<Open>,
+    open: OpenItems,
     terminal: Vec<u8>,
     ctx: Context,
     /// Scratch space for building small JSON values.
@@ -431,7 +414,7 @@ impl Emitter {
             thread_id: String::new(),
             run_id: String::new(),
             runs: 0,
-            open: Vec::new(),
+            open: OpenItems::default(),
             terminal: Vec::new(),
             ctx: Context::default(),
             scratch: String::new(),
@@ -516,7 +499,7 @@ impl Emitter {
             None => self.ctx.subagent = None,
             Some(id) => {
                 if self.ctx.subagent.as_deref() != Some(id) {
-                    self.ctx.subagent = Some(id.to_owned());
+                    self.ctx.subagent = Some(Arc::from(id));
                 }
             }
         }
@@ -551,7 +534,7 @@ impl Emitter {
     }
 
     pub fn is_open(&self, id: &str) -> bool {
-        self.open.iter().any(|o| o.id == id)
+        self.open.contains_id(id)
     }
 
     /// Whether tool call `id` was started on this output (open or not).
@@ -565,15 +548,12 @@ impl Emitter {
     }
 
     fn is_open_kind(&self, kind: Kind, id: &str) -> bool {
-        self.open.iter().any(|o| o.kind == kind && o.id == id)
+        self.open.find(kind, id).is_some()
     }
 
     /// Ids of the open tool calls, oldest first.
     pub fn open_tool_calls(&self) -> impl Iterator<Item = &str> {
-        self.open
-            .iter()
-            .filter(|o| o.kind == Kind::Tool)
-            .map(|o| o.id.as_str())
+        self.open.tool_calls()
     }
 
     // ---- runs ----------------------------------------------------------
@@ -829,20 +809,14 @@ impl Emitter {
     }
 
     fn open_item(&mut self, kind: Kind, id: &str) {
-        self.open.push(Open {
-            kind,
-            id: id.to_owned(),
-            args: (kind == Kind::Tool).then(Box::default),
-            owner: self.ctx.subagent.clone(),
-        });
+        self.open.push(kind, id, self.ctx.subagent.clone());
     }
 
     /// Close one open item (and whatever was opened inside it after it).
     fn close_item(&mut self, kind: Kind, id: &str) -> bool {
-        let Some(i) = self.open.iter().rposition(|o| o.kind == kind && o.id == id) else {
+        let Some(o) = self.open.find(kind, id).and_then(|i| self.open.remove(i)) else {
             return false;
         };
-        let o = self.open.remove(i);
         self.close_open(o);
         true
     }
@@ -894,13 +868,10 @@ impl Emitter {
     /// Close every open text message of the current agent (before a tool
     /// call starts); other agents' messages go on.
     pub fn close_texts(&mut self) {
-        while let Some(i) = self
-            .open
-            .iter()
-            .rposition(|o| o.kind == Kind::Text && o.owner == self.ctx.subagent)
-        {
-            let o = self.open.remove(i);
-            self.close_open(o);
+        for i in self.open.texts_of(&self.ctx.subagent) {
+            if let Some(o) = self.open.remove(i) {
+                self.close_open(o);
+            }
         }
     }
 
@@ -969,8 +940,8 @@ impl Emitter {
     pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
         let Some(open) = self
             .open
-            .iter_mut()
-            .rfind(|o| o.kind == Kind::Tool && o.id == id)
+            .find(Kind::Tool, id)
+            .and_then(|i| self.open.get_mut(i))
         else {
             return false;
         };
@@ -1128,31 +1099,17 @@ impl Emitter {
     /// Close what subagent `id` has open and forget it; false if it is not
     /// running.
     fn end_subagent(&mut self, id: &str) -> bool {
-        let Some(i) = self
-            .open
-            .iter()
-            .rposition(|o| o.kind == Kind::Subagent && o.id == id)
-        else {
+        let Some(i) = self.open.find(Kind::Subagent, id) else {
             return false;
         };
         // Close what the subagent (and any subagent it started) still has
         // open, then the subagent itself. Other agents' items stay open.
-        let mut owners = vec![id.to_owned()];
-        for o in &self.open[i + 1..] {
-            if o.kind == Kind::Subagent && o.owner.as_ref().is_some_and(|w| owners.contains(w)) {
-                owners.push(o.id.clone());
+        for j in self.open.owned_by_subagent(id, i) {
+            if let Some(o) = self.open.remove(j) {
+                self.close_open(o);
             }
         }
-        while let Some(j) = self
-            .open
-            .iter()
-            .rposition(|o| o.owner.as_ref().is_some_and(|w| owners.contains(w)))
-        {
-            let o = self.open.remove(j);
-            self.close_open(o);
-        }
-        self.open
-            .retain(|o| !(o.kind == Kind::Subagent && o.id == id));
+        self.open.remove(i);
         true
     }
 
@@ -1235,7 +1192,7 @@ impl Emitter {
         if let Some(sub) = &self.ctx.subagent {
             if attributable {
                 out.extend_from_slice(b",\"subagentRunId\":");
-                serde_json::to_writer(&mut *out, sub).expect("serializing to a Vec cannot fail");
+                serde_json::to_writer(&mut *out, &**sub).expect("serializing to a Vec cannot fail");
             }
         }
         if let Some(meta) = metadata {
