@@ -696,6 +696,15 @@ impl Emitter {
         self.state = RunState::Ending;
     }
 
+    /// Write the held terminal event now, if there is one: what follows
+    /// belongs to the next run (an input that holds several CLI invocations
+    /// one after another).
+    pub fn end_run(&mut self) {
+        if matches!(self.state, RunState::Ending) {
+            self.write_terminal();
+        }
+    }
+
     /// Whether the held terminal event is a RUN_ERROR.
     pub fn terminal_is_error(&self) -> bool {
         matches!(self.state, RunState::Ending) && self.terminal_index == 2

@@ -16,6 +16,7 @@
 //! closes the run.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -275,9 +276,8 @@ impl Utf8Stream {
     }
 }
 
-/// A tool call in flight (legacy format), by `call_id`.
+/// A tool call in flight (legacy format).
 struct Call {
-    id: String,
     /// One decoder per output stream (stdout, stderr).
     decoders: [Utf8Stream; 2],
     running_command: bool,
@@ -294,15 +294,17 @@ pub struct Codex {
     totals: Option<TokenUsage>,
     /// The message of an `error` event that is so far the last word.
     last_error: Option<String>,
-    /// Legacy tool calls in flight.
-    calls: Vec<Call>,
-    /// Legacy `web_search_begin` call ids waiting for their query.
-    searches: Vec<String>,
+    /// Legacy tool calls in flight, by `call_id`.
+    calls: HashMap<String, Call>,
+    /// Legacy `web_search_begin` call ids waiting for their query, with the
+    /// order they began in.
+    searches: HashMap<String, u64>,
+    began: u64,
     /// Legacy streamed text and reasoning (`agent_message_delta`, …).
     text: Option<String>,
     reasoning: Option<String>,
     /// Current-format items whose text is streaming (`item.plan.delta`).
-    streamed: Vec<String>,
+    streamed: HashSet<String>,
     /// Derived message ids in this run.
     n: u64,
     /// Whether this stream used the legacy format, and whether any legacy
@@ -336,11 +338,13 @@ impl Translate for Codex {
             return;
         }
         // Legacy searches still waiting for their query were running.
-        for id in std::mem::take(&mut self.searches) {
+        let mut searches: Vec<(String, u64)> = self.searches.drain().collect();
+        searches.sort_unstable_by_key(|s| s.1);
+        for (id, _) in searches {
             em.tool_start(&id, "web_search", None);
         }
         let running =
-            self.calls.iter().any(|c| c.running_command) || em.open_tool_calls().next().is_some();
+            self.calls.values().any(|c| c.running_command) || em.open_tool_calls().next().is_some();
         if running {
             em.fail_run(
                 "the input ended while a tool call was still running (the CLI was stopped)",
@@ -383,6 +387,17 @@ impl Codex {
         match rec.kind.as_deref() {
             None => {
                 // The legacy preamble: a config summary, then the prompt.
+                if self.legacy_events {
+                    // After events it is the next invocation's (a log of
+                    // several): the last one's stream has ended, and nothing
+                    // of it carries over.
+                    self.finish(em);
+                    em.end_run();
+                    *self = Codex {
+                        scratch: self.scratch.take(),
+                        ..Codex::default()
+                    };
+                }
                 self.legacy = true;
                 if let Some(p) = rec.prompt {
                     self.prompt = Some(text_of(p).into_owned());
@@ -436,8 +451,8 @@ impl Codex {
             "item.plan.delta" => {
                 let scoped = scope(em, rec.item_id.as_deref().unwrap_or("plan"));
                 let id = scoped.as_ref();
-                if !self.streamed.iter().any(|s| s == id) {
-                    self.streamed.push(id.to_owned());
+                if !self.streamed.contains(id) {
+                    self.streamed.insert(id.to_owned());
                 }
                 if let Some(d) = rec.delta {
                     let d = text_of(d);
@@ -499,11 +514,11 @@ impl Codex {
         };
         match kind {
             "agent_message" | "plan" => {
-                if self.streamed.iter().any(|s| s == id) {
+                if self.streamed.contains(id) {
                     // Its text already arrived as deltas.
                     if done {
                         em.text_end(id);
-                        self.streamed.retain(|s| s != id);
+                        self.streamed.remove(id);
                     }
                 } else if done {
                     let text = it.text.map(text_of).unwrap_or_default();
@@ -769,11 +784,13 @@ impl Codex {
                     ("parsed_cmd", msg.parsed_cmd.map(RawValue::get)),
                 ]);
                 em.tool_args(id, args.get());
-                self.calls.push(Call {
-                    id: id.to_owned(),
-                    decoders: Default::default(),
-                    running_command: true,
-                });
+                self.calls.insert(
+                    id.to_owned(),
+                    Call {
+                        decoders: Default::default(),
+                        running_command: true,
+                    },
+                );
             }
             "exec_command_output_delta" => {
                 let id = need_call_id(&msg, kind)?;
@@ -787,7 +804,7 @@ impl Codex {
                 let stream = msg.stream.as_deref().unwrap_or("stdout");
                 let which = usize::from(stream == "stderr");
                 self.buf.clear();
-                match self.calls.iter_mut().find(|c| c.id == id) {
+                match self.calls.get_mut(id) {
                     Some(call) => call.decoders[which].push(&bytes, &mut self.buf),
                     None => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
                 }
@@ -927,13 +944,14 @@ impl Codex {
             }
             "web_search_begin" => {
                 let id = need_call_id(&msg, kind)?;
-                if !self.searches.iter().any(|s| s == id) && !em.is_open(id) {
-                    self.searches.push(id.to_owned());
+                if !self.searches.contains_key(id) && !em.is_open(id) {
+                    self.began += 1;
+                    self.searches.insert(id.to_owned(), self.began);
                 }
             }
             "web_search_end" => {
                 let id = need_call_id(&msg, kind)?;
-                self.searches.retain(|s| s != id);
+                self.searches.remove(id);
                 if !em.is_open(id) {
                     self.close_streams(em);
                     em.tool_start(id, "web_search", None);
@@ -1002,13 +1020,12 @@ impl Codex {
     }
 
     fn call(&self, id: &str) -> Option<&Call> {
-        self.calls.iter().find(|c| c.id == id)
+        self.calls.get(id)
     }
 
     /// A command ended: flush its decoders' incomplete characters.
     fn end_call(&mut self, id: &str, em: &mut Emitter) {
-        if let Some(i) = self.calls.iter().position(|c| c.id == id) {
-            let mut call = self.calls.remove(i);
+        if let Some(mut call) = self.calls.remove(id) {
             for (which, stream) in [(0, "stdout"), (1, "stderr")] {
                 self.buf.clear();
                 call.decoders[which].finish(&mut self.buf);
@@ -1290,6 +1307,62 @@ mod tests {
         assert_eq!(out, "a\u{fffd}b");
         d.finish(&mut out);
         assert_eq!(out, "a\u{fffd}b\u{fffd}");
+    }
+
+    #[test]
+    fn a_legacy_preamble_after_events_starts_the_next_run() {
+        let invocation = |n: u32| {
+            format!(
+                "{{\"model\":\"gpt-5-codex\",\"provider\":\"openai\"}}\n\
+                 {{\"prompt\":\"task {n}\"}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"session_configured\",\"session_id\":\"s{n}\",\"model\":\"m{n}\"}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"exec_command_begin\",\"call_id\":\"c{n}\",\"command\":[\"true\"],\"cwd\":\"/\"}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"agent_message\",\"message\":\"done {n}\"}}}}\n"
+            )
+        };
+        let input = invocation(1) + &invocation(2);
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
+        let mut codex = Codex::default();
+        for line in input.lines() {
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        codex.finish(&mut em);
+        em.end_of_input(true);
+        let events: Vec<serde_json::Value> = std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let runs: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["type"].as_str().unwrap().starts_with("RUN_"))
+            .map(|e| {
+                let t = e["type"].as_str().unwrap().to_owned();
+                (t, e["threadId"].as_str().unwrap_or("").to_owned())
+            })
+            .collect();
+        // Each invocation is its own run, named by its own session, and the
+        // first one's unended command ends with its run, not the log.
+        let runs: Vec<(&str, &str)> = runs.iter().map(|(a, b)| (&**a, &**b)).collect();
+        assert_eq!(
+            runs,
+            [
+                ("RUN_STARTED", "s1"),
+                ("RUN_ERROR", ""),
+                ("RUN_STARTED", "s2"),
+                ("RUN_ERROR", ""),
+            ]
+        );
+        let second = events
+            .iter()
+            .position(|e| e["type"] == "RUN_STARTED" && e["threadId"] == "s2")
+            .unwrap();
+        assert_eq!(
+            events[second + 1]["type"],
+            "RAW",
+            "the preamble opens run 2"
+        );
+        assert_eq!(events[second + 1]["event"]["provider"], "openai");
     }
 
     #[test]
