@@ -13,24 +13,18 @@
 //! trailing warning) then still belongs to the run instead of being lost.
 
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
+use std::io;
 use std::sync::Arc;
 
 mod open;
+mod wire;
 use open::{Kind, Open, OpenItems};
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 
 /// A borrowed piece of JSON copied to the output verbatim.
 pub type Json<'a> = &'a RawValue;
 
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "SCREAMING_SNAKE_CASE",
-    rename_all_fields = "camelCase"
-)]
 pub enum Event<'a> {
     RunStarted {
         thread_id: &'a str,
@@ -39,18 +33,13 @@ pub enum Event<'a> {
     RunFinished {
         thread_id: &'a str,
         run_id: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<Json<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         outcome: Option<Outcome>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
         usage: &'a [Usage],
     },
     RunError {
         message: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<&'a str>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
         usage: &'a [Usage],
     },
     StepStarted {
@@ -73,7 +62,6 @@ pub enum Event<'a> {
     ToolCallStart {
         tool_call_id: &'a str,
         tool_call_name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<&'a str>,
     },
     ToolCallArgs {
@@ -115,7 +103,6 @@ pub enum Event<'a> {
         message_id: &'a str,
         activity_type: &'a str,
         content: Json<'a>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         replace: Option<bool>,
     },
     Raw {
@@ -129,22 +116,17 @@ pub enum Event<'a> {
     SubagentStarted {
         subagent_run_id: &'a str,
         name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         description: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_tool_call_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<&'a str>,
     },
     SubagentFinished {
         subagent_run_id: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<Json<'a>>,
     },
     SubagentError {
         subagent_run_id: &'a str,
         message: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<&'a str>,
     },
 }
@@ -222,8 +204,7 @@ impl Event<'_> {
     }
 }
 
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Role {
     Assistant,
     User,
@@ -231,16 +212,14 @@ pub enum Role {
     Developer,
 }
 
-#[derive(Serialize, Clone, Copy)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy)]
 pub enum EncryptedSubtype {
     ToolCall,
     Message,
 }
 
 /// `RUN_FINISHED.outcome`; absent means success.
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Outcome {
     Success,
     Cancelled,
@@ -249,8 +228,7 @@ pub enum Outcome {
 /// `TOOL_CALL_RESULT.content`: a string, or JSON copied verbatim (an array of
 /// content parts already in AG-UI's shape, or a string literal from the
 /// input, see [`crate::json::literal`]).
-#[derive(Serialize, Clone, Copy)]
-#[serde(untagged)]
+#[derive(Clone, Copy)]
 pub enum Content<'a> {
     Text(&'a str),
     Parts(Json<'a>),
@@ -258,8 +236,7 @@ pub enum Content<'a> {
 
 /// A string for the output: decoded text, or a JSON string literal from the
 /// input copied as it is (no decoding and re-escaping of large texts).
-#[derive(Serialize, Clone, Copy)]
-#[serde(untagged)]
+#[derive(Clone, Copy)]
 pub enum Text<'a> {
     Str(&'a str),
     Literal(Json<'a>),
@@ -277,24 +254,15 @@ impl Text<'_> {
 /// AG-UI `TokenUsage`. `inputTokens` and `outputTokens` are totals;
 /// `cachedInputTokens`, `cacheWriteInputTokens` and `reasoningTokens` are parts
 /// of them. Only numbers the input gives are set.
-#[derive(Serialize, Clone, Default, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
 pub struct Usage {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
 }
 
@@ -1183,25 +1151,25 @@ impl Emitter {
         }
         let attributable = match body.into() {
             Body::Event(ev) => {
-                serde_json::to_writer(&mut *out, ev).expect("serializing to a Vec cannot fail");
-                out.pop();
+                wire::event_open(out, ev);
                 ev.attributable()
             }
             Body::RawLine { json, source } => {
                 out.extend_from_slice(b"{\"type\":\"RAW\",\"event\":");
                 out.extend_from_slice(json.as_bytes());
                 out.extend_from_slice(b",\"source\":");
-                serde_json::to_writer(&mut *out, source).expect("serializing to a Vec cannot fail");
+                wire::string(out, source);
                 true
             }
         };
         if let Some(ts) = self.ctx.timestamp {
-            let _ = write!(out, ",\"timestamp\":{ts}");
+            out.extend_from_slice(b",\"timestamp\":");
+            wire::i64_(out, ts);
         }
         if let Some(sub) = &self.ctx.subagent {
             if attributable {
                 out.extend_from_slice(b",\"subagentRunId\":");
-                serde_json::to_writer(&mut *out, &**sub).expect("serializing to a Vec cannot fail");
+                wire::string(out, sub);
             }
         }
         if let Some(meta) = metadata {
@@ -1274,7 +1242,9 @@ pub fn object(pairs: &[(&str, Option<&str>)]) -> Box<RawValue> {
 
 /// A JSON string literal for `s`.
 pub fn string_json(s: &str) -> String {
-    serde_json::to_string(s).expect("a string always serializes")
+    let mut out = Vec::with_capacity(s.len() + 2);
+    wire::string(&mut out, s);
+    String::from_utf8(out).expect("escaping keeps UTF-8 valid")
 }
 
 #[cfg(test)]
