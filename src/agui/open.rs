@@ -43,10 +43,11 @@ pub(super) struct OpenItems {
     order: BTreeMap<Seq, Open>,
     /// Where each open id is, by kind (an id is open at most once per kind).
     by_id: HashMap<Arc<str>, [Option<Seq>; KINDS]>,
-    /// The open items of each agent.
-    by_owner: HashMap<Owner, BTreeSet<Seq>>,
-    /// The open text messages (of all agents).
-    texts: BTreeSet<Seq>,
+    /// The open items of each subagent (the main agent's are not listed).
+    by_owner: HashMap<Arc<str>, BTreeSet<Seq>>,
+    /// The open text messages of all agents, oldest first (a few at a time:
+    /// a tool call closes its agent's texts).
+    texts: Vec<Seq>,
     next: Seq,
 }
 
@@ -76,9 +77,14 @@ impl OpenItems {
         let slots = self.by_id.entry(Arc::clone(&id)).or_default();
         debug_assert!(slots[kind as usize].is_none(), "{kind:?} {id} opened twice");
         slots[kind as usize] = Some(seq);
-        self.by_owner.entry(owner.clone()).or_default().insert(seq);
+        if let Some(owner) = &owner {
+            self.by_owner
+                .entry(Arc::clone(owner))
+                .or_default()
+                .insert(seq);
+        }
         if kind == Kind::Text {
-            self.texts.insert(seq);
+            self.texts.push(seq);
         }
         self.order.insert(
             seq,
@@ -100,14 +106,18 @@ impl OpenItems {
                 self.by_id.remove(&*o.id);
             }
         }
-        if let Some(set) = self.by_owner.get_mut(&o.owner) {
-            set.remove(&seq);
-            if set.is_empty() {
-                self.by_owner.remove(&o.owner);
+        if let Some(owner) = &o.owner {
+            if let Some(set) = self.by_owner.get_mut(owner) {
+                set.remove(&seq);
+                if set.is_empty() {
+                    self.by_owner.remove(owner);
+                }
             }
         }
         if o.kind == Kind::Text {
-            self.texts.remove(&seq);
+            if let Ok(i) = self.texts.binary_search(&seq) {
+                self.texts.remove(i);
+            }
         }
         Some(o)
     }
@@ -131,7 +141,7 @@ impl OpenItems {
     /// What subagent `root` (opened at `seq`) and the subagents it started
     /// since have open, newest first.
     pub fn owned_by_subagent(&self, root: &str, seq: Seq) -> Vec<Seq> {
-        let mut owners: Vec<Owner> = vec![Some(Arc::from(root))];
+        let mut owners: Vec<Arc<str>> = vec![Arc::from(root)];
         let mut items = Vec::new();
         let mut k = 0;
         while k < owners.len() {
@@ -141,7 +151,7 @@ impl OpenItems {
                     let o = &self.order[&s];
                     // A subagent is open once, so each is added once.
                     if s > seq && o.kind == Kind::Subagent {
-                        owners.push(Some(o.id.clone()));
+                        owners.push(o.id.clone());
                     }
                 }
             }
