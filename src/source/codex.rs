@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Usage};
+use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex";
@@ -34,11 +34,11 @@ const SOURCE: &str = "codex";
 /// One line, of either format: every top-level field either has.
 #[derive(Deserialize)]
 struct Record<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     thread_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     item: Option<&'a RawValue>,
@@ -48,7 +48,7 @@ struct Record<'a> {
     error: Option<&'a RawValue>,
     #[serde(borrow)]
     message: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     item_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
@@ -57,7 +57,7 @@ struct Record<'a> {
     msg: Option<&'a RawValue>,
     #[serde(borrow)]
     prompt: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
 }
 
@@ -98,7 +98,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Item<'a>, M::Error> {
                 let mut it = Item::default();
-                while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+                while let Some(json::Borrowed(key)) = m.next_key()? {
                     macro_rules! set {
                         ($field:ident) => {{
                             let v = m.next_value()?;
@@ -107,18 +107,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
                             }
                         }};
                     }
+                    macro_rules! set_str {
+                        ($field:ident) => {{
+                            let v: Option<json::Borrowed> = m.next_value()?;
+                            if it.$field.is_none() {
+                                it.$field = v.map(|b| b.0);
+                            }
+                        }};
+                    }
                     match &*key {
-                        "id" => set!(id),
+                        "id" => set_str!(id),
                         // `item_type` in the first JSON format (0.43).
-                        "type" | "item_type" => set!(kind),
+                        "type" | "item_type" => set_str!(kind),
                         "text" => set!(text),
                         "command" => set!(command),
                         "aggregated_output" => set!(aggregated_output),
                         "exit_code" => set!(exit_code),
-                        "status" => set!(status),
+                        "status" => set_str!(status),
                         "changes" => set!(changes),
-                        "server" => set!(server),
-                        "tool" => set!(tool),
+                        "server" => set_str!(server),
+                        "tool" => set_str!(tool),
                         "arguments" => set!(arguments),
                         "result" => set!(result),
                         "error" => set!(error),
@@ -145,7 +153,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
 /// A legacy event's `msg`: every field any event type has.
 #[derive(Deserialize, Default)]
 struct Msg<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     message: Option<&'a RawValue>,
@@ -153,7 +161,7 @@ struct Msg<'a> {
     text: Option<&'a RawValue>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     command: Option<&'a RawValue>,
@@ -161,9 +169,9 @@ struct Msg<'a> {
     cwd: Option<&'a RawValue>,
     #[serde(borrow)]
     parsed_cmd: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     stream: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     chunk: Option<Cow<'a, str>>,
     #[serde(borrow)]
     stdout: Option<&'a RawValue>,
@@ -192,9 +200,9 @@ struct Msg<'a> {
     explanation: Option<&'a RawValue>,
     #[serde(borrow)]
     info: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
     reason: Option<&'a RawValue>,
@@ -202,9 +210,9 @@ struct Msg<'a> {
 
 #[derive(Deserialize)]
 struct Invocation<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     server: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool: Option<Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
@@ -455,8 +463,7 @@ impl Codex {
                     self.streamed.insert(id.to_owned());
                 }
                 if let Some(d) = rec.delta {
-                    let d = text_of(d);
-                    em.text_content(id, &d);
+                    delta_text(em, id, d);
                 }
             }
             "turn.completed" => {
@@ -717,16 +724,11 @@ impl Codex {
                 }
             }
             "agent_message_delta" => {
-                let id = match &self.text {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.next_id(em, "msg");
-                        self.text = Some(id.clone());
-                        id
-                    }
-                };
-                if let Some(d) = msg.delta {
-                    em.text_content(&id, &text_of(d));
+                if self.text.is_none() {
+                    self.text = Some(self.next_id(em, "msg"));
+                }
+                if let (Some(id), Some(d)) = (&self.text, msg.delta) {
+                    delta_text(em, id, d);
                 }
             }
             "agent_message" => {
@@ -1085,15 +1087,15 @@ impl Codex {
 
 #[derive(Deserialize)]
 struct ErrorMsg<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     message: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct Change<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
 }
 
@@ -1117,13 +1119,18 @@ struct McpResult<'a> {
 
 #[derive(Deserialize)]
 struct McpBlock<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(alias = "mimeType", borrow)]
+    #[serde(
+        alias = "mimeType",
+        borrow,
+        default,
+        deserialize_with = "json::opt_str"
+    )]
     mime_type: Option<Cow<'a, str>>,
 }
 
@@ -1228,6 +1235,15 @@ fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
         Cow::Owned(format!("{}:{id}", em.run_id()))
     } else {
         Cow::Borrowed(id)
+    }
+}
+
+/// Streamed text for message `id`: the delta's JSON string copied as it is
+/// when it can be (the hot path), else decoded.
+fn delta_text(em: &mut Emitter, id: &str, delta: &RawValue) {
+    match json::literal(delta) {
+        Some(lit) => em.text_content_text(id, Text::Literal(lit)),
+        None => em.text_content(id, &text_of(delta)),
     }
 }
 
