@@ -13,20 +13,18 @@
 //! trailing warning) then still belongs to the run instead of being lost.
 
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
+use std::io;
+use std::sync::Arc;
 
-use serde::Serialize;
+mod open;
+mod wire;
+use open::{Kind, Open, OpenItems};
+
 use serde_json::value::RawValue;
 
 /// A borrowed piece of JSON copied to the output verbatim.
 pub type Json<'a> = &'a RawValue;
 
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "SCREAMING_SNAKE_CASE",
-    rename_all_fields = "camelCase"
-)]
 pub enum Event<'a> {
     RunStarted {
         thread_id: &'a str,
@@ -35,18 +33,13 @@ pub enum Event<'a> {
     RunFinished {
         thread_id: &'a str,
         run_id: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<Json<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         outcome: Option<Outcome>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
         usage: &'a [Usage],
     },
     RunError {
         message: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<&'a str>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
         usage: &'a [Usage],
     },
     StepStarted {
@@ -69,7 +62,6 @@ pub enum Event<'a> {
     ToolCallStart {
         tool_call_id: &'a str,
         tool_call_name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<&'a str>,
     },
     ToolCallArgs {
@@ -111,7 +103,6 @@ pub enum Event<'a> {
         message_id: &'a str,
         activity_type: &'a str,
         content: Json<'a>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         replace: Option<bool>,
     },
     Raw {
@@ -125,22 +116,17 @@ pub enum Event<'a> {
     SubagentStarted {
         subagent_run_id: &'a str,
         name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         description: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_tool_call_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         parent_message_id: Option<&'a str>,
     },
     SubagentFinished {
         subagent_run_id: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<Json<'a>>,
     },
     SubagentError {
         subagent_run_id: &'a str,
         message: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<&'a str>,
     },
 }
@@ -218,8 +204,7 @@ impl Event<'_> {
     }
 }
 
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Role {
     Assistant,
     User,
@@ -227,16 +212,14 @@ pub enum Role {
     Developer,
 }
 
-#[derive(Serialize, Clone, Copy)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy)]
 pub enum EncryptedSubtype {
     ToolCall,
     Message,
 }
 
 /// `RUN_FINISHED.outcome`; absent means success.
-#[derive(Serialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Outcome {
     Success,
     Cancelled,
@@ -245,8 +228,7 @@ pub enum Outcome {
 /// `TOOL_CALL_RESULT.content`: a string, or JSON copied verbatim (an array of
 /// content parts already in AG-UI's shape, or a string literal from the
 /// input, see [`crate::json::literal`]).
-#[derive(Serialize, Clone, Copy)]
-#[serde(untagged)]
+#[derive(Clone, Copy)]
 pub enum Content<'a> {
     Text(&'a str),
     Parts(Json<'a>),
@@ -254,8 +236,7 @@ pub enum Content<'a> {
 
 /// A string for the output: decoded text, or a JSON string literal from the
 /// input copied as it is (no decoding and re-escaping of large texts).
-#[derive(Serialize, Clone, Copy)]
-#[serde(untagged)]
+#[derive(Clone, Copy)]
 pub enum Text<'a> {
     Str(&'a str),
     Literal(Json<'a>),
@@ -273,24 +254,15 @@ impl Text<'_> {
 /// AG-UI `TokenUsage`. `inputTokens` and `outputTokens` are totals;
 /// `cachedInputTokens`, `cacheWriteInputTokens` and `reasoningTokens` are parts
 /// of them. Only numbers the input gives are set.
-#[derive(Serialize, Clone, Default, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
 pub struct Usage {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
 }
 
@@ -334,27 +306,6 @@ pub mod code {
     pub const NO_EVENTS: &str = "no_events";
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Text,
-    Tool,
-    ReasoningMessage,
-    Reasoning,
-    Step,
-    Subagent,
-}
-
-struct Open {
-    kind: Kind,
-    id: String,
-    /// A tool call's arguments so far, to complete them if the call is
-    /// closed before they are (a cut stream).
-    args: Option<Box<crate::closer::Closer>>,
-    /// The subagent whose item this is (`subagentRunId` when it opened): its
-    /// end carries the same, whatever line ends it.
-    owner: Option<String>,
-}
-
 enum RunState {
     /// No run yet, or the last one has ended and its terminal event is written.
     Idle,
@@ -368,7 +319,7 @@ enum RunState {
 #[derive(Default)]
 struct Context {
     timestamp: Option<i64>,
-    subagent: Option<String>,
+    subagent: Option<Arc<str>>,
 }
 
 pub struct Emitter {
@@ -381,7 +332,7 @@ pub struct Emitter {
     run_id: String,
     /// Runs started so far, for derived run ids.
     runs: u64,
-    open: Vec<Open>,
+    open: OpenItems,
     terminal: Vec<u8>,
     ctx: Context,
     /// Scratch space for building small JSON values.
@@ -431,7 +382,7 @@ impl Emitter {
             thread_id: String::new(),
             run_id: String::new(),
             runs: 0,
-            open: Vec::new(),
+            open: OpenItems::default(),
             terminal: Vec::new(),
             ctx: Context::default(),
             scratch: String::new(),
@@ -516,7 +467,7 @@ impl Emitter {
             None => self.ctx.subagent = None,
             Some(id) => {
                 if self.ctx.subagent.as_deref() != Some(id) {
-                    self.ctx.subagent = Some(id.to_owned());
+                    self.ctx.subagent = Some(Arc::from(id));
                 }
             }
         }
@@ -551,7 +502,7 @@ impl Emitter {
     }
 
     pub fn is_open(&self, id: &str) -> bool {
-        self.open.iter().any(|o| o.id == id)
+        self.open.contains_id(id)
     }
 
     /// Whether tool call `id` was started on this output (open or not).
@@ -565,15 +516,12 @@ impl Emitter {
     }
 
     fn is_open_kind(&self, kind: Kind, id: &str) -> bool {
-        self.open.iter().any(|o| o.kind == kind && o.id == id)
+        self.open.find(kind, id).is_some()
     }
 
     /// Ids of the open tool calls, oldest first.
     pub fn open_tool_calls(&self) -> impl Iterator<Item = &str> {
-        self.open
-            .iter()
-            .filter(|o| o.kind == Kind::Tool)
-            .map(|o| o.id.as_str())
+        self.open.tool_calls()
     }
 
     // ---- runs ----------------------------------------------------------
@@ -716,6 +664,15 @@ impl Emitter {
         self.state = RunState::Ending;
     }
 
+    /// Write the held terminal event now, if there is one: what follows
+    /// belongs to the next run (an input that holds several CLI invocations
+    /// one after another).
+    pub fn end_run(&mut self) {
+        if matches!(self.state, RunState::Ending) {
+            self.write_terminal();
+        }
+    }
+
     /// Whether the held terminal event is a RUN_ERROR.
     pub fn terminal_is_error(&self) -> bool {
         matches!(self.state, RunState::Ending) && self.terminal_index == 2
@@ -829,20 +786,14 @@ impl Emitter {
     }
 
     fn open_item(&mut self, kind: Kind, id: &str) {
-        self.open.push(Open {
-            kind,
-            id: id.to_owned(),
-            args: (kind == Kind::Tool).then(Box::default),
-            owner: self.ctx.subagent.clone(),
-        });
+        self.open.push(kind, id, self.ctx.subagent.clone());
     }
 
     /// Close one open item (and whatever was opened inside it after it).
     fn close_item(&mut self, kind: Kind, id: &str) -> bool {
-        let Some(i) = self.open.iter().rposition(|o| o.kind == kind && o.id == id) else {
+        let Some(o) = self.open.find(kind, id).and_then(|i| self.open.remove(i)) else {
             return false;
         };
-        let o = self.open.remove(i);
         self.close_open(o);
         true
     }
@@ -894,13 +845,10 @@ impl Emitter {
     /// Close every open text message of the current agent (before a tool
     /// call starts); other agents' messages go on.
     pub fn close_texts(&mut self) {
-        while let Some(i) = self
-            .open
-            .iter()
-            .rposition(|o| o.kind == Kind::Text && o.owner == self.ctx.subagent)
-        {
-            let o = self.open.remove(i);
-            self.close_open(o);
+        for i in self.open.texts_of(&self.ctx.subagent) {
+            if let Some(o) = self.open.remove(i) {
+                self.close_open(o);
+            }
         }
     }
 
@@ -969,8 +917,8 @@ impl Emitter {
     pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
         let Some(open) = self
             .open
-            .iter_mut()
-            .rfind(|o| o.kind == Kind::Tool && o.id == id)
+            .find(Kind::Tool, id)
+            .and_then(|i| self.open.get_mut(i))
         else {
             return false;
         };
@@ -1128,31 +1076,17 @@ impl Emitter {
     /// Close what subagent `id` has open and forget it; false if it is not
     /// running.
     fn end_subagent(&mut self, id: &str) -> bool {
-        let Some(i) = self
-            .open
-            .iter()
-            .rposition(|o| o.kind == Kind::Subagent && o.id == id)
-        else {
+        let Some(i) = self.open.find(Kind::Subagent, id) else {
             return false;
         };
         // Close what the subagent (and any subagent it started) still has
         // open, then the subagent itself. Other agents' items stay open.
-        let mut owners = vec![id.to_owned()];
-        for o in &self.open[i + 1..] {
-            if o.kind == Kind::Subagent && o.owner.as_ref().is_some_and(|w| owners.contains(w)) {
-                owners.push(o.id.clone());
+        for j in self.open.owned_by_subagent(id, i) {
+            if let Some(o) = self.open.remove(j) {
+                self.close_open(o);
             }
         }
-        while let Some(j) = self
-            .open
-            .iter()
-            .rposition(|o| o.owner.as_ref().is_some_and(|w| owners.contains(w)))
-        {
-            let o = self.open.remove(j);
-            self.close_open(o);
-        }
-        self.open
-            .retain(|o| !(o.kind == Kind::Subagent && o.id == id));
+        self.open.remove(i);
         true
     }
 
@@ -1217,25 +1151,25 @@ impl Emitter {
         }
         let attributable = match body.into() {
             Body::Event(ev) => {
-                serde_json::to_writer(&mut *out, ev).expect("serializing to a Vec cannot fail");
-                out.pop();
+                wire::event_open(out, ev);
                 ev.attributable()
             }
             Body::RawLine { json, source } => {
                 out.extend_from_slice(b"{\"type\":\"RAW\",\"event\":");
                 out.extend_from_slice(json.as_bytes());
                 out.extend_from_slice(b",\"source\":");
-                serde_json::to_writer(&mut *out, source).expect("serializing to a Vec cannot fail");
+                wire::string(out, source);
                 true
             }
         };
         if let Some(ts) = self.ctx.timestamp {
-            let _ = write!(out, ",\"timestamp\":{ts}");
+            out.extend_from_slice(b",\"timestamp\":");
+            wire::i64_(out, ts);
         }
         if let Some(sub) = &self.ctx.subagent {
             if attributable {
                 out.extend_from_slice(b",\"subagentRunId\":");
-                serde_json::to_writer(&mut *out, sub).expect("serializing to a Vec cannot fail");
+                wire::string(out, sub);
             }
         }
         if let Some(meta) = metadata {
@@ -1308,7 +1242,9 @@ pub fn object(pairs: &[(&str, Option<&str>)]) -> Box<RawValue> {
 
 /// A JSON string literal for `s`.
 pub fn string_json(s: &str) -> String {
-    serde_json::to_string(s).expect("a string always serializes")
+    let mut out = Vec::with_capacity(s.len() + 2);
+    wire::string(&mut out, s);
+    String::from_utf8(out).expect("escaping keeps UTF-8 valid")
 }
 
 #[cfg(test)]

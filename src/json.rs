@@ -21,10 +21,13 @@ pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
 pub fn opt_str<'de: 'a, 'a, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Cow<'a, str>>, D::Error> {
-    #[derive(Deserialize)]
-    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
     Ok(Option::<Borrowed>::deserialize(d)?.map(|b| b.0))
 }
+
+/// A string borrowed from the line unless it holds escapes (for hand-written
+/// visitors: a plain `Cow<str>` is always a copy).
+#[derive(Deserialize)]
+pub struct Borrowed<'a>(#[serde(borrow)] pub Cow<'a, str>);
 
 /// Whether `line` is valid JSON at all (used to tell a malformed line from a
 /// well-formed record of an unexpected shape).

@@ -21,6 +21,12 @@ pub struct Lines<R> {
     pos: usize,
     /// End of the valid bytes.
     end: usize,
+    /// Bytes from `pos` up to here are known to hold no `\n`: a long line
+    /// arriving in many reads is searched once, not once per read.
+    searched: usize,
+    /// Bytes handed to `memchr` so far (to test that nothing is rescanned).
+    #[cfg(test)]
+    scanned: u64,
     eof: bool,
     /// Nothing has been read yet (the BOM check is still to be done).
     at_start: bool,
@@ -37,6 +43,9 @@ impl<R: Read> Lines<R> {
             buf: vec![0; capacity.max(1)],
             pos: 0,
             end: 0,
+            searched: 0,
+            #[cfg(test)]
+            scanned: 0,
             eof: false,
             at_start: true,
         }
@@ -61,11 +70,19 @@ impl<R: Read> Lines<R> {
                     self.pos += BOM.len();
                 }
             }
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
-                let start = self.pos;
-                self.pos += i + 1;
-                return Ok(Some((trim_cr(&mut self.buf[start..start + i]), true)));
+            let from = self.searched.max(self.pos);
+            #[cfg(test)]
+            {
+                self.scanned += (self.end - from) as u64;
             }
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.end]) {
+                let start = self.pos;
+                let nl = from + i;
+                self.pos = nl + 1;
+                self.searched = self.pos;
+                return Ok(Some((trim_cr(&mut self.buf[start..nl]), true)));
+            }
+            self.searched = self.end;
             if self.eof {
                 if self.pos == self.end {
                     return Ok(None);
@@ -80,7 +97,7 @@ impl<R: Read> Lines<R> {
     /// Whether a complete line is already buffered, so that the next call to
     /// [`next_line`](Self::next_line) will not read (and so cannot block).
     pub fn has_buffered_line(&self) -> bool {
-        memchr::memchr(b'\n', &self.buf[self.pos..self.end]).is_some()
+        memchr::memchr(b'\n', &self.buf[self.searched.max(self.pos)..self.end]).is_some()
             || (self.eof && self.pos < self.end)
     }
 
@@ -95,6 +112,7 @@ impl<R: Read> Lines<R> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
+            self.searched -= self.pos.min(self.searched);
             self.pos = 0;
         }
         if self.end == self.buf.len() {
@@ -221,6 +239,30 @@ mod tests {
         assert_eq!(lines.next_line().unwrap().unwrap(), b"thr");
         assert!(lines.next_line().unwrap().is_none());
         assert!(lines.at_eof());
+    }
+
+    #[test]
+    fn a_long_line_in_many_reads_is_searched_once() {
+        let mut input = vec![b'x'; 1 << 20];
+        input.extend_from_slice(b"\nshort\n");
+        let mut lines = Lines::with_capacity(
+            16,
+            Trickle {
+                data: &input,
+                n: 4096,
+            },
+        );
+        assert_eq!(lines.next_line().unwrap().unwrap().len(), 1 << 20);
+        assert_eq!(lines.next_line().unwrap().unwrap(), b"short");
+        assert!(lines.next_line().unwrap().is_none());
+        // Each byte is searched at most twice (the old splitter searched the
+        // partial line again after every read: ~128 MiB here).
+        assert!(
+            lines.scanned <= 2 * input.len() as u64,
+            "searched {} bytes of {}",
+            lines.scanned,
+            input.len()
+        );
     }
 
     #[test]

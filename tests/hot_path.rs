@@ -2,25 +2,37 @@
 //! with a counting allocator around a translator fed one delta at a time.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 
 use agui_translate::agui::{Emitter, Format};
 use agui_translate::source::{for_dialect, Dialect};
 
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Allocations made by this thread (tests run on several at once).
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: a thread being torn down still allocates.
+    let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations_so_far() -> u64 {
+    COUNT.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         System.alloc(layout)
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         System.realloc(ptr, layout, new_size)
     }
 }
@@ -41,12 +53,12 @@ fn allocations(dialect: Dialect, setup: &[&str], deltas: &[String]) -> u64 {
     // Warm up: the first delta may size buffers once.
     tr.line(&mut lines[0], &mut em).unwrap();
     em.drain_to(&mut sink).unwrap();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations_so_far();
     for line in &mut lines[1..] {
         tr.line(line, &mut em).unwrap();
         em.drain_to(&mut sink).unwrap();
     }
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    allocations_so_far() - before
 }
 
 #[test]
@@ -67,4 +79,134 @@ fn claude_text_deltas_allocate_nothing() {
         allocations(Dialect::named("claude").unwrap(), &setup, &deltas),
         0
     );
+}
+
+/// A Gemini text delta as the CLI streams it (with escapes in the text).
+fn gemini_delta(i: usize) -> String {
+    format!(
+        r#"{{"type":"message","timestamp":"2026-11-22T10:35:42.{:03}Z","role":"assistant","content":"word {i} with \"quotes\" and \n","delta":true}}"#,
+        i % 1000
+    )
+}
+
+#[test]
+fn gemini_text_deltas_allocate_nothing() {
+    let setup = [
+        r#"{"type":"init","timestamp":"2026-11-22T10:35:42.152Z","session_id":"s","model":"auto"}"#,
+        r#"{"type":"message","timestamp":"2026-11-22T10:35:42.160Z","role":"user","content":"Say hello."}"#,
+    ];
+    let deltas: Vec<String> = (0..500).map(gemini_delta).collect();
+    assert_eq!(allocations(Dialect::Gemini, &setup, &deltas), 0);
+}
+
+#[test]
+fn codex_text_deltas_allocate_nothing() {
+    // The current format streams a plan's text as deltas; the legacy one
+    // streams the answer.
+    let setup = [
+        r#"{"type":"thread.started","thread_id":"t"}"#,
+        r#"{"type":"turn.started"}"#,
+    ];
+    let deltas: Vec<String> = (0..500)
+        .map(|i| {
+            format!(
+                r#"{{"type":"item.plan.delta","item_id":"item_1","delta":"step {i} with \"quotes\" and \n"}}"#
+            )
+        })
+        .collect();
+    assert_eq!(allocations(Dialect::Codex, &setup, &deltas), 0);
+
+    let setup = [
+        r#"{"model":"gpt-5-codex","provider":"openai"}"#,
+        r#"{"prompt":"Say hello."}"#,
+        r#"{"id":"0","msg":{"type":"task_started","model_context_window":272000}}"#,
+    ];
+    let deltas: Vec<String> = (0..500)
+        .map(|i| {
+            format!(
+                r#"{{"id":"0","msg":{{"type":"agent_message_delta","delta":"word {i} with \"quotes\" and \n"}}}}"#
+            )
+        })
+        .collect();
+    assert_eq!(allocations(Dialect::Codex, &setup, &deltas), 0);
+}
+
+/// Allocations per line, on average, translating the recordings in `dirs`
+/// (every copy's ids made unique, as in a day of logs).
+fn allocations_per_line(dialect: Dialect, dirs: &[&str]) -> f64 {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut input = Vec::new();
+    for dir in dirs {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let text = std::fs::read_to_string(&p).unwrap();
+            input.push(text.lines().map(str::to_owned).collect::<Vec<_>>());
+        }
+    }
+    assert!(!input.is_empty(), "no recordings in {dirs:?}");
+    let mut em = Emitter::new(Format::Ndjson, None, None);
+    let mut tr = for_dialect(dialect).unwrap();
+    let mut sink = std::io::sink();
+    let mut run = |lines: &mut [Vec<u8>], em: &mut Emitter| {
+        for line in lines.iter_mut() {
+            // Lines that are not the dialect's are RAW events: no error here.
+            let _ = tr.line(line, em);
+            em.drain_to(&mut sink).unwrap();
+        }
+        tr.finish(em);
+        em.end_of_input(true);
+        em.drain_to(&mut sink).unwrap();
+    };
+    // One copy to size the buffers, then the measured ones.
+    let copies = 4;
+    let mut total_lines = 0;
+    let mut measured = 0;
+    for copy in 0..=copies {
+        for session in &input {
+            let mut lines: Vec<Vec<u8>> = session
+                .iter()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    l.replace("\"id\":\"", &format!("\"id\":\"c{copy}-"))
+                        .into_bytes()
+                })
+                .collect();
+            let before = allocations_so_far();
+            run(&mut lines, &mut em);
+            if copy > 0 {
+                measured += allocations_so_far() - before;
+                total_lines += lines.len();
+            }
+        }
+    }
+    measured as f64 / total_lines as f64
+}
+
+/// Allocations per line on the recordings, at most: what the translators
+/// reach now (each run's ids, the open-item bookkeeping and the result
+/// record's usage still allocate). The aim is 1; lower these as they fall.
+#[test]
+fn allocations_per_line_stay_bounded() {
+    let mut results = Vec::new();
+    for (dialect, dirs, ceiling) in [
+        (Dialect::Gemini, &["gemini/0.61.0"][..], 3.5),
+        (Dialect::Codex, &["codex/0.169.0"][..], 5.5),
+        (Dialect::Codex, &["codex/0.42.0-legacy"][..], 7.5),
+        (Dialect::Claude, &["claude/2.1.328"][..], 4.5),
+    ] {
+        let per_line = allocations_per_line(dialect, dirs);
+        eprintln!("{dirs:?}: {per_line:.2} allocations per line");
+        results.push((dirs, per_line, ceiling));
+    }
+    for (dirs, per_line, ceiling) in results {
+        assert!(
+            per_line <= ceiling,
+            "{dirs:?}: {per_line:.2} allocations per line (at most {ceiling})"
+        );
+    }
 }

@@ -15,7 +15,9 @@ noise hits them alike:
 
 (output to /dev/null), reporting the median input MB/s, events/s, peak RSS
 and the ratios. It also measures start-up on a one-event input and the
-added latency of one event on a live pipe. Results go to stdout as Markdown.
+added latency of one event on a live pipe, and the shapes that once took
+quadratic time (40,000 tool calls left open; one 64 MiB line from a file and
+through a pipe). Results go to stdout as Markdown.
 """
 import argparse
 import os
@@ -116,6 +118,37 @@ def latency(lines=400, gap=0.005):
     return median(delays), delays[int(len(delays) * 0.99) - 1], len(arrived)
 
 
+def shapes(tmp, rounds=3):
+    """The inputs that used to take time quadratic in their size: many tool
+    calls left open, and one very long line read from a file and through a
+    pipe. Returns median seconds for each."""
+    init = '{"type":"init","timestamp":"2026-01-01T00:00:00Z","session_id":"s","model":"m"}\n'
+    calls = os.path.join(tmp, "agui-bench-open-calls.jsonl")
+    with open(calls, "w") as f:
+        f.write(init)
+        for i in range(40000):
+            f.write('{"type":"tool_use","timestamp":"2026-01-01T00:00:01Z","tool_name":"run_shell_command",'
+                    f'"tool_id":"call-{i}","parameters":{{"command":"true"}}}}\n')
+    long_line = os.path.join(tmp, "agui-bench-long-line.jsonl")
+    with open(long_line, "w") as f:
+        f.write(init)
+        f.write('{"type":"message","timestamp":"2026-01-01T00:00:01Z","role":"assistant","content":"')
+        f.write("x" * (64 << 20))
+        f.write('"}\n')
+    cmds = {
+        "calls": f"{BIN} --from gemini {calls}",
+        "line-file": f"{BIN} --from gemini {long_line}",
+        "line-pipe": f"cat {long_line} | {BIN} --from gemini",
+    }
+    times = {k: [] for k in cmds}
+    for _ in range(rounds):
+        for name, cmd in cmds.items():
+            times[name].append(run_timed(cmd))
+    os.unlink(calls)
+    os.unlink(long_line)
+    return {k: median(v) for k, v in times.items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="256M")
@@ -166,6 +199,10 @@ def main():
     print(f"\nStart-up plus a one-event input: {s * 1000:.2f} ms (median of 200 runs).")
     print(f"Added latency on a live pipe: median {med * 1000:.3f} ms, p99 {p99 * 1000:.3f} ms "
           f"({n} deltas, one every 5 ms, measured from write to read).")
+    sh = shapes(args.tmp)
+    print(f"40,000 tool calls left open: {sh['calls']:.2f} s. One 64 MiB line: "
+          f"{sh['line-file']:.2f} s from a file, {sh['line-pipe']:.2f} s through a pipe "
+          f"({sh['line-pipe'] / sh['line-file']:.1f}×).")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 //! closes the run.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -25,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Usage};
+use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex";
@@ -33,11 +34,11 @@ const SOURCE: &str = "codex";
 /// One line, of either format: every top-level field either has.
 #[derive(Deserialize)]
 struct Record<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     thread_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     item: Option<&'a RawValue>,
@@ -47,7 +48,7 @@ struct Record<'a> {
     error: Option<&'a RawValue>,
     #[serde(borrow)]
     message: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     item_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
@@ -56,7 +57,7 @@ struct Record<'a> {
     msg: Option<&'a RawValue>,
     #[serde(borrow)]
     prompt: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
 }
 
@@ -97,7 +98,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Item<'a>, M::Error> {
                 let mut it = Item::default();
-                while let Some(key) = m.next_key::<Cow<'de, str>>()? {
+                while let Some(json::Borrowed(key)) = m.next_key()? {
                     macro_rules! set {
                         ($field:ident) => {{
                             let v = m.next_value()?;
@@ -106,18 +107,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
                             }
                         }};
                     }
+                    macro_rules! set_str {
+                        ($field:ident) => {{
+                            let v: Option<json::Borrowed> = m.next_value()?;
+                            if it.$field.is_none() {
+                                it.$field = v.map(|b| b.0);
+                            }
+                        }};
+                    }
                     match &*key {
-                        "id" => set!(id),
+                        "id" => set_str!(id),
                         // `item_type` in the first JSON format (0.43).
-                        "type" | "item_type" => set!(kind),
+                        "type" | "item_type" => set_str!(kind),
                         "text" => set!(text),
                         "command" => set!(command),
                         "aggregated_output" => set!(aggregated_output),
                         "exit_code" => set!(exit_code),
-                        "status" => set!(status),
+                        "status" => set_str!(status),
                         "changes" => set!(changes),
-                        "server" => set!(server),
-                        "tool" => set!(tool),
+                        "server" => set_str!(server),
+                        "tool" => set_str!(tool),
                         "arguments" => set!(arguments),
                         "result" => set!(result),
                         "error" => set!(error),
@@ -144,7 +153,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Item<'a> {
 /// A legacy event's `msg`: every field any event type has.
 #[derive(Deserialize, Default)]
 struct Msg<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     message: Option<&'a RawValue>,
@@ -152,7 +161,7 @@ struct Msg<'a> {
     text: Option<&'a RawValue>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     command: Option<&'a RawValue>,
@@ -160,9 +169,9 @@ struct Msg<'a> {
     cwd: Option<&'a RawValue>,
     #[serde(borrow)]
     parsed_cmd: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     stream: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     chunk: Option<Cow<'a, str>>,
     #[serde(borrow)]
     stdout: Option<&'a RawValue>,
@@ -191,9 +200,9 @@ struct Msg<'a> {
     explanation: Option<&'a RawValue>,
     #[serde(borrow)]
     info: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
     reason: Option<&'a RawValue>,
@@ -201,9 +210,9 @@ struct Msg<'a> {
 
 #[derive(Deserialize)]
 struct Invocation<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     server: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool: Option<Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
@@ -283,9 +292,8 @@ impl Utf8Stream {
     }
 }
 
-/// A tool call in flight (legacy format), by `call_id`.
+/// A tool call in flight (legacy format).
 struct Call {
-    id: String,
     /// One decoder per output stream (stdout, stderr).
     decoders: [Utf8Stream; 2],
     running_command: bool,
@@ -302,15 +310,17 @@ pub struct Codex {
     totals: Option<TokenUsage>,
     /// The message of an `error` event that is so far the last word.
     last_error: Option<String>,
-    /// Legacy tool calls in flight.
-    calls: Vec<Call>,
-    /// Legacy `web_search_begin` call ids waiting for their query.
-    searches: Vec<String>,
+    /// Legacy tool calls in flight, by `call_id`.
+    calls: HashMap<String, Call>,
+    /// Legacy `web_search_begin` call ids waiting for their query, with the
+    /// order they began in.
+    searches: HashMap<String, u64>,
+    began: u64,
     /// Legacy streamed text and reasoning (`agent_message_delta`, …).
     text: Option<String>,
     reasoning: Option<String>,
     /// Current-format items whose text is streaming (`item.plan.delta`).
-    streamed: Vec<String>,
+    streamed: HashSet<String>,
     /// Derived message ids in this run.
     n: u64,
     /// Whether this stream used the legacy format, and whether any legacy
@@ -344,11 +354,13 @@ impl Translate for Codex {
             return;
         }
         // Legacy searches still waiting for their query were running.
-        for id in std::mem::take(&mut self.searches) {
+        let mut searches: Vec<(String, u64)> = self.searches.drain().collect();
+        searches.sort_unstable_by_key(|s| s.1);
+        for (id, _) in searches {
             em.tool_start(&id, "web_search", None);
         }
         let running =
-            self.calls.iter().any(|c| c.running_command) || em.open_tool_calls().next().is_some();
+            self.calls.values().any(|c| c.running_command) || em.open_tool_calls().next().is_some();
         if running {
             em.fail_run(
                 "the input ended while a tool call was still running (the CLI was stopped)",
@@ -391,6 +403,17 @@ impl Codex {
         match rec.kind.as_deref() {
             None => {
                 // The legacy preamble: a config summary, then the prompt.
+                if self.legacy_events {
+                    // After events it is the next invocation's (a log of
+                    // several): the last one's stream has ended, and nothing
+                    // of it carries over.
+                    self.finish(em);
+                    em.end_run();
+                    *self = Codex {
+                        scratch: self.scratch.take(),
+                        ..Codex::default()
+                    };
+                }
                 self.legacy = true;
                 if let Some(p) = rec.prompt {
                     self.prompt = Some(text_of(p).into_owned());
@@ -444,12 +467,11 @@ impl Codex {
             "item.plan.delta" => {
                 let scoped = scope(em, rec.item_id.as_deref().unwrap_or("plan"));
                 let id = scoped.as_ref();
-                if !self.streamed.iter().any(|s| s == id) {
-                    self.streamed.push(id.to_owned());
+                if !self.streamed.contains(id) {
+                    self.streamed.insert(id.to_owned());
                 }
                 if let Some(d) = rec.delta {
-                    let d = text_of(d);
-                    em.text_content(id, &d);
+                    delta_text(em, id, d);
                 }
             }
             "turn.completed" => {
@@ -507,11 +529,11 @@ impl Codex {
         };
         match kind {
             "agent_message" | "plan" => {
-                if self.streamed.iter().any(|s| s == id) {
+                if self.streamed.contains(id) {
                     // Its text already arrived as deltas.
                     if done {
                         em.text_end(id);
-                        self.streamed.retain(|s| s != id);
+                        self.streamed.remove(id);
                     }
                 } else if done {
                     let text = it.text.map(text_of).unwrap_or_default();
@@ -710,16 +732,11 @@ impl Codex {
                 }
             }
             "agent_message_delta" => {
-                let id = match &self.text {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.next_id(em, "msg");
-                        self.text = Some(id.clone());
-                        id
-                    }
-                };
-                if let Some(d) = msg.delta {
-                    em.text_content(&id, &text_of(d));
+                if self.text.is_none() {
+                    self.text = Some(self.next_id(em, "msg"));
+                }
+                if let (Some(id), Some(d)) = (&self.text, msg.delta) {
+                    delta_text(em, id, d);
                 }
             }
             "agent_message" => {
@@ -777,11 +794,13 @@ impl Codex {
                     ("parsed_cmd", msg.parsed_cmd.map(RawValue::get)),
                 ]);
                 em.tool_args(id, args.get());
-                self.calls.push(Call {
-                    id: id.to_owned(),
-                    decoders: Default::default(),
-                    running_command: true,
-                });
+                self.calls.insert(
+                    id.to_owned(),
+                    Call {
+                        decoders: Default::default(),
+                        running_command: true,
+                    },
+                );
             }
             "exec_command_output_delta" => {
                 let id = need_call_id(&msg, kind)?;
@@ -795,7 +814,7 @@ impl Codex {
                 let stream = msg.stream.as_deref().unwrap_or("stdout");
                 let which = usize::from(stream == "stderr");
                 self.buf.clear();
-                match self.calls.iter_mut().find(|c| c.id == id) {
+                match self.calls.get_mut(id) {
                     Some(call) => call.decoders[which].push(&bytes, &mut self.buf),
                     None => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
                 }
@@ -935,13 +954,14 @@ impl Codex {
             }
             "web_search_begin" => {
                 let id = need_call_id(&msg, kind)?;
-                if !self.searches.iter().any(|s| s == id) && !em.is_open(id) {
-                    self.searches.push(id.to_owned());
+                if !self.searches.contains_key(id) && !em.is_open(id) {
+                    self.began += 1;
+                    self.searches.insert(id.to_owned(), self.began);
                 }
             }
             "web_search_end" => {
                 let id = need_call_id(&msg, kind)?;
-                self.searches.retain(|s| s != id);
+                self.searches.remove(id);
                 if !em.is_open(id) {
                     self.close_streams(em);
                     em.tool_start(id, "web_search", None);
@@ -1010,13 +1030,12 @@ impl Codex {
     }
 
     fn call(&self, id: &str) -> Option<&Call> {
-        self.calls.iter().find(|c| c.id == id)
+        self.calls.get(id)
     }
 
     /// A command ended: flush its decoders' incomplete characters.
     fn end_call(&mut self, id: &str, em: &mut Emitter) {
-        if let Some(i) = self.calls.iter().position(|c| c.id == id) {
-            let mut call = self.calls.remove(i);
+        if let Some(mut call) = self.calls.remove(id) {
             for (which, stream) in [(0, "stdout"), (1, "stderr")] {
                 self.buf.clear();
                 call.decoders[which].finish(&mut self.buf);
@@ -1081,15 +1100,15 @@ pub(super) fn openai_usage(model: Option<&str>, t: TokenUsage) -> Vec<Usage> {
 
 #[derive(Deserialize)]
 struct ErrorMsg<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     message: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
 struct Change<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     path: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
 }
 
@@ -1113,13 +1132,18 @@ struct McpResult<'a> {
 
 #[derive(Deserialize)]
 struct McpBlock<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     text: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     data: Option<Cow<'a, str>>,
-    #[serde(alias = "mimeType", borrow)]
+    #[serde(
+        alias = "mimeType",
+        borrow,
+        default,
+        deserialize_with = "json::opt_str"
+    )]
     mime_type: Option<Cow<'a, str>>,
 }
 
@@ -1227,6 +1251,15 @@ fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
     }
 }
 
+/// Streamed text for message `id`: the delta's JSON string copied as it is
+/// when it can be (the hot path), else decoded.
+fn delta_text(em: &mut Emitter, id: &str, delta: &RawValue) {
+    match json::literal(delta) {
+        Some(lit) => em.text_content_text(id, Text::Literal(lit)),
+        None => em.text_content(id, &text_of(delta)),
+    }
+}
+
 fn need_call_id<'m>(msg: &'m Msg, kind: &str) -> Result<&'m str, LineError> {
     msg.call_id
         .as_deref()
@@ -1303,6 +1336,62 @@ mod tests {
         assert_eq!(out, "a\u{fffd}b");
         d.finish(&mut out);
         assert_eq!(out, "a\u{fffd}b\u{fffd}");
+    }
+
+    #[test]
+    fn a_legacy_preamble_after_events_starts_the_next_run() {
+        let invocation = |n: u32| {
+            format!(
+                "{{\"model\":\"gpt-5-codex\",\"provider\":\"openai\"}}\n\
+                 {{\"prompt\":\"task {n}\"}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"session_configured\",\"session_id\":\"s{n}\",\"model\":\"m{n}\"}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"exec_command_begin\",\"call_id\":\"c{n}\",\"command\":[\"true\"],\"cwd\":\"/\"}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"agent_message\",\"message\":\"done {n}\"}}}}\n"
+            )
+        };
+        let input = invocation(1) + &invocation(2);
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
+        let mut codex = Codex::default();
+        for line in input.lines() {
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        codex.finish(&mut em);
+        em.end_of_input(true);
+        let events: Vec<serde_json::Value> = std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let runs: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["type"].as_str().unwrap().starts_with("RUN_"))
+            .map(|e| {
+                let t = e["type"].as_str().unwrap().to_owned();
+                (t, e["threadId"].as_str().unwrap_or("").to_owned())
+            })
+            .collect();
+        // Each invocation is its own run, named by its own session, and the
+        // first one's unended command ends with its run, not the log.
+        let runs: Vec<(&str, &str)> = runs.iter().map(|(a, b)| (&**a, &**b)).collect();
+        assert_eq!(
+            runs,
+            [
+                ("RUN_STARTED", "s1"),
+                ("RUN_ERROR", ""),
+                ("RUN_STARTED", "s2"),
+                ("RUN_ERROR", ""),
+            ]
+        );
+        let second = events
+            .iter()
+            .position(|e| e["type"] == "RUN_STARTED" && e["threadId"] == "s2")
+            .unwrap();
+        assert_eq!(
+            events[second + 1]["type"],
+            "RAW",
+            "the preamble opens run 2"
+        );
+        assert_eq!(events[second + 1]["event"]["provider"], "openai");
     }
 
     #[test]

@@ -39,30 +39,30 @@ const NO_ANSWER: &str =
 struct Record<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     role: Option<Cow<'a, str>>,
     #[serde(borrow)]
     content: Option<&'a RawValue>,
     delta: Option<bool>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     tool_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     parameters: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     status: Option<Cow<'a, str>>,
     #[serde(borrow)]
     output: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     severity: Option<Cow<'a, str>>,
     #[serde(borrow)]
     message: Option<&'a RawValue>,
@@ -74,9 +74,9 @@ struct Record<'a> {
 /// accepted too).
 #[derive(Deserialize)]
 struct ErrorInfo<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     message: Option<Cow<'a, str>>,
 }
 

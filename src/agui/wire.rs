@@ -1,0 +1,401 @@
+//! The AG-UI wire shape: every event written field by field, with the keys
+//! as literal bytes, integers formatted in place and only the dynamic strings
+//! escaped. This is the one place that knows how an event looks as JSON.
+
+use super::{Content, EncryptedSubtype, Event, Json, Outcome, Role, Text, Usage, EVENT_TYPES};
+
+/// Write `ev` as a JSON object without its closing brace (the emitter adds
+/// context fields before it).
+pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(EVENT_TYPES[ev.index()].as_bytes());
+    out.push(b'"');
+    let mut o = Obj(out);
+    match *ev {
+        Event::RunStarted { thread_id, run_id } => {
+            o.str(b",\"threadId\":", thread_id);
+            o.str(b",\"runId\":", run_id);
+        }
+        Event::RunFinished {
+            thread_id,
+            run_id,
+            result,
+            outcome,
+            usage,
+        } => {
+            o.str(b",\"threadId\":", thread_id);
+            o.str(b",\"runId\":", run_id);
+            o.opt_json(b",\"result\":", result);
+            if let Some(outcome) = outcome {
+                o.0.extend_from_slice(match outcome {
+                    Outcome::Success => b",\"outcome\":{\"type\":\"success\"}",
+                    Outcome::Cancelled => b",\"outcome\":{\"type\":\"cancelled\"}",
+                });
+            }
+            o.usage(usage);
+        }
+        Event::RunError {
+            message,
+            code,
+            usage,
+        } => {
+            o.str(b",\"message\":", message);
+            o.opt_str(b",\"code\":", code);
+            o.usage(usage);
+        }
+        Event::StepStarted { step_name } | Event::StepFinished { step_name } => {
+            o.str(b",\"stepName\":", step_name);
+        }
+        Event::TextMessageStart { message_id, role } => {
+            o.str(b",\"messageId\":", message_id);
+            o.0.extend_from_slice(match role {
+                Role::Assistant => b",\"role\":\"assistant\"",
+                Role::User => b",\"role\":\"user\"",
+                Role::System => b",\"role\":\"system\"",
+                Role::Developer => b",\"role\":\"developer\"",
+            });
+        }
+        Event::TextMessageContent { message_id, delta } => {
+            o.str(b",\"messageId\":", message_id);
+            match delta {
+                Text::Str(s) => o.str(b",\"delta\":", s),
+                Text::Literal(j) => o.json(b",\"delta\":", j),
+            }
+        }
+        Event::TextMessageEnd { message_id }
+        | Event::ReasoningStart { message_id }
+        | Event::ReasoningMessageEnd { message_id }
+        | Event::ReasoningEnd { message_id } => {
+            o.str(b",\"messageId\":", message_id);
+        }
+        Event::ToolCallStart {
+            tool_call_id,
+            tool_call_name,
+            parent_message_id,
+        } => {
+            o.str(b",\"toolCallId\":", tool_call_id);
+            o.str(b",\"toolCallName\":", tool_call_name);
+            o.opt_str(b",\"parentMessageId\":", parent_message_id);
+        }
+        Event::ToolCallArgs {
+            tool_call_id,
+            delta,
+        } => {
+            o.str(b",\"toolCallId\":", tool_call_id);
+            o.str(b",\"delta\":", delta);
+        }
+        Event::ToolCallEnd { tool_call_id } => {
+            o.str(b",\"toolCallId\":", tool_call_id);
+        }
+        Event::ToolCallResult {
+            message_id,
+            tool_call_id,
+            content,
+            role,
+        } => {
+            o.str(b",\"messageId\":", message_id);
+            o.str(b",\"toolCallId\":", tool_call_id);
+            match content {
+                Content::Text(s) => o.str(b",\"content\":", s),
+                Content::Parts(j) => o.json(b",\"content\":", j),
+            }
+            o.str(b",\"role\":", role);
+        }
+        Event::ReasoningMessageStart { message_id, role } => {
+            o.str(b",\"messageId\":", message_id);
+            o.str(b",\"role\":", role);
+        }
+        Event::ReasoningMessageContent { message_id, delta } => {
+            o.str(b",\"messageId\":", message_id);
+            o.str(b",\"delta\":", delta);
+        }
+        Event::ReasoningEncryptedValue {
+            subtype,
+            entity_id,
+            encrypted_value,
+        } => {
+            o.0.extend_from_slice(match subtype {
+                EncryptedSubtype::ToolCall => b",\"subtype\":\"tool-call\"",
+                EncryptedSubtype::Message => b",\"subtype\":\"message\"",
+            });
+            o.str(b",\"entityId\":", entity_id);
+            o.str(b",\"encryptedValue\":", encrypted_value);
+        }
+        Event::ActivitySnapshot {
+            message_id,
+            activity_type,
+            content,
+            replace,
+        } => {
+            o.str(b",\"messageId\":", message_id);
+            o.str(b",\"activityType\":", activity_type);
+            o.json(b",\"content\":", content);
+            if let Some(r) = replace {
+                o.0.extend_from_slice(if r {
+                    b",\"replace\":true"
+                } else {
+                    b",\"replace\":false"
+                });
+            }
+        }
+        Event::Raw { event, source } => {
+            o.json(b",\"event\":", event);
+            o.str(b",\"source\":", source);
+        }
+        Event::Custom { name, value } => {
+            o.str(b",\"name\":", name);
+            o.json(b",\"value\":", value);
+        }
+        Event::SubagentStarted {
+            subagent_run_id,
+            name,
+            description,
+            parent_tool_call_id,
+            parent_message_id,
+        } => {
+            o.str(b",\"subagentRunId\":", subagent_run_id);
+            o.str(b",\"name\":", name);
+            o.opt_str(b",\"description\":", description);
+            o.opt_str(b",\"parentToolCallId\":", parent_tool_call_id);
+            o.opt_str(b",\"parentMessageId\":", parent_message_id);
+        }
+        Event::SubagentFinished {
+            subagent_run_id,
+            result,
+        } => {
+            o.str(b",\"subagentRunId\":", subagent_run_id);
+            o.opt_json(b",\"result\":", result);
+        }
+        Event::SubagentError {
+            subagent_run_id,
+            message,
+            code,
+        } => {
+            o.str(b",\"subagentRunId\":", subagent_run_id);
+            o.str(b",\"message\":", message);
+            o.opt_str(b",\"code\":", code);
+        }
+    }
+}
+
+/// The fields of an object being written; each key comes with its comma.
+struct Obj<'o>(&'o mut Vec<u8>);
+
+impl Obj<'_> {
+    fn str(&mut self, key: &[u8], value: &str) {
+        self.0.extend_from_slice(key);
+        string(self.0, value);
+    }
+
+    fn opt_str(&mut self, key: &[u8], value: Option<&str>) {
+        if let Some(v) = value {
+            self.str(key, v);
+        }
+    }
+
+    fn json(&mut self, key: &[u8], value: Json) {
+        self.0.extend_from_slice(key);
+        self.0.extend_from_slice(value.get().as_bytes());
+    }
+
+    fn opt_json(&mut self, key: &[u8], value: Option<Json>) {
+        if let Some(v) = value {
+            self.json(key, v);
+        }
+    }
+
+    fn opt_u64(&mut self, key: &[u8], value: Option<u64>) {
+        if let Some(v) = value {
+            self.0.extend_from_slice(key);
+            u64_(self.0, v);
+        }
+    }
+
+    fn usage(&mut self, usage: &[Usage]) {
+        if usage.is_empty() {
+            return;
+        }
+        self.0.extend_from_slice(b",\"usage\":[");
+        for (i, u) in usage.iter().enumerate() {
+            if i > 0 {
+                self.0.push(b',');
+            }
+            // Every field is optional: the first one written has no comma.
+            let start = self.0.len();
+            self.0.push(b'{');
+            self.opt_str(b",\"provider\":", u.provider.as_deref());
+            self.opt_str(b",\"model\":", u.model.as_deref());
+            self.opt_u64(b",\"inputTokens\":", u.input_tokens);
+            self.opt_u64(b",\"outputTokens\":", u.output_tokens);
+            self.opt_u64(b",\"totalTokens\":", u.total_tokens);
+            self.opt_u64(b",\"reasoningTokens\":", u.reasoning_tokens);
+            self.opt_u64(b",\"cachedInputTokens\":", u.cached_input_tokens);
+            self.opt_u64(b",\"cacheWriteInputTokens\":", u.cache_write_input_tokens);
+            if self.0.len() > start + 1 {
+                self.0.remove(start + 1);
+            }
+            self.0.push(b'}');
+        }
+        self.0.push(b']');
+    }
+}
+
+/// What a byte becomes inside a JSON string: 0 stays as it is, `u` is
+/// `\u00XX`, anything else is the letter after a backslash.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// `s` as a JSON string literal (the escapes serde_json writes).
+pub(super) fn string(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = ESCAPE[b as usize];
+        if esc == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if esc == b'u' {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xf)]);
+        } else {
+            out.push(b'\\');
+            out.push(esc);
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// `n` in decimal.
+pub(super) fn u64_(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// `n` in decimal.
+pub(super) fn i64_(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    u64_(out, n.unsigned_abs());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_does() {
+        let mut all: String = (0u8..0x80).map(char::from).collect();
+        all.push_str("é☃🚀\u{7f}\u{2028}/");
+        for s in [all.as_str(), "", "plain", "\"", "a\\b", "tail\n"] {
+            let mut out = Vec::new();
+            string(&mut out, s);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(s).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn integers() {
+        for n in [0i64, 1, 9, 10, 1234567890, -1, -10, i64::MIN, i64::MAX] {
+            let mut out = Vec::new();
+            i64_(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+        }
+        let mut out = Vec::new();
+        u64_(&mut out, u64::MAX);
+        assert_eq!(String::from_utf8(out).unwrap(), u64::MAX.to_string());
+    }
+
+    fn written(ev: &Event) -> String {
+        let mut out = Vec::new();
+        event_open(&mut out, ev);
+        out.push(b'}');
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn optional_fields_and_usage() {
+        let usage = [
+            Usage::default(),
+            Usage {
+                provider: Some("openai".into()),
+                input_tokens: Some(3),
+                cache_write_input_tokens: Some(1),
+                ..Usage::default()
+            },
+            Usage {
+                output_tokens: Some(7),
+                ..Usage::default()
+            },
+        ];
+        assert_eq!(
+            written(&Event::RunFinished {
+                thread_id: "t",
+                run_id: "r",
+                result: None,
+                outcome: Some(Outcome::Cancelled),
+                usage: &usage,
+            }),
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"cancelled"},"usage":[{},{"provider":"openai","inputTokens":3,"cacheWriteInputTokens":1},{"outputTokens":7}]}"#
+        );
+        assert_eq!(
+            written(&Event::RunError {
+                message: "m\"",
+                code: None,
+                usage: &[],
+            }),
+            r#"{"type":"RUN_ERROR","message":"m\""}"#
+        );
+        assert_eq!(
+            written(&Event::ReasoningEncryptedValue {
+                subtype: EncryptedSubtype::ToolCall,
+                entity_id: "e",
+                encrypted_value: "v",
+            }),
+            r#"{"type":"REASONING_ENCRYPTED_VALUE","subtype":"tool-call","entityId":"e","encryptedValue":"v"}"#
+        );
+        assert_eq!(
+            written(&Event::SubagentStarted {
+                subagent_run_id: "s",
+                name: "n",
+                description: None,
+                parent_tool_call_id: Some("c"),
+                parent_message_id: None,
+            }),
+            r#"{"type":"SUBAGENT_STARTED","subagentRunId":"s","name":"n","parentToolCallId":"c"}"#
+        );
+    }
+}
