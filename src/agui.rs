@@ -113,6 +113,13 @@ pub enum Event<'a> {
         name: &'a str,
         value: Json<'a>,
     },
+    /// A CUSTOM `tool_output` event: live output of a running tool call
+    /// (`value: {toolCallId, stream, delta}`).
+    ToolOutput {
+        tool_call_id: &'a str,
+        stream: &'a str,
+        delta: Text<'a>,
+    },
     SubagentStarted {
         subagent_run_id: &'a str,
         name: &'a str,
@@ -183,7 +190,7 @@ impl Event<'_> {
             Event::ReasoningEncryptedValue { .. } => 17,
             Event::ActivitySnapshot { .. } => 18,
             Event::Raw { .. } => 19,
-            Event::Custom { .. } => 20,
+            Event::Custom { .. } | Event::ToolOutput { .. } => 20,
             Event::SubagentStarted { .. } => 21,
             Event::SubagentFinished { .. } => 22,
             Event::SubagentError { .. } => 23,
@@ -1105,6 +1112,15 @@ impl Emitter {
 
     pub fn custom(&mut self, name: &str, value: Json) {
         self.write_or_hold(&Event::Custom { name, value });
+    }
+
+    /// Live output of a running tool call: CUSTOM `tool_output`.
+    pub fn tool_output(&mut self, tool_call_id: &str, stream: &str, delta: Text) {
+        self.write_or_hold(&Event::ToolOutput {
+            tool_call_id,
+            stream,
+            delta,
+        });
     }
 
     pub fn activity_snapshot(&mut self, message_id: &str, activity_type: &str, content: Json) {

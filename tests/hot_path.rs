@@ -96,7 +96,10 @@ fn gemini_text_deltas_allocate_nothing() {
         r#"{"type":"message","timestamp":"2026-11-22T10:35:42.160Z","role":"user","content":"Say hello."}"#,
     ];
     let deltas: Vec<String> = (0..500).map(gemini_delta).collect();
-    assert_eq!(allocations(Dialect::Gemini, &setup, &deltas), 0);
+    assert_eq!(
+        allocations(Dialect::named("gemini").unwrap(), &setup, &deltas),
+        0
+    );
 }
 
 #[test]
@@ -114,7 +117,10 @@ fn codex_text_deltas_allocate_nothing() {
             )
         })
         .collect();
-    assert_eq!(allocations(Dialect::Codex, &setup, &deltas), 0);
+    assert_eq!(
+        allocations(Dialect::named("codex").unwrap(), &setup, &deltas),
+        0
+    );
 
     let setup = [
         r#"{"model":"gpt-5-codex","provider":"openai"}"#,
@@ -128,7 +134,10 @@ fn codex_text_deltas_allocate_nothing() {
             )
         })
         .collect();
-    assert_eq!(allocations(Dialect::Codex, &setup, &deltas), 0);
+    assert_eq!(
+        allocations(Dialect::named("codex").unwrap(), &setup, &deltas),
+        0
+    );
 }
 
 /// Allocations per line, on average, translating the recordings in `dirs`
@@ -194,10 +203,31 @@ fn allocations_per_line(dialect: Dialect, dirs: &[&str]) -> f64 {
 fn allocations_per_line_stay_bounded() {
     let mut results = Vec::new();
     for (dialect, dirs, ceiling) in [
-        (Dialect::Gemini, &["gemini/0.61.0"][..], 3.5),
-        (Dialect::Codex, &["codex/0.169.0"][..], 5.5),
-        (Dialect::Codex, &["codex/0.42.0-legacy"][..], 7.5),
-        (Dialect::Claude, &["claude/2.1.328"][..], 4.5),
+        (
+            Dialect::named("gemini").unwrap(),
+            &["gemini/0.61.0"][..],
+            3.5,
+        ),
+        (
+            Dialect::named("codex").unwrap(),
+            &["codex/0.169.0"][..],
+            5.5,
+        ),
+        (
+            Dialect::named("codex").unwrap(),
+            &["codex/0.42.0-legacy"][..],
+            7.5,
+        ),
+        (
+            Dialect::named("claude").unwrap(),
+            &["claude/2.1.328"][..],
+            4.5,
+        ),
+        (
+            Dialect::named("codex-app-server").unwrap(),
+            &["codex-app-server/0.169.0"][..],
+            6.0,
+        ),
     ] {
         let per_line = allocations_per_line(dialect, dirs);
         eprintln!("{dirs:?}: {per_line:.2} allocations per line");

@@ -57,10 +57,7 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
         }
         Event::TextMessageContent { message_id, delta } => {
             o.str(b",\"messageId\":", message_id);
-            match delta {
-                Text::Str(s) => o.str(b",\"delta\":", s),
-                Text::Literal(j) => o.json(b",\"delta\":", j),
-            }
+            o.text(b",\"delta\":", delta);
         }
         Event::TextMessageEnd { message_id }
         | Event::ReasoningStart { message_id }
@@ -146,6 +143,18 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
             o.str(b",\"name\":", name);
             o.json(b",\"value\":", value);
         }
+        Event::ToolOutput {
+            tool_call_id,
+            stream,
+            delta,
+        } => {
+            o.0.extend_from_slice(b",\"name\":\"tool_output\",\"value\":{");
+            let mut v = Obj(o.0);
+            v.str(b"\"toolCallId\":", tool_call_id);
+            v.str(b",\"stream\":", stream);
+            v.text(b",\"delta\":", delta);
+            o.0.push(b'}');
+        }
         Event::SubagentStarted {
             subagent_run_id,
             name,
@@ -185,6 +194,13 @@ impl Obj<'_> {
     fn str(&mut self, key: &[u8], value: &str) {
         self.0.extend_from_slice(key);
         string(self.0, value);
+    }
+
+    fn text(&mut self, key: &[u8], value: Text) {
+        match value {
+            Text::Str(s) => self.str(key, s),
+            Text::Literal(j) => self.json(key, j),
+        }
     }
 
     fn opt_str(&mut self, key: &[u8], value: Option<&str>) {

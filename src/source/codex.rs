@@ -1269,12 +1269,7 @@ fn need_call_id<'m>(msg: &'m Msg, kind: &str) -> Result<&'m str, LineError> {
 /// Live command output: a CUSTOM `tool_output` event per decoded chunk (the
 /// final TOOL_CALL_RESULT still holds the whole output).
 fn output_event(em: &mut Emitter, id: &str, stream: &str, text: &str) {
-    let value = object(&[
-        ("toolCallId", Some(&string_json(id))),
-        ("stream", Some(&string_json(stream))),
-        ("delta", Some(&string_json(text))),
-    ]);
-    em.custom("tool_output", &value);
+    em.tool_output(id, stream, Text::Str(text));
 }
 
 /// The outcome-table code for a Codex error message.

@@ -21,7 +21,7 @@ use std::fmt;
 use std::fmt::Write as _;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, McpContent, TokenUsage};
@@ -355,15 +355,6 @@ struct DynamicContent<'a> {
     text: Option<Cow<'a, str>>,
 }
 
-/// The value of a CUSTOM `tool_output` event.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolOutput<'a> {
-    tool_call_id: &'a str,
-    stream: &'a str,
-    delta: Text<'a>,
-}
-
 /// The reasoning part being streamed.
 struct ReasoningPart {
     item: String,
@@ -404,7 +395,6 @@ pub struct CodexAppServer {
     reasoned: Vec<String>,
     reasoning: Option<ReasoningPart>,
     scratch: Option<Vec<u8>>,
-    buf: Vec<u8>,
 }
 
 impl Translate for CodexAppServer {
@@ -818,16 +808,7 @@ impl CodexAppServer {
                     Some(text) if !text.is_empty() => text,
                     _ => return,
                 };
-                self.buf.clear();
-                let value = ToolOutput {
-                    tool_call_id: id,
-                    stream: "output",
-                    delta,
-                };
-                serde_json::to_writer(&mut self.buf, &value).expect("writing to memory");
-                let json = std::str::from_utf8(&self.buf).expect("serde_json writes UTF-8");
-                let value: &RawValue = serde_json::from_str(json).expect("serde_json writes JSON");
-                em.custom("tool_output", value);
+                em.tool_output(id, "output", delta);
             }
         }
     }
