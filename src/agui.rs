@@ -792,6 +792,27 @@ impl Emitter {
         self.input_had_run = false;
     }
 
+    /// The input was interrupted (a signal): end the run now, closing what
+    /// is open, with RUN_FINISHED `outcome: {type: "cancelled"}`; a run that
+    /// has already ended keeps its terminal event. Like
+    /// [`end_of_input`](Self::end_of_input), an input with no run yet still
+    /// gets one.
+    pub fn cancel_run(&mut self) {
+        match self.state {
+            RunState::Active => self.finish_run(None, Some(Outcome::Cancelled), &[]),
+            RunState::Idle if !self.held.is_empty() || !self.input_had_run => {
+                self.start_run(None, None);
+                self.finish_run(None, Some(Outcome::Cancelled), &[]);
+            }
+            RunState::Idle | RunState::Ending => {}
+        }
+        if matches!(self.state, RunState::Ending) {
+            self.write_terminal();
+        }
+        self.ctx = Context::default();
+        self.input_had_run = false;
+    }
+
     /// Close every open item, newest first.
     fn close_all(&mut self) {
         while let Some(o) = self.open.pop() {

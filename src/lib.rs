@@ -10,6 +10,8 @@ pub mod check;
 pub mod cli;
 pub mod closer;
 pub mod fuzzing;
+pub mod interrupt;
+pub mod jobs;
 pub mod json;
 pub mod lines;
 pub mod run;

@@ -60,6 +60,15 @@ impl Dialect {
             Dialect::Claude => "claude",
         }
     }
+
+    /// The CLI's name as its makers write it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Dialect::Gemini => "Gemini CLI",
+            Dialect::Codex => "Codex CLI",
+            Dialect::Claude => "Claude Code",
+        }
+    }
 }
 
 pub trait Translate {
