@@ -123,20 +123,15 @@ pub struct FilterArgs {
     )]
     pub stats: Option<StatsFormat>,
 
-    /// Translate up to N FILEs at once, on N threads. The output is the
-    /// same as with `-j 1`: each FILE's events, in the order of the FILEs.
-    #[arg(long, short = 'j', value_name = "N", default_value_t = default_jobs())]
-    pub jobs: std::num::NonZeroUsize,
+    /// Translate up to N FILEs at once, on N threads (default: the
+    /// processors available, at most 8). The output is the same as with
+    /// `-j 1`: each FILE's events, in the order of the FILEs.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<std::num::NonZeroUsize>,
 
     /// Input files, read one after another; `-` or none reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-}
-
-/// The default of `--jobs`: the processors this process may run on, at most 8.
-fn default_jobs() -> std::num::NonZeroUsize {
-    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::num::NonZeroUsize::new(n.min(8)).unwrap_or(std::num::NonZeroUsize::MIN)
 }
 
 /// How the AG-UI output looks, for both commands.

@@ -33,7 +33,10 @@ pub fn translate_all(
     out: &mut dyn Write,
     total: &mut Total,
 ) -> anyhow::Result<()> {
-    let jobs = args.jobs.get().min(files.len());
+    let jobs = args
+        .jobs
+        .map_or_else(default_jobs, |n| n.get())
+        .min(files.len());
     if jobs <= 1 {
         for path in files {
             total.add(run::translate_file(path, args, out)?);
@@ -83,6 +86,12 @@ pub fn translate_all(
         // channels and end.
         write_in_order(receivers, out, total)
     })
+}
+
+/// The default of `--jobs`: the processors this process may run on, at
+/// most 8 (a batch is read from disk too: more threads rarely help).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
 /// What a thread hands to the writer.
