@@ -42,7 +42,7 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -s q -l quie
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s V -l version -d 'Print version'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI NDJSON streams: every START has its END, one terminal event per run, tool arguments are JSON, and more'
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: `gemini`, `codex` or `claude` on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s m -l model -d 'The model the CLI uses' -r
@@ -65,5 +65,5 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ch
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "check" -d 'Check AG-UI NDJSON streams: every START has its END, one terminal event per run, tool arguments are JSON, and more'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod json;
 pub mod lines;
 pub mod run;
+pub mod schema;
 pub mod source;
 pub mod spawn;
 pub mod tools;

@@ -67,7 +67,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             (path.display().to_string(), Box::new(f))
         };
         match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
-            Ok(s) => writeln!(out, "{name}: OK, {} events in {} runs", s.events, s.runs)?,
+            Ok(s) => writeln!(out, "{name}: OK, {s}")?,
             Err(violations) => {
                 failed = true;
                 for v in &violations {
@@ -78,7 +78,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     };
                     let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
                 }
-                writeln!(out, "{name}: INVALID, {} problems", violations.len())?;
+                let n = violations.len();
+                let s = if n == 1 { "" } else { "s" };
+                writeln!(out, "{name}: INVALID, {n} problem{s}")?;
             }
         }
     }
