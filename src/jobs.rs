@@ -3,27 +3,42 @@
 //! Each FILE is a stream of its own ([`run::translate_file`]), so its output
 //! does not depend on the FILEs before it, and N threads can translate N
 //! FILEs at once. A thread hands its FILE's output to the writer in chunks
-//! of about 64 KiB through a channel of a few chunks; the writer takes the
-//! FILEs in order, so a thread ahead of it waits once its channel is full.
-//! Memory is bounded by N times a few chunks (and the longest line), not by
-//! the size of a FILE; the bytes are the same as with `-j 1`. The writer
-//! never waits on a FILE that no thread has taken: FILEs are taken in order,
-//! so the first unwritten one is always being translated.
+//! of 64 KiB; the writer takes the FILEs in order. A FILE's output ahead of
+//! the writer is held in memory up to a few chunks, and beyond that in an
+//! unnamed temporary file (spilled) that the writer copies out when it comes
+//! to that FILE; threads take a FILE only a few FILEs ahead of the writer.
+//! So memory is bounded by N times a few chunks (and the longest line), not
+//! by the size of a FILE, and the bytes are the same as with `-j 1`.
+//!
+//! The writer never waits on a FILE that no thread has taken: FILEs are
+//! taken in order, so the first unwritten one is always being translated.
+//! Reports on stderr come from the thread that reads the FILE, so with
+//! N > 1 those of different FILEs may come in another order than with
+//! `-j 1`.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use anyhow::Context;
 
 use crate::cli::FilterArgs;
 use crate::run::{self, FileOutcome, Total};
 
-/// Output is handed over in chunks of about this many bytes.
+/// Output is handed over in chunks of this many bytes.
 const CHUNK: usize = 64 * 1024;
-/// Chunks a channel holds before its thread waits.
-const CHANNEL_CHUNKS: usize = 4;
+/// Chunks of a FILE held in memory before the rest is spilled.
+const MEMORY_CHUNKS: usize = 4;
+/// How many FILEs per thread may be taken ahead of the writer.
+const AHEAD_PER_JOB: usize = 2;
+
+/// The default of `--jobs`: the processors this process may run on, at
+/// most 8 (a batch is read from disk too: more threads rarely help).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
 
 /// Translate `files` to `out`, `args.jobs` at a time, adding what each gave
 /// to `total`. Stops after a FILE ended by a signal.
@@ -37,7 +52,10 @@ pub fn translate_all(
         .jobs
         .map_or_else(default_jobs, |n| n.get())
         .min(files.len());
-    if jobs <= 1 {
+    // Standard input is read where signals are caught (a signal interrupts
+    // a read only in the thread it is delivered to): a batch with `-` is
+    // translated on this thread.
+    if jobs <= 1 || files.iter().any(|p| p.as_os_str() == "-") {
         for path in files {
             total.add(run::translate_file(path, args, out)?);
             if total.interrupted.is_some() {
@@ -48,32 +66,39 @@ pub fn translate_all(
     }
     // Each sender is taken by the thread that translates its FILE, so that
     // a thread that ends early closes its channel.
-    let (senders, receivers): (Vec<_>, Vec<_>) = files
-        .iter()
-        .map(|_| {
-            let (tx, rx) = mpsc::sync_channel::<Piece>(CHANNEL_CHUNKS);
-            (Mutex::new(Some(tx)), rx)
-        })
-        .unzip();
+    let mut senders = Vec::with_capacity(files.len());
+    let mut receivers = Vec::with_capacity(files.len());
+    for _ in files {
+        let (tx, rx) = mpsc::channel::<Piece>();
+        let pending = Arc::new(AtomicUsize::new(0));
+        senders.push(Mutex::new(Some((tx, Arc::clone(&pending)))));
+        receivers.push((rx, pending));
+    }
     let next = AtomicUsize::new(0);
+    let progress = Progress::default();
+    let ahead = jobs * AHEAD_PER_JOB;
     std::thread::scope(|scope| {
-        let senders = &senders;
-        let next = &next;
         for _ in 0..jobs {
-            scope.spawn(move || loop {
+            scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(path) = files.get(i) else { break };
-                let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
+                if !progress.wait_until_near(i, ahead) {
+                    break;
+                }
+                let Some((tx, pending)) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
                     break;
                 };
                 let mut w = ChunkWriter {
                     tx: tx.clone(),
+                    pending,
                     buf: Vec::with_capacity(CHUNK),
+                    spill: None,
+                    index: i,
                 };
                 let piece = match run::translate_file(path, args, &mut w)
-                    .and_then(|o| w.flush().map(|()| o).map_err(Into::into))
+                    .and_then(|o| w.finish().map(|spill| (o, spill)).map_err(Into::into))
                 {
-                    Ok(outcome) => Piece::Done(Box::new(outcome)),
+                    Ok((outcome, spill)) => Piece::Done(Box::new(outcome), spill),
                     Err(err) => Piece::Failed(err),
                 };
                 // A closed channel: the writer has stopped; so do we.
@@ -82,38 +107,81 @@ pub fn translate_all(
                 }
             });
         }
-        // Returning drops the receivers: threads still at work see closed
-        // channels and end.
-        write_in_order(receivers, out, total)
+        let result = write_in_order(receivers, out, total, &progress);
+        // Whatever happened, no thread may wait for the writer any more.
+        progress.stop();
+        result
     })
 }
 
-/// The default of `--jobs`: the processors this process may run on, at
-/// most 8 (a batch is read from disk too: more threads rarely help).
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+/// How many FILEs the writer has written, for the threads that wait to be
+/// near enough to it.
+#[derive(Default)]
+struct Progress {
+    /// FILEs written; `usize::MAX` once the writer has stopped.
+    written: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Progress {
+    /// Wait until FILE `i` is less than `ahead` FILEs ahead of the writer;
+    /// `false` if the writer has stopped.
+    fn wait_until_near(&self, i: usize, ahead: usize) -> bool {
+        let Ok(mut written) = self.written.lock() else {
+            return false;
+        };
+        while *written != usize::MAX && i >= written.saturating_add(ahead) {
+            written = match self.changed.wait(written) {
+                Ok(w) => w,
+                Err(_) => return false,
+            };
+        }
+        *written != usize::MAX
+    }
+
+    fn advance(&self) {
+        if let Ok(mut written) = self.written.lock() {
+            *written = written.saturating_add(1).min(usize::MAX - 1);
+        }
+        self.changed.notify_all();
+    }
+
+    fn stop(&self) {
+        if let Ok(mut written) = self.written.lock() {
+            *written = usize::MAX;
+        }
+        self.changed.notify_all();
+    }
 }
 
 /// What a thread hands to the writer.
 enum Piece {
     Bytes(Vec<u8>),
-    Done(Box<FileOutcome>),
+    /// The FILE is done: what it gave, and the rest of its output, if it
+    /// was spilled.
+    Done(Box<FileOutcome>, Option<File>),
     Failed(anyhow::Error),
 }
 
 fn write_in_order(
-    receivers: Vec<mpsc::Receiver<Piece>>,
+    receivers: Vec<(mpsc::Receiver<Piece>, Arc<AtomicUsize>)>,
     out: &mut dyn Write,
     total: &mut Total,
+    progress: &Progress,
 ) -> anyhow::Result<()> {
-    for rx in receivers {
+    for (rx, pending) in receivers {
         loop {
             match rx.recv() {
                 Ok(Piece::Bytes(b)) => {
+                    pending.fetch_sub(1, Ordering::SeqCst);
                     out.write_all(&b).context("writing stdout")?;
-                    out.flush().context("writing stdout")?;
                 }
-                Ok(Piece::Done(outcome)) => {
+                Ok(Piece::Done(outcome, spill)) => {
+                    if let Some(mut f) = spill {
+                        f.rewind().context("reading back spilled output")?;
+                        io::copy(&mut f, out).context("writing stdout")?;
+                    }
+                    out.flush().context("writing stdout")?;
                     total.add(*outcome);
                     break;
                 }
@@ -123,6 +191,7 @@ fn write_in_order(
                 }
             }
         }
+        progress.advance();
         if total.interrupted.is_some() {
             break;
         }
@@ -130,10 +199,15 @@ fn write_in_order(
     Ok(())
 }
 
-/// The output of one FILE, sent on in chunks.
+/// The output of one FILE: chunks to the writer while it keeps up, the
+/// rest to a spill file.
 struct ChunkWriter {
-    tx: mpsc::SyncSender<Piece>,
+    tx: mpsc::Sender<Piece>,
+    /// Chunks sent and not yet taken by the writer.
+    pending: Arc<AtomicUsize>,
     buf: Vec<u8>,
+    spill: Option<File>,
+    index: usize,
 }
 
 impl ChunkWriter {
@@ -141,10 +215,27 @@ impl ChunkWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx
-            .send(Piece::Bytes(chunk))
-            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+        if self.spill.is_none() && self.pending.load(Ordering::SeqCst) < MEMORY_CHUNKS {
+            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+            self.pending.fetch_add(1, Ordering::SeqCst);
+            return self
+                .tx
+                .send(Piece::Bytes(chunk))
+                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe));
+        }
+        if self.spill.is_none() {
+            self.spill = Some(spill_file(self.index)?);
+        }
+        let f = self.spill.as_mut().expect("created above");
+        f.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// The FILE's output is complete: the spill file holding its end, if any.
+    fn finish(mut self) -> io::Result<Option<File>> {
+        self.send()?;
+        Ok(self.spill.take())
     }
 }
 
@@ -157,8 +248,40 @@ impl Write for ChunkWriter {
         Ok(data.len())
     }
 
-    /// A flush hands over what is pending at once (a live input's events).
+    /// Output goes to the writer in whole chunks (no FILE of a batch run on
+    /// several threads is a live pipe).
     fn flush(&mut self) -> io::Result<()> {
-        self.send()
+        Ok(())
     }
+}
+
+/// A new file in the temporary directory, readable only by us, removed at
+/// once: it lives until its handle is closed.
+fn spill_file(index: usize) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let path = dir.join(format!(
+            "agui-translate-{}-{index}-{attempt}.spill",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => {
+                std::fs::remove_file(&path)?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free name for a spill file in the temporary directory",
+    ))
 }

@@ -253,3 +253,49 @@ impl WriteStdin for Command {
         child.wait_with_output()
     }
 }
+
+/// FILEs whose output is far larger than what a thread may hold in memory
+/// ahead of the writer: the rest is spilled and copied out in order.
+#[test]
+fn jobs_spill_what_runs_ahead_and_keep_the_order() {
+    let dir = std::env::temp_dir().join(format!("agui-jobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (i, rec) in [
+        "gemini/0.61.0/b_shell.jsonl",
+        "codex/0.169.0/sigterm_command.jsonl",
+        "claude/2.1.328/a-text-partial.jsonl",
+        "gemini/0.61.0/k_resume_1.jsonl",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let data = std::fs::read(testdata(rec)).unwrap();
+        let path = dir.join(format!("{i}.jsonl"));
+        std::fs::write(&path, data.repeat(1 + (2 << 20) / data.len())).unwrap();
+        files.push(path);
+    }
+    let run = |jobs: &str| {
+        cmd()
+            .env("TMPDIR", &dir)
+            .args(["-j", jobs])
+            .args(&files)
+            .output()
+            .unwrap()
+    };
+    let one = run("1");
+    assert!(one.stdout.len() > 4 << 20, "{}", one.stdout.len());
+    for jobs in ["2", "4"] {
+        let many = run(jobs);
+        assert!(many.stdout == one.stdout, "-j {jobs}: other bytes");
+        assert_eq!(many.status.code(), one.status.code());
+    }
+    // Spill files are removed as soon as they are made.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".spill"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
