@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Read;
 
-use serde_json::Value;
+use crate::schema::Members;
 
 use crate::lines::Lines;
 
@@ -240,8 +240,8 @@ struct Checker {
     violations: Vec<Violation>,
 }
 
-fn str_field<'v>(ev: &'v Value, key: &str) -> Option<&'v str> {
-    ev.get(key).and_then(Value::as_str)
+fn str_field(ev: &Members, key: &str) -> Option<String> {
+    ev.get(key).and_then(|v| crate::schema::as_str(v))
 }
 
 impl Checker {
@@ -256,23 +256,23 @@ impl Checker {
 
     fn event(&mut self, lineno: u64, text: &[u8]) {
         self.lineno = lineno;
-        let ev: Value = match serde_json::from_slice(text) {
+        let ev: Members = match crate::schema::members_of_event(text) {
             Ok(ev) => ev,
-            Err(e) => return self.bad(format!("not JSON ({e})")),
+            Err(problem) => return self.bad(problem),
         };
         let problems = crate::schema::check_event(&ev);
         let kind = str_field(&ev, "type").unwrap_or_default();
-        let known = crate::schema::is_event_type(kind);
+        let known = crate::schema::is_event_type(&kind);
         for p in problems {
             self.bad(p);
         }
         if known {
             self.summary.events += 1;
-            self.sequence(kind, &ev);
+            self.sequence(&kind, &ev);
         }
     }
 
-    fn sequence(&mut self, kind: &str, ev: &Value) {
+    fn sequence(&mut self, kind: &str, ev: &Members) {
         let phase = std::mem::take(&mut self.phase);
         self.phase = match (kind, phase) {
             ("RUN_STARTED", Phase::Run(run)) => {
@@ -293,7 +293,7 @@ impl Checker {
                     self.bad(format!("RUN_FINISHED while {} still open", open.join(", ")));
                 }
                 let ids = (str_field(ev, "threadId"), str_field(ev, "runId"));
-                if ids != (Some(run.ids.0.as_str()), Some(run.ids.1.as_str())) {
+                if ids != (Some(run.ids.0.clone()), Some(run.ids.1.clone())) {
                     self.bad("RUN_FINISHED ids differ from RUN_STARTED's".into());
                 }
                 Phase::Finished
@@ -335,7 +335,7 @@ impl Checker {
         };
     }
 
-    fn in_run(&mut self, kind: &str, ev: &Value, run: &mut Run, problems: &mut Vec<String>) {
+    fn in_run(&mut self, kind: &str, ev: &Members, run: &mut Run, problems: &mut Vec<String>) {
         use Family::*;
         let sub = str_field(ev, "subagentRunId");
         let (family, id_key, act) = match kind {
@@ -354,7 +354,7 @@ impl Checker {
             "STEP_FINISHED" => (Family::Step, "stepName", Act::End),
             "TOOL_CALL_RESULT" => {
                 if let Some(id) = str_field(ev, "toolCallId") {
-                    if !self.started_tools.contains(id) {
+                    if !self.started_tools.contains(&id) {
                         problems.push(format!("a result for tool call {id}, never started"));
                     }
                 }
@@ -365,7 +365,7 @@ impl Checker {
                     return;
                 };
                 if let Some(parent) = str_field(ev, "parentSubagentRunId") {
-                    if !run.subagents_seen.contains(parent) {
+                    if !run.subagents_seen.contains(&parent) {
                         problems.push(format!("SUBAGENT_STARTED for {id} names parent subagent {parent}, never started"));
                     }
                 }
@@ -381,7 +381,7 @@ impl Checker {
                 let Some(id) = str_field(ev, "subagentRunId") else {
                     return;
                 };
-                if !run.subagents_active.remove(id) {
+                if !run.subagents_active.remove(&id) {
                     problems.push(format!("{kind} for subagent {id}, which is not active"));
                 }
                 return;
@@ -406,7 +406,7 @@ impl Checker {
                     run.args.insert(id.to_owned(), String::new());
                 }
                 run.opened += 1;
-                run.open.insert(key, (sub.map(str::to_owned), run.opened));
+                run.open.insert(key, (sub, run.opened));
             }
             Act::Continue | Act::End => {
                 let Some((owner, _)) = run.open.get(&key) else {
@@ -414,7 +414,7 @@ impl Checker {
                     return;
                 };
                 if let Some(s) = sub {
-                    if owner.as_deref() != Some(s) {
+                    if owner.as_deref() != Some(s.as_str()) {
                         problems.push(format!(
                             "{kind} for {id} with subagentRunId {s}, but its start was {}'s",
                             owner.as_deref().unwrap_or("the parent agent")
@@ -423,14 +423,14 @@ impl Checker {
                 }
                 if family == Tool && act == Act::Continue {
                     if let (Some(args), Some(delta)) =
-                        (run.args.get_mut(id), str_field(ev, "delta"))
+                        (run.args.get_mut(&id), str_field(ev, "delta"))
                     {
-                        args.push_str(delta);
+                        args.push_str(&delta);
                     }
                 }
                 if act == Act::End {
                     run.open.remove(&key);
-                    if let Some(args) = run.args.remove(id) {
+                    if let Some(args) = run.args.remove(&id) {
                         if !args.is_empty()
                             && serde_json::from_str::<serde::de::IgnoredAny>(&args).is_err()
                         {
@@ -643,6 +643,14 @@ mod tests {
         ]);
         let sse: String = ndjson.lines().map(|l| format!("data: {l}\n\n")).collect();
         let summary = verdict(&sse).unwrap();
+        // Open values are not decoded: numbers beyond f64, deep nesting.
+        let deep = format!("{}1e400{}", "[".repeat(5000), "]".repeat(5000));
+        let raw = format!("{{\"type\":\"RUN_ERROR\",\"message\":\"m\",\"rawEvent\":{deep}}}\n");
+        assert!(verdict(&raw).is_ok());
+        let huge = "{\"type\":\"RUN_ERROR\",\"message\":\"m\",\"timestamp\":1e400}\n";
+        assert!(verdict(huge).unwrap_err()[0].contains("timestamp must be an integer, not 1e400"));
+        let surrogate = "{\"type\":\"RUN_ERROR\",\"message\":\"half \\ud83d of a pair\"}\n";
+        assert!(verdict(surrogate).is_ok());
         assert_eq!(summary.framing, Framing::Sse);
         assert_eq!(summary.events, 4);
         assert_eq!(

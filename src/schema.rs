@@ -5,7 +5,10 @@
 //! application, so whatever it carried is lost. `null` is never an absent
 //! optional field.
 
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// A field's type.
 #[derive(Debug)]
@@ -591,28 +594,52 @@ pub fn is_event_type(kind: &str) -> bool {
     EVENTS.iter().any(|e| e.name == kind)
 }
 
-/// Check one event against the schema: what is wrong with it, in words (an
-/// empty list: nothing).
-pub fn check_event(event: &Value) -> Vec<String> {
+/// A JSON object's members, their values unparsed: only what the schema
+/// describes is looked into, so a value the schema leaves open (a RAW
+/// event's payload, a result) is never decoded, whatever it holds (numbers
+/// beyond f64, deep nesting).
+pub type Members<'a> = BTreeMap<String, &'a RawValue>;
+
+/// A string value, if `v` is one.
+pub fn as_str(v: &RawValue) -> Option<String> {
+    if !v.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str(v.get()).ok().or_else(|| {
+        // An escaped lone surrogate, which JSON allows and serde_json
+        // does not decode.
+        let err = serde_json::from_str::<String>(v.get()).err()?;
+        let fixed = crate::json::repair_surrogates(v.get().as_bytes(), &err)?;
+        serde_json::from_slice(&fixed).ok()
+    })
+}
+
+/// The members of `v`, if it is an object.
+pub fn members(v: &RawValue) -> Option<Members<'_>> {
+    if !v.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(v.get()).ok()
+}
+
+/// Check one event (an object's members) against the schema: what is wrong
+/// with it, in words (an empty list: nothing).
+pub fn check_event(obj: &Members) -> Vec<String> {
     let mut problems = Vec::new();
-    let Some(obj) = event.as_object() else {
-        problems.push(format!(
-            "an event must be a JSON object, not {}",
-            kind_of(event)
-        ));
-        return problems;
-    };
     let kind = match obj.get("type") {
-        Some(Value::String(k)) => k.as_str(),
-        Some(other) => {
-            problems.push(format!("type must be a string, not {}", kind_of(other)));
-            return problems;
-        }
+        Some(v) => match as_str(v) {
+            Some(k) => k,
+            None => {
+                problems.push(format!("type must be a string, not {}", shown(v)));
+                return problems;
+            }
+        },
         None => {
             problems.push("an event without a type".into());
             return problems;
         }
     };
+    let kind = kind.as_str();
     if REMOVED.contains(&kind) {
         problems.push(format!(
             "{kind} was removed in AG-UI 1.0: reasoning is sent as REASONING_* events"
@@ -660,22 +687,25 @@ pub fn check_event(event: &Value) -> Vec<String> {
 
 const SUBAGENT_RUN_ID: Field = opt("subagentRunId", Ty::Str);
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+/// What kind of JSON value `v` is.
+pub fn kind_of(v: &RawValue) -> &'static str {
+    match v.get().as_bytes().first() {
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'"') => "a string",
+        Some(b'[') => "an array",
+        Some(b'{') => "an object",
+        _ => "a number",
     }
 }
 
 /// 2^53 - 1, the largest integer a JavaScript number holds exactly.
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
-fn is_int(v: &Value, min: f64) -> bool {
-    let Value::Number(n) = v else { return false };
+fn is_int(v: &RawValue, min: f64) -> bool {
+    let Ok(Value::Number(n)) = serde_json::from_str::<Value>(v.get()) else {
+        return false; // not a number, or one beyond f64
+    };
     if let Some(i) = n.as_i64() {
         return (i as f64) >= min && (i as f64) <= MAX_SAFE;
     }
@@ -699,54 +729,60 @@ fn is_pointer(s: &str) -> bool {
         .all(|(i, &c)| c != b'~' || matches!(b.get(i + 1), Some(b'0' | b'1')))
 }
 
-fn check_value(ty: &Ty, v: &Value, path: &mut String, problems: &mut Vec<String>) {
+fn check_value(ty: &Ty, v: &RawValue, path: &mut String, problems: &mut Vec<String>) {
+    let first = v.get().as_bytes().first().copied();
     let want: Option<String> = match ty {
-        Ty::Str => (!v.is_string()).then(|| "a string".into()),
+        Ty::Str => (first != Some(b'"')).then(|| "a string".into()),
         Ty::Int => (!is_int(v, -MAX_SAFE)).then(|| "an integer".into()),
         Ty::Count => (!is_int(v, 0.0)).then(|| "an integer ≥ 0".into()),
-        Ty::Bool => (!v.is_boolean()).then(|| "a boolean".into()),
+        Ty::Bool => (!matches!(first, Some(b't' | b'f'))).then(|| "a boolean".into()),
         Ty::Any => None,
-        Ty::NotNull => v.is_null().then(|| "a value other than null".into()),
-        Ty::OpenObject => (!v.is_object()).then(|| "an object".into()),
-        Ty::Lit(s) => (v.as_str() != Some(s)).then(|| format!("{s:?}")),
-        Ty::OneOf(set) => (!v.as_str().is_some_and(|s| set.contains(&s)))
+        Ty::NotNull => (first == Some(b'n')).then(|| "a value other than null".into()),
+        Ty::OpenObject => (first != Some(b'{')).then(|| "an object".into()),
+        Ty::Lit(s) => (as_str(v).as_deref() != Some(s)).then(|| format!("{s:?}")),
+        Ty::OneOf(set) => (!as_str(v).is_some_and(|s| set.contains(&s.as_str())))
             .then(|| format!("one of {}", set.join(", "))),
-        Ty::Pointer => (!v.as_str().is_some_and(is_pointer)).then(|| "a JSON Pointer".into()),
-        Ty::Array(item) | Ty::NonEmpty(item) => match v.as_array() {
-            None => Some("an array".into()),
-            Some(a) if a.is_empty() && matches!(ty, Ty::NonEmpty(_)) => {
-                Some("an array of at least one".into())
-            }
-            Some(a) => {
-                let len = path.len();
-                for (i, x) in a.iter().enumerate() {
-                    path.push_str(&format!("/{i}"));
-                    check_value(item, x, path, problems);
-                    path.truncate(len);
+        Ty::Pointer => {
+            (!as_str(v).is_some_and(|s| is_pointer(&s))).then(|| "a JSON Pointer".into())
+        }
+        Ty::Array(item) | Ty::NonEmpty(item) => {
+            match serde_json::from_str::<Vec<&RawValue>>(v.get()).ok() {
+                None => Some("an array".into()),
+                Some(a) if a.is_empty() && matches!(ty, Ty::NonEmpty(_)) => {
+                    Some("an array of at least one".into())
                 }
-                None
+                Some(a) => {
+                    let len = path.len();
+                    for (i, x) in a.iter().enumerate() {
+                        path.push_str(&format!("/{i}"));
+                        check_value(item, x, path, problems);
+                        path.truncate(len);
+                    }
+                    None
+                }
             }
-        },
-        Ty::Obj(shape) => match v.as_object() {
+        }
+        Ty::Obj(shape) => match members(v) {
             None => Some("an object".into()),
             Some(o) => {
-                check_object(shape, o, path, problems);
+                check_object(shape, &o, path, problems);
                 None
             }
         },
-        Ty::Content => match v {
-            Value::String(_) => None,
-            Value::Array(_) => {
+        Ty::Content => match first {
+            Some(b'"') => None,
+            Some(b'[') => {
                 check_value(&Ty::Array(&CONTENT_PART), v, path, problems);
                 None
             }
             _ => Some("a string or an array of content parts".into()),
         },
         Ty::Tagged { key, what, shapes } => {
-            let tag = v.get(key).and_then(Value::as_str);
-            match (v.as_object(), shapes.iter().find(|(t, _)| Some(*t) == tag)) {
+            let o = members(v);
+            let tag = o.as_ref().and_then(|o| o.get(*key)).and_then(|t| as_str(t));
+            match (o, shapes.iter().find(|(t, _)| Some(*t) == tag.as_deref())) {
                 (Some(o), Some((_, shape))) => {
-                    check_object(shape, o, path, problems);
+                    check_object(shape, &o, path, problems);
                     None
                 }
                 _ => Some(format!(
@@ -766,40 +802,22 @@ fn check_value(ty: &Ty, v: &Value, path: &mut String, problems: &mut Vec<String>
 }
 
 /// A value as shown in a message: short.
-fn shown(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Array(_) | Value::Object(_) => kind_of(v).into(),
-        other => {
-            let s = other.to_string();
-            if s.len() > 40 {
-                format!("{}…", &s[..s.floor_char_boundary_compat(40)])
-            } else {
-                s
+fn shown(v: &RawValue) -> String {
+    let text = v.get();
+    match text.as_bytes().first() {
+        Some(b'[' | b'{') => kind_of(v).into(),
+        _ if text.len() > 40 => {
+            let mut end = 40;
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
+            format!("{}…", &text[..end])
         }
+        _ => text.into(),
     }
 }
 
-trait FloorCharBoundary {
-    fn floor_char_boundary_compat(&self, i: usize) -> usize;
-}
-
-impl FloorCharBoundary for str {
-    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
-        while !self.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    }
-}
-
-fn check_object(
-    shape: &Shape,
-    o: &Map<String, Value>,
-    path: &mut String,
-    problems: &mut Vec<String>,
-) {
+fn check_object(shape: &Shape, o: &Members, path: &mut String, problems: &mut Vec<String>) {
     let len = path.len();
     for (name, value) in o {
         match shape.fields.iter().find(|f| f.name == name) {
@@ -820,4 +838,16 @@ fn check_object(
             problems.push(format!("{path} without {}", f.name));
         }
     }
+}
+
+/// An event line's members; why not, if it is not a JSON object.
+pub fn members_of_event(text: &[u8]) -> Result<Members<'_>, String> {
+    let Ok(text) = std::str::from_utf8(text) else {
+        return Err("not JSON (not UTF-8)".into());
+    };
+    let v: &RawValue = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Err(format!("not JSON ({e})")),
+    };
+    members(v).ok_or_else(|| format!("an event must be a JSON object, not {}", kind_of(v)))
 }
