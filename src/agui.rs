@@ -408,6 +408,9 @@ pub struct Emitter {
     started_tools: RecentSet,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
+    /// Subagents started in the current run: AG-UI does not let one start
+    /// twice in a run, even after it finished.
+    run_subagents: std::collections::HashSet<String>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -446,6 +449,7 @@ impl Emitter {
             started_tools: RecentSet::default(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
+            run_subagents: std::collections::HashSet::new(),
         }
     }
 
@@ -596,6 +600,7 @@ impl Emitter {
         }
         self.runs += 1;
         self.input_had_run = true;
+        self.run_subagents.clear();
         let n = self.runs;
         self.thread_id.clear();
         match (&self.thread_override, thread_id) {
@@ -1113,7 +1118,7 @@ impl Emitter {
         parent_message_id: Option<&str>,
     ) {
         self.ensure_run();
-        if self.is_open_kind(Kind::Subagent, id) {
+        if self.is_open_kind(Kind::Subagent, id) || !self.run_subagents.insert(id.to_owned()) {
             return;
         }
         self.write(&Event::SubagentStarted {
