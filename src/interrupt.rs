@@ -6,9 +6,10 @@
 //! `SA_RESTART`: a read blocked on a live pipe returns at once (EINTR), and a
 //! read that starts after the signal sees the end of the input, so the signal
 //! is never missed between checking for it and blocking in `read`. The line
-//! in hand is translated to the end; the filter loop then asks [`caught`].
+//! in hand is translated to the end; the filter loop and its reader ask
+//! [`caught`].
 
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The signal caught (0: none).
@@ -60,23 +61,5 @@ pub fn caught() -> Option<i32> {
     match CAUGHT.load(Ordering::SeqCst) {
         0 => None,
         sig => Some(sig),
-    }
-}
-
-/// A reader that ends (reads nothing more) once a signal was caught, also
-/// when a read is interrupted by it.
-pub struct Interruptible<R>(pub R);
-
-impl<R: Read> Read for Interruptible<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if caught().is_some() {
-                return Ok(0);
-            }
-            match self.0.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
     }
 }
