@@ -33,8 +33,12 @@ Examples:
 
 Exit status:
   0  every line was translated
-  1  some input lines could not be translated (reported on stderr, sent as RAW)
-  2  usage error, or an input or output error";
+  1  some input lines could not be translated (reported on stderr, sent as RAW),
+     or an input is not the --from CLI's
+  2  usage error, a FILE that could not be read (the others are translated),
+     or an output error
+  128+N  ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the open run
+     ends as cancelled";
 
 #[derive(Parser, Debug)]
 #[command(
