@@ -41,7 +41,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -h -V --from --format --thread-id --run-id --tool-names --strict --quiet --stats --help --version run check help"
+            opts="-f -q -j -h -V --from --format --thread-id --run-id --tool-names --strict --quiet --stats --jobs --help --version run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -73,6 +73,14 @@ _agui__translate() {
                     ;;
                 --stats)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

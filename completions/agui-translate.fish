@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_agui_translate_global_optspecs
-    string join \n f/from= format= thread-id= run-id= tool-names= strict q/quiet stats= h/help V/version
+    string join \n f/from= format= thread-id= run-id= tool-names= strict q/quiet stats= j/jobs= h/help V/version
 end
 
 function __fish_agui_translate_needs_command
@@ -37,12 +37,13 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-name
 canonical\t'One vocabulary for all CLIs (`shell`, `file_read`, `mcp`, …); the native name goes into `metadata.nativeName`'"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 'At the end, print a summary on stderr: lines and bytes read, events written by type, unknown records, bad lines, runs, time' -r -f -a "text\t'Lines for people'
 json\t'One JSON object'"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -s j -l jobs -d 'Translate up to N FILEs at once, on N threads (default: the processors available, at most 8). The output is the same as with `-j 1`: each FILE\'s events, in the order of the FILEs' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l strict -d 'Treat anything the translator does not know (a record type, a block type, a field shape) as an error: reported on stderr with its line number, exit status 1. For CI runs against a new CLI version. Without it, such records go out as RAW events and are only counted'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s q -l quiet -d 'Do not report bad lines on stderr (they still go out as RAW events and still make the exit status 1)'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s V -l version -d 'Print version'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI NDJSON streams: every START has its END, one terminal event per run, tool arguments are JSON, and more'
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: `gemini`, `codex` or `claude` on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s m -l model -d 'The model the CLI uses' -r
@@ -65,5 +66,5 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ch
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "check" -d 'Check AG-UI NDJSON streams: every START has its END, one terminal event per run, tool arguments are JSON, and more'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

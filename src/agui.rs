@@ -366,6 +366,9 @@ pub struct Emitter {
     started_tools: RecentSet,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
+    /// Subagents started in the current run: AG-UI does not let one start
+    /// twice in a run, even after it finished.
+    run_subagents: std::collections::HashSet<String>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -404,6 +407,7 @@ impl Emitter {
             started_tools: RecentSet::default(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
+            run_subagents: std::collections::HashSet::new(),
         }
     }
 
@@ -551,6 +555,7 @@ impl Emitter {
         }
         self.runs += 1;
         self.input_had_run = true;
+        self.run_subagents.clear();
         let n = self.runs;
         self.thread_id.clear();
         match (&self.thread_override, thread_id) {
@@ -751,6 +756,27 @@ impl Emitter {
                 self.write_terminal();
             }
             RunState::Idle => {}
+        }
+        self.ctx = Context::default();
+        self.input_had_run = false;
+    }
+
+    /// The input was interrupted (a signal): end the run now, closing what
+    /// is open, with RUN_FINISHED `outcome: {type: "cancelled"}`; a run that
+    /// has already ended keeps its terminal event. Like
+    /// [`end_of_input`](Self::end_of_input), an input with no run yet still
+    /// gets one.
+    pub fn cancel_run(&mut self) {
+        match self.state {
+            RunState::Active => self.finish_run(None, Some(Outcome::Cancelled), &[]),
+            RunState::Idle if !self.held.is_empty() || !self.input_had_run => {
+                self.start_run(None, None);
+                self.finish_run(None, Some(Outcome::Cancelled), &[]);
+            }
+            RunState::Idle | RunState::Ending => {}
+        }
+        if matches!(self.state, RunState::Ending) {
+            self.write_terminal();
         }
         self.ctx = Context::default();
         self.input_had_run = false;
@@ -1047,7 +1073,7 @@ impl Emitter {
         parent_message_id: Option<&str>,
     ) {
         self.ensure_run();
-        if self.is_open_kind(Kind::Subagent, id) {
+        if self.is_open_kind(Kind::Subagent, id) || !self.run_subagents.insert(id.to_owned()) {
             return;
         }
         self.write(&Event::SubagentStarted {

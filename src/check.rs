@@ -1,25 +1,39 @@
-//! The invariant checker behind `agui-translate check`, the tests and the
-//! fuzzers: what every AG-UI stream this program writes must satisfy.
+//! The AG-UI 1.0 validator behind `agui-translate check`, the tests and the
+//! fuzzers.
 //!
-//! - every line is a JSON object with a string `type`;
-//! - a run starts with RUN_STARTED (or is a lone RUN_ERROR), nothing but a new
-//!   RUN_STARTED follows its terminal event, and it has exactly one terminal
-//!   event, RUN_FINISHED (with the RUN_STARTED's ids) or RUN_ERROR;
-//! - the stream does not end inside a run;
-//! - every START has its END with the same id, before the run ends: text and
-//!   reasoning messages, reasoning spans, tool calls, steps, subagents;
-//!   CONTENT and ARGS only for what is open;
-//! - an event of a message, reasoning or tool call that names a subagent
-//!   (`subagentRunId`) names the one its START named;
-//! - a tool call's ARGS deltas join into valid JSON; a tool call id is not
-//!   started twice in the stream, and a TOOL_CALL_RESULT names a call started
-//!   before it.
+//! A stream is NDJSON (one event per line) or server-sent events (`data:`
+//! lines, events separated by a blank line), told from its first line. Every
+//! event is checked against the AG-UI 1.0 schema ([`crate::schema`]), and the
+//! stream against the sequence rules a 1.0 client (`verifyEvents` of
+//! `@ag-ui/client` 1.0) enforces:
+//!
+//! - the first event is RUN_STARTED or RUN_ERROR; RUN_STARTED does not come
+//!   while a run is open; after RUN_FINISHED only RUN_STARTED or RUN_ERROR
+//!   follow, after RUN_ERROR only RUN_STARTED;
+//! - RUN_FINISHED comes with nothing open; RUN_ERROR may come at any time;
+//! - a text message, reasoning message, reasoning span, tool call or step is
+//!   not started while open, and its CONTENT, ARGS or END come while it is;
+//! - a subagent is not started twice in a run, its parent was started, and
+//!   it is finished (or fails) while active;
+//! - an event that names a subagent (`subagentRunId`) names the one its START
+//!   named.
+//!
+//! And the promises this program's streams keep beyond those (a 1.0 client
+//! lets them pass):
+//!
+//! - the stream does not end inside a run, and a run has one terminal event
+//!   (no RUN_ERROR after RUN_FINISHED);
+//! - RUN_FINISHED has the RUN_STARTED's threadId and runId;
+//! - a tool call id is started once in the stream, a TOOL_CALL_RESULT names
+//!   a call started before it, and a call's ARGS join into JSON.
+//!
+//! The `*_CHUNK` events are checked against the schema only.
 
-use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Read;
 
-use serde::Deserialize;
+use crate::schema::Members;
 
 use crate::lines::Lines;
 
@@ -41,108 +55,37 @@ impl fmt::Display for Violation {
     }
 }
 
+/// How the stream was framed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    #[default]
+    Ndjson,
+    Sse,
+}
+
 /// What a valid stream held.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Summary {
     pub events: u64,
     pub runs: u64,
+    pub framing: Framing,
 }
 
-#[derive(Deserialize)]
-struct Ev<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(rename = "messageId", borrow)]
-    message_id: Option<Cow<'a, str>>,
-    #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Option<Cow<'a, str>>,
-    #[serde(rename = "threadId", borrow)]
-    thread_id: Option<Cow<'a, str>>,
-    #[serde(rename = "runId", borrow)]
-    run_id: Option<Cow<'a, str>>,
-    #[serde(rename = "stepName", borrow)]
-    step_name: Option<Cow<'a, str>>,
-    #[serde(rename = "subagentRunId", borrow)]
-    subagent_run_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    delta: Option<Cow<'a, str>>,
-}
-
-#[derive(Default)]
-struct Run {
-    ids: Option<(String, String)>,
-    texts: Vec<String>,
-    reasoning_spans: Vec<String>,
-    reasoning_messages: Vec<String>,
-    /// Open tool calls with their arguments so far.
-    tools: Vec<(String, String)>,
-    steps: Vec<String>,
-    subagents: Vec<String>,
-    /// The subagent that started each open message, reasoning or tool call
-    /// (`None`: the parent agent), by family and id.
-    owners: Vec<(&'static str, String, Option<String>)>,
-}
-
-impl Run {
-    /// A START: remember whose item this is.
-    fn own(&mut self, family: &'static str, id: Option<&str>, sub: Option<&str>) {
-        let Some(id) = id else { return };
-        self.owners.retain(|(f, i, _)| !(*f == family && i == id));
-        self.owners
-            .push((family, id.to_owned(), sub.map(str::to_owned)));
-    }
-
-    /// A CONTENT, ARGS or END: one that names a subagent must name the
-    /// START's (AG-UI rejects it otherwise; naming none is always fine).
-    fn check_owner(
-        &mut self,
-        family: &'static str,
-        id: Option<&str>,
-        sub: Option<&str>,
-        end: bool,
-        kind: &str,
-        problems: &mut Vec<String>,
-    ) {
-        let Some(id) = id else { return };
-        let Some(p) = self
-            .owners
-            .iter()
-            .position(|(f, i, _)| *f == family && i == id)
-        else {
-            return;
-        };
-        if let Some(s) = sub {
-            if self.owners[p].2.as_deref() != Some(s) {
-                problems.push(format!(
-                    "{kind} for {id} with subagentRunId {s}, but its start was {}'s",
-                    self.owners[p].2.as_deref().unwrap_or("the parent agent")
-                ));
-            }
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} event{} in {} run{}",
+            self.events,
+            plural(self.events),
+            self.runs,
+            plural(self.runs)
+        )?;
+        if self.framing == Framing::Sse {
+            f.write_str(" (server-sent events)")?;
         }
-        if end {
-            self.owners.remove(p);
-        }
-    }
-}
-
-impl Run {
-    fn open_items(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        v.extend(self.texts.iter().map(|i| format!("text message {i}")));
-        v.extend(
-            self.reasoning_messages
-                .iter()
-                .map(|i| format!("reasoning message {i}")),
-        );
-        v.extend(
-            self.reasoning_spans
-                .iter()
-                .map(|i| format!("reasoning {i}")),
-        );
-        v.extend(self.tools.iter().map(|(i, _)| format!("tool call {i}")));
-        v.extend(self.steps.iter().map(|i| format!("step {i}")));
-        v.extend(self.subagents.iter().map(|i| format!("subagent {i}")));
-        v
+        Ok(())
     }
 }
 
@@ -150,10 +93,70 @@ impl Run {
 pub fn check(rdr: impl Read) -> std::io::Result<Result<Summary, Vec<Violation>>> {
     let mut lines = Lines::new(rdr);
     let mut c = Checker::default();
+    let mut framing = None;
+    // SSE: the pending event's data, and the line it began on.
+    let mut data = String::new();
+    let mut data_line = 0;
+    let mut lineno = 0;
     while let Some(line) = lines.next_line()? {
-        c.line(line);
+        lineno += 1;
+        let framing = *framing.get_or_insert_with(|| {
+            if is_sse_line(line) {
+                Framing::Sse
+            } else {
+                Framing::Ndjson
+            }
+        });
+        if framing == Framing::Ndjson {
+            c.event(lineno, line);
+            continue;
+        }
+        if line.is_empty() {
+            if data_line > 0 {
+                c.event(data_line, data.as_bytes());
+                data.clear();
+                data_line = 0;
+            }
+            continue;
+        }
+        let Some(rest) = line.strip_prefix(b"data:") else {
+            if !is_sse_line(line) {
+                c.lineno = lineno;
+                c.bad(format!(
+                    "not a server-sent events line: {}",
+                    crate::json::preview(line)
+                ));
+            }
+            continue; // event:, id:, retry:, comments
+        };
+        let rest = rest.strip_prefix(b" ").unwrap_or(rest);
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                if data_line == 0 {
+                    data_line = lineno;
+                } else {
+                    data.push('\n');
+                }
+                data.push_str(text);
+            }
+            Err(e) => {
+                c.lineno = lineno;
+                c.bad(format!("not UTF-8: {e}"));
+            }
+        }
     }
+    if data_line > 0 {
+        c.event(data_line, data.as_bytes());
+    }
+    c.summary.framing = framing.unwrap_or_default();
     Ok(c.finish())
+}
+
+/// Whether a line is one of server-sent events (a field or a comment).
+fn is_sse_line(line: &[u8]) -> bool {
+    [&b"data:"[..], b"event:", b"id:", b"retry:", b":"]
+        .iter()
+        .any(|p| line.starts_with(p))
 }
 
 /// Check a stream held in memory.
@@ -161,15 +164,84 @@ pub fn check_bytes(data: &[u8]) -> Result<Summary, Vec<Violation>> {
     check(data).expect("reading from memory cannot fail")
 }
 
+/// What can be open in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Family {
+    Text,
+    ReasoningMessage,
+    Reasoning,
+    Tool,
+    Step,
+}
+
+impl Family {
+    fn name(self) -> &'static str {
+        match self {
+            Family::Text => "text message",
+            Family::ReasoningMessage => "reasoning message",
+            Family::Reasoning => "reasoning",
+            Family::Tool => "tool call",
+            Family::Step => "step",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Run {
+    ids: (String, String),
+    /// Open items, with the subagent that started each (`None`: the parent
+    /// agent) and the order they opened in.
+    open: HashMap<(Family, String), (Option<String>, u64)>,
+    opened: u64,
+    /// Open tool calls' arguments so far.
+    args: HashMap<String, String>,
+    subagents_active: HashSet<String>,
+    subagents_seen: HashSet<String>,
+}
+
+impl Run {
+    fn open_items(&self) -> Vec<String> {
+        let mut v: Vec<_> = self
+            .open
+            .iter()
+            .map(|((f, id), (_, n))| (*n, format!("{} {id}", f.name())))
+            .chain(
+                self.subagents_active
+                    .iter()
+                    .map(|id| (u64::MAX, format!("subagent {id}"))),
+            )
+            .collect();
+        v.sort();
+        v.into_iter().map(|(_, s)| s).collect()
+    }
+}
+
+/// Where the stream is.
+#[derive(Default)]
+enum Phase {
+    /// No event yet.
+    #[default]
+    Start,
+    Run(Box<Run>),
+    /// After RUN_FINISHED.
+    Finished,
+    /// After RUN_ERROR.
+    Failed,
+}
+
 #[derive(Default)]
 struct Checker {
     /// Tool calls started in the stream (clients match results by id
     /// across runs).
-    started_tools: std::collections::HashSet<String>,
+    started_tools: HashSet<String>,
     lineno: u64,
-    run: Option<Run>,
+    phase: Phase,
     summary: Summary,
     violations: Vec<Violation>,
+}
+
+fn str_field(ev: &Members, key: &str) -> Option<String> {
+    ev.get(key).and_then(|v| crate::schema::as_str(v))
 }
 
 impl Checker {
@@ -182,209 +254,201 @@ impl Checker {
         }
     }
 
-    fn line(&mut self, line: &[u8]) {
-        self.lineno += 1;
-        let ev: Ev = match serde_json::from_slice(line) {
+    fn event(&mut self, lineno: u64, text: &[u8]) {
+        self.lineno = lineno;
+        let ev: Members = match crate::schema::members_of_event(text) {
             Ok(ev) => ev,
-            Err(e) => {
-                let what = if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
-                    format!("not an event object ({e})")
-                } else {
-                    format!("not JSON ({e})")
-                };
-                return self.bad(what);
-            }
+            Err(problem) => return self.bad(problem),
         };
-        let Some(kind) = ev.kind.as_deref() else {
-            return self.bad("an event without a string type".into());
-        };
-        self.summary.events += 1;
-        match kind {
-            "RUN_STARTED" => {
-                if self.run.is_some() {
-                    self.bad("RUN_STARTED while a run is open".into());
-                }
-                self.summary.runs += 1;
-                let ids = ev.thread_id.as_deref().zip(ev.run_id.as_deref());
-                if ids.is_none() {
-                    self.bad("RUN_STARTED without threadId and runId".into());
-                }
-                self.run = Some(Run {
-                    ids: ids.map(|(t, r)| (t.to_owned(), r.to_owned())),
-                    ..Run::default()
-                });
-                return;
-            }
-            "RUN_FINISHED" | "RUN_ERROR" => {
-                let Some(run) = self.run.take() else {
-                    if kind == "RUN_ERROR" && self.summary.events == 1 {
-                        // A stream may open with RUN_ERROR alone.
-                        self.summary.runs += 1;
-                        return;
-                    }
-                    return self.bad(format!("{kind} outside a run (a second terminal event?)"));
-                };
-                let open = run.open_items();
-                if !open.is_empty() {
-                    self.bad(format!("{kind} while {} still open", open.join(", ")));
-                }
-                if kind == "RUN_FINISHED" {
-                    let ids = ev.thread_id.as_deref().zip(ev.run_id.as_deref());
-                    if ids != run.ids.as_ref().map(|(t, r)| (t.as_str(), r.as_str())) {
-                        self.bad("RUN_FINISHED ids differ from RUN_STARTED's".into());
-                    }
-                }
-                return;
-            }
-            _ => {}
-        }
-        if self.run.is_none() {
-            return self.bad(format!("{kind} outside a run"));
-        }
-        let msg = ev.message_id.as_deref();
-        let tool = ev.tool_call_id.as_deref();
-        let sub = ev.subagent_run_id.as_deref();
-        let mut problems = Vec::new();
-        {
-            let run = self.run.as_mut().expect("checked");
-            let started_tools = &mut self.started_tools;
-            let need =
-                |id: Option<&str>, what: &str, problems: &mut Vec<String>| -> Option<String> {
-                    match id {
-                        Some(i) => Some(i.to_owned()),
-                        None => {
-                            problems.push(format!("{kind} without {what}"));
-                            None
-                        }
-                    }
-                };
-            match kind {
-                "TEXT_MESSAGE_START" => run.own("text", msg, sub),
-                "REASONING_START" => run.own("reasoning", msg, sub),
-                "REASONING_MESSAGE_START" => run.own("reasoning message", msg, sub),
-                "TOOL_CALL_START" => run.own("tool", tool, sub),
-                "TEXT_MESSAGE_CONTENT" | "TEXT_MESSAGE_END" => {
-                    let end = kind.ends_with("END");
-                    run.check_owner("text", msg, sub, end, kind, &mut problems);
-                }
-                "REASONING_END" => {
-                    run.check_owner("reasoning", msg, sub, true, kind, &mut problems);
-                }
-                "REASONING_MESSAGE_CONTENT" | "REASONING_MESSAGE_END" => {
-                    let end = kind.ends_with("END");
-                    run.check_owner("reasoning message", msg, sub, end, kind, &mut problems);
-                }
-                "TOOL_CALL_ARGS" | "TOOL_CALL_END" => {
-                    let end = kind.ends_with("END");
-                    run.check_owner("tool", tool, sub, end, kind, &mut problems);
-                }
-                _ => {}
-            }
-            match kind {
-                "TEXT_MESSAGE_START" => {
-                    if let Some(i) = need(msg, "messageId", &mut problems) {
-                        open(&mut run.texts, i, kind, &mut problems);
-                    }
-                }
-                "TEXT_MESSAGE_CONTENT" => is_open(&run.texts, msg, kind, &mut problems),
-                "TEXT_MESSAGE_END" => close(&mut run.texts, msg, kind, &mut problems),
-                "REASONING_START" => {
-                    if let Some(i) = need(msg, "messageId", &mut problems) {
-                        open(&mut run.reasoning_spans, i, kind, &mut problems);
-                    }
-                }
-                "REASONING_END" => close(&mut run.reasoning_spans, msg, kind, &mut problems),
-                "REASONING_MESSAGE_START" => {
-                    if let Some(i) = need(msg, "messageId", &mut problems) {
-                        open(&mut run.reasoning_messages, i, kind, &mut problems);
-                    }
-                }
-                "REASONING_MESSAGE_CONTENT" => {
-                    is_open(&run.reasoning_messages, msg, kind, &mut problems)
-                }
-                "REASONING_MESSAGE_END" => {
-                    close(&mut run.reasoning_messages, msg, kind, &mut problems)
-                }
-                "TOOL_CALL_START" => {
-                    if let Some(i) = need(tool, "toolCallId", &mut problems) {
-                        if !started_tools.insert(i.clone()) {
-                            problems.push(format!("tool call {i} started twice"));
-                        } else {
-                            run.tools.push((i, String::new()));
-                        }
-                    }
-                }
-                "TOOL_CALL_ARGS" => {
-                    match run.tools.iter_mut().find(|(i, _)| Some(i.as_str()) == tool) {
-                        Some((_, args)) => args.push_str(ev.delta.as_deref().unwrap_or("")),
-                        None => problems.push(format!(
-                            "{kind} for tool call {} that is not open",
-                            tool.unwrap_or("?")
-                        )),
-                    }
-                }
-                "TOOL_CALL_END" => {
-                    match run.tools.iter().position(|(i, _)| Some(i.as_str()) == tool) {
-                        Some(p) => {
-                            let (id, args) = run.tools.remove(p);
-                            if !args.is_empty()
-                                && serde_json::from_str::<serde::de::IgnoredAny>(&args).is_err()
-                            {
-                                problems.push(format!(
-                                    "the arguments of tool call {id} are not JSON: {args:.80}"
-                                ));
-                            }
-                        }
-                        None => problems.push(format!(
-                            "{kind} for tool call {} that is not open",
-                            tool.unwrap_or("?")
-                        )),
-                    }
-                }
-                "TOOL_CALL_RESULT" => {
-                    if let Some(i) = need(tool, "toolCallId", &mut problems) {
-                        if !started_tools.contains(&i) {
-                            problems.push(format!("a result for tool call {i}, never started"));
-                        }
-                    }
-                    need(msg, "messageId", &mut problems);
-                }
-                "STEP_STARTED" => {
-                    if let Some(i) = need(ev.step_name.as_deref(), "stepName", &mut problems) {
-                        open(&mut run.steps, i, kind, &mut problems);
-                    }
-                }
-                "STEP_FINISHED" => {
-                    close(&mut run.steps, ev.step_name.as_deref(), kind, &mut problems)
-                }
-                "SUBAGENT_STARTED" => {
-                    if let Some(i) = need(
-                        ev.subagent_run_id.as_deref(),
-                        "subagentRunId",
-                        &mut problems,
-                    ) {
-                        open(&mut run.subagents, i, kind, &mut problems);
-                    }
-                }
-                "SUBAGENT_FINISHED" | "SUBAGENT_ERROR" => close(
-                    &mut run.subagents,
-                    ev.subagent_run_id.as_deref(),
-                    kind,
-                    &mut problems,
-                ),
-                _ => {}
-            }
-        }
+        let problems = crate::schema::check_event(&ev);
+        let kind = str_field(&ev, "type").unwrap_or_default();
+        let known = crate::schema::is_event_type(&kind);
         for p in problems {
             self.bad(p);
+        }
+        if known {
+            self.summary.events += 1;
+            self.sequence(&kind, &ev);
+        }
+    }
+
+    fn sequence(&mut self, kind: &str, ev: &Members) {
+        let phase = std::mem::take(&mut self.phase);
+        self.phase = match (kind, phase) {
+            ("RUN_STARTED", Phase::Run(run)) => {
+                self.bad("RUN_STARTED while a run is open".into());
+                Phase::Run(run)
+            }
+            ("RUN_STARTED", _) => {
+                self.summary.runs += 1;
+                let id = |k| str_field(ev, k).unwrap_or_default().to_owned();
+                Phase::Run(Box::new(Run {
+                    ids: (id("threadId"), id("runId")),
+                    ..Run::default()
+                }))
+            }
+            ("RUN_FINISHED", Phase::Run(run)) => {
+                let open = run.open_items();
+                if !open.is_empty() {
+                    self.bad(format!("RUN_FINISHED while {} still open", open.join(", ")));
+                }
+                let ids = (str_field(ev, "threadId"), str_field(ev, "runId"));
+                if ids != (Some(run.ids.0.clone()), Some(run.ids.1.clone())) {
+                    self.bad("RUN_FINISHED ids differ from RUN_STARTED's".into());
+                }
+                Phase::Finished
+            }
+            ("RUN_ERROR", Phase::Run(_)) => Phase::Failed,
+            ("RUN_ERROR", Phase::Start) => {
+                self.summary.runs += 1;
+                Phase::Failed
+            }
+            ("RUN_ERROR", Phase::Finished) => {
+                self.bad("RUN_ERROR after RUN_FINISHED: a run has one terminal event".into());
+                Phase::Failed
+            }
+            (_, Phase::Start) => {
+                self.bad(format!(
+                    "{kind} before RUN_STARTED: the first event must be RUN_STARTED or RUN_ERROR"
+                ));
+                Phase::Start
+            }
+            (_, phase @ (Phase::Finished | Phase::Failed)) => {
+                self.bad(format!(
+                    "{kind} after the run ended (only RUN_STARTED may follow{})",
+                    if matches!(phase, Phase::Finished) {
+                        ", or RUN_ERROR"
+                    } else {
+                        ""
+                    }
+                ));
+                phase
+            }
+            (_, Phase::Run(mut run)) => {
+                let mut problems = Vec::new();
+                self.in_run(kind, ev, &mut run, &mut problems);
+                for p in problems {
+                    self.bad(p);
+                }
+                Phase::Run(run)
+            }
+        };
+    }
+
+    fn in_run(&mut self, kind: &str, ev: &Members, run: &mut Run, problems: &mut Vec<String>) {
+        use Family::*;
+        let sub = str_field(ev, "subagentRunId");
+        let (family, id_key, act) = match kind {
+            "TEXT_MESSAGE_START" => (Text, "messageId", Act::Start),
+            "TEXT_MESSAGE_CONTENT" => (Text, "messageId", Act::Continue),
+            "TEXT_MESSAGE_END" => (Text, "messageId", Act::End),
+            "REASONING_START" => (Reasoning, "messageId", Act::Start),
+            "REASONING_END" => (Reasoning, "messageId", Act::End),
+            "REASONING_MESSAGE_START" => (ReasoningMessage, "messageId", Act::Start),
+            "REASONING_MESSAGE_CONTENT" => (ReasoningMessage, "messageId", Act::Continue),
+            "REASONING_MESSAGE_END" => (ReasoningMessage, "messageId", Act::End),
+            "TOOL_CALL_START" => (Tool, "toolCallId", Act::Start),
+            "TOOL_CALL_ARGS" => (Tool, "toolCallId", Act::Continue),
+            "TOOL_CALL_END" => (Tool, "toolCallId", Act::End),
+            "STEP_STARTED" => (Family::Step, "stepName", Act::Start),
+            "STEP_FINISHED" => (Family::Step, "stepName", Act::End),
+            "TOOL_CALL_RESULT" => {
+                if let Some(id) = str_field(ev, "toolCallId") {
+                    if !self.started_tools.contains(&id) {
+                        problems.push(format!("a result for tool call {id}, never started"));
+                    }
+                }
+                return;
+            }
+            "SUBAGENT_STARTED" => {
+                let Some(id) = str_field(ev, "subagentRunId") else {
+                    return;
+                };
+                if let Some(parent) = str_field(ev, "parentSubagentRunId") {
+                    if !run.subagents_seen.contains(&parent) {
+                        problems.push(format!("SUBAGENT_STARTED for {id} names parent subagent {parent}, never started"));
+                    }
+                }
+                if !run.subagents_seen.insert(id.to_owned()) {
+                    problems.push(format!(
+                        "SUBAGENT_STARTED for {id}, already started in this run"
+                    ));
+                }
+                run.subagents_active.insert(id.to_owned());
+                return;
+            }
+            "SUBAGENT_FINISHED" | "SUBAGENT_ERROR" => {
+                let Some(id) = str_field(ev, "subagentRunId") else {
+                    return;
+                };
+                if !run.subagents_active.remove(&id) {
+                    problems.push(format!("{kind} for subagent {id}, which is not active"));
+                }
+                return;
+            }
+            _ => return,
+        };
+        // A schema problem, already reported.
+        let Some(id) = str_field(ev, id_key) else {
+            return;
+        };
+        let key = (family, id.to_owned());
+        match act {
+            Act::Start => {
+                if run.open.contains_key(&key) {
+                    problems.push(format!("{kind} for {id}, which is already open"));
+                    return;
+                }
+                if family == Tool {
+                    if !self.started_tools.insert(id.to_owned()) {
+                        problems.push(format!("tool call {id} started twice"));
+                    }
+                    run.args.insert(id.to_owned(), String::new());
+                }
+                run.opened += 1;
+                run.open.insert(key, (sub, run.opened));
+            }
+            Act::Continue | Act::End => {
+                let Some((owner, _)) = run.open.get(&key) else {
+                    problems.push(format!("{kind} for {id}, which is not open"));
+                    return;
+                };
+                if let Some(s) = sub {
+                    if owner.as_deref() != Some(s.as_str()) {
+                        problems.push(format!(
+                            "{kind} for {id} with subagentRunId {s}, but its start was {}'s",
+                            owner.as_deref().unwrap_or("the parent agent")
+                        ));
+                    }
+                }
+                if family == Tool && act == Act::Continue {
+                    if let (Some(args), Some(delta)) =
+                        (run.args.get_mut(&id), str_field(ev, "delta"))
+                    {
+                        args.push_str(&delta);
+                    }
+                }
+                if act == Act::End {
+                    run.open.remove(&key);
+                    if let Some(args) = run.args.remove(&id) {
+                        if !args.is_empty()
+                            && serde_json::from_str::<serde::de::IgnoredAny>(&args).is_err()
+                        {
+                            problems.push(format!(
+                                "the arguments of tool call {id} are not JSON: {args:.80}"
+                            ));
+                        }
+                    }
+                }
+            }
         }
     }
 
     fn finish(mut self) -> Result<Summary, Vec<Violation>> {
         self.lineno = 0;
-        if self.summary.events == 0 {
+        if self.summary.events == 0 && self.violations.is_empty() {
             self.bad("no events".into());
-        } else if self.run.is_some() {
+        } else if matches!(self.phase, Phase::Run(_)) {
             self.bad("the stream ends inside a run (no RUN_FINISHED or RUN_ERROR)".into());
         }
         if self.violations.is_empty() {
@@ -395,33 +459,12 @@ impl Checker {
     }
 }
 
-fn open(set: &mut Vec<String>, id: String, kind: &str, problems: &mut Vec<String>) {
-    if set.contains(&id) {
-        problems.push(format!("{kind} for {id}, which is already open"));
-    } else {
-        set.push(id);
-    }
-}
-
-fn is_open(set: &[String], id: Option<&str>, kind: &str, problems: &mut Vec<String>) {
-    if !id.is_some_and(|i| set.iter().any(|s| s == i)) {
-        problems.push(format!(
-            "{kind} for {}, which is not open",
-            id.unwrap_or("?")
-        ));
-    }
-}
-
-fn close(set: &mut Vec<String>, id: Option<&str>, kind: &str, problems: &mut Vec<String>) {
-    match id.and_then(|i| set.iter().position(|s| s == i)) {
-        Some(p) => {
-            set.remove(p);
-        }
-        None => problems.push(format!(
-            "{kind} for {}, which is not open",
-            id.unwrap_or("?")
-        )),
-    }
+/// Where an event takes its item.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Start,
+    Continue,
+    End,
 }
 
 #[cfg(test)]
@@ -451,7 +494,8 @@ mod tests {
             verdict(s),
             Ok(Summary {
                 events: 12,
-                runs: 2
+                runs: 2,
+                framing: Framing::Ndjson,
             })
         );
     }
@@ -462,14 +506,14 @@ mod tests {
             ("", "no events"),
             ("{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n", "ends inside a run"),
             ("not json\n", "not JSON"),
-            ("{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n", "outside a run"),
+            ("{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n", "before RUN_STARTED"),
             (
                 "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n",
                 "text message m still open",
             ),
             (
                 "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"x\"}\n",
-                "outside a run",
+                "RUN_ERROR after RUN_FINISHED",
             ),
             (
                 "{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n{\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"x\"}\n{\"type\":\"TOOL_CALL_ARGS\",\"toolCallId\":\"c\",\"delta\":\"{oops\"}\n{\"type\":\"TOOL_CALL_END\",\"toolCallId\":\"c\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"x\"}\n",
@@ -496,5 +540,179 @@ mod tests {
             let errs = verdict(input).expect_err(input);
             assert!(errs.iter().any(|e| e.contains(want)), "{input:?}: {errs:?}");
         }
+    }
+
+    /// One run around `events`, as NDJSON.
+    fn in_run(events: &[&str]) -> String {
+        let mut s = String::from("{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n");
+        for e in events {
+            s.push_str(e);
+            s.push('\n');
+        }
+        s.push_str("{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n");
+        s
+    }
+
+    #[test]
+    fn events_are_checked_against_the_schema() {
+        let cases = [
+            (
+                r#"{"type":"BANANA"}"#,
+                r#""BANANA" is not an AG-UI 1.0 event type"#,
+            ),
+            (
+                r#"{"type":"THINKING_START"}"#,
+                "THINKING_START was removed in AG-UI 1.0",
+            ),
+            (
+                r#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"x"}"#,
+                "removed in AG-UI 1.0",
+            ),
+            (
+                r#"{"type":"TOOL_CALL_START","toolCallId":"c"}"#,
+                "TOOL_CALL_START without toolCallName",
+            ),
+            (
+                r#"{"type":"CUSTOM","name":"n","value":1,"colour":"red"}"#,
+                r#"CUSTOM: "colour" is not a property of CUSTOM"#,
+            ),
+            (
+                r#"{"type":"RAW","event":{},"source":null}"#,
+                "source must be a string, not null",
+            ),
+            (
+                r#"{"type":"RAW","event":{},"timestamp":1.5}"#,
+                "timestamp must be an integer, not 1.5",
+            ),
+            (
+                r#"{"type":"RAW","event":{},"metadata":[]}"#,
+                "metadata must be an object",
+            ),
+            (
+                r#"{"type":"RAW","event":{},"rawEvent":null}"#,
+                "rawEvent must be a value other than null",
+            ),
+            (
+                r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"tool"}"#,
+                "role must be one of developer, system, assistant, user",
+            ),
+            (
+                r#"{"type":"TOOL_CALL_RESULT","messageId":"m","toolCallId":"c","content":[{"type":"text"}]}"#,
+                "content/0 without text",
+            ),
+            (
+                r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"x","value":1}]}"#,
+                "delta/0/path must be a JSON Pointer",
+            ),
+            (
+                r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"1","role":"user","content":"hi","mood":"ok"}]}"#,
+                r#"messages/0: "mood" is not a property here"#,
+            ),
+            (
+                r#"{"type":"MESSAGES_SNAPSHOT","messages":[],"subagentRunId":"s"}"#,
+                r#""subagentRunId" is not a property of MESSAGES_SNAPSHOT"#,
+            ),
+            ("[1]", "an event must be a JSON object, not an array"),
+        ];
+        for (event, want) in cases {
+            let input = in_run(&[event]);
+            let errs = verdict(&input).expect_err(event);
+            assert!(errs.iter().any(|e| e.contains(want)), "{event}: {errs:?}");
+        }
+        let usage =
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":-1}]}"#;
+        let input =
+            format!("{{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n{usage}\n");
+        let errs = verdict(&input).unwrap_err();
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("usage/0/inputTokens must be an integer ≥ 0, not -1")),
+            "{errs:?}"
+        );
+        let outcome = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"cancelled"},"result":{"a":null}}"#;
+        let input =
+            format!("{{\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}}\n{outcome}\n");
+        assert!(verdict(&input).is_ok());
+    }
+
+    #[test]
+    fn server_sent_events_are_read() {
+        let ndjson = in_run(&[
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m"}"#,
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        ]);
+        let sse: String = ndjson.lines().map(|l| format!("data: {l}\n\n")).collect();
+        let summary = verdict(&sse).unwrap();
+        // Open values are not decoded: numbers beyond f64, deep nesting.
+        let deep = format!("{}1e400{}", "[".repeat(5000), "]".repeat(5000));
+        let raw = format!("{{\"type\":\"RUN_ERROR\",\"message\":\"m\",\"rawEvent\":{deep}}}\n");
+        assert!(verdict(&raw).is_ok());
+        let huge = "{\"type\":\"RUN_ERROR\",\"message\":\"m\",\"timestamp\":1e400}\n";
+        assert!(verdict(huge).unwrap_err()[0].contains("timestamp must be an integer, not 1e400"));
+        let surrogate = "{\"type\":\"RUN_ERROR\",\"message\":\"half \\ud83d of a pair\"}\n";
+        assert!(verdict(surrogate).is_ok());
+        assert_eq!(summary.framing, Framing::Sse);
+        assert_eq!(summary.events, 4);
+        assert_eq!(
+            summary.to_string(),
+            "4 events in 1 run (server-sent events)"
+        );
+        // A data field split over lines, comments and other fields.
+        let split = ": hello\nevent: x\ndata: {\"type\":\"RUN_STARTED\",\ndata: \"threadId\":\"t\",\"runId\":\"r\"}\n\ndata:{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n\n";
+        assert_eq!(verdict(split).unwrap().events, 2);
+        // The line of a bad event is its first data line.
+        let bad = "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\ndata: {\"type\":\"BANANA\"}\n\n";
+        let errs = check_bytes(bad.as_bytes()).unwrap_err();
+        assert_eq!(errs[0].line, 3, "{errs:?}");
+    }
+
+    #[test]
+    fn summaries_count_in_words() {
+        let one = "{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n";
+        assert_eq!(verdict(one).unwrap().to_string(), "1 event in 1 run");
+    }
+
+    #[test]
+    fn sequence_rules_of_a_1_0_client() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{}"}"#],
+                "TOOL_CALL_ARGS for c, which is not open",
+            ),
+            (
+                &[r#"{"type":"STEP_FINISHED","stepName":"s"}"#],
+                "STEP_FINISHED for s, which is not open",
+            ),
+            (
+                &[r#"{"type":"STEP_STARTED","stepName":"s"}"#],
+                "RUN_FINISHED while step s still open",
+            ),
+            (
+                &[
+                    r#"{"type":"SUBAGENT_STARTED","subagentRunId":"a","name":"n"}"#,
+                    r#"{"type":"SUBAGENT_FINISHED","subagentRunId":"a"}"#,
+                    r#"{"type":"SUBAGENT_STARTED","subagentRunId":"a","name":"n"}"#,
+                ],
+                "already started in this run",
+            ),
+            (
+                &[
+                    r#"{"type":"SUBAGENT_STARTED","subagentRunId":"a","name":"n","parentSubagentRunId":"p"}"#,
+                ],
+                "parent subagent p, never started",
+            ),
+            (
+                &[r#"{"type":"SUBAGENT_ERROR","subagentRunId":"a","message":"m"}"#],
+                "subagent a, which is not active",
+            ),
+        ];
+        for (events, want) in cases {
+            let input = in_run(events);
+            let errs = verdict(&input).expect_err(&input);
+            assert!(errs.iter().any(|e| e.contains(want)), "{input}: {errs:?}");
+        }
+        // After RUN_ERROR only RUN_STARTED.
+        let input = "{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n";
+        assert!(verdict(input).unwrap_err()[0].contains("after the run ended"));
     }
 }

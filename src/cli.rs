@@ -33,8 +33,12 @@ Examples:
 
 Exit status:
   0  every line was translated
-  1  some input lines could not be translated (reported on stderr, sent as RAW)
-  2  usage error, or an input or output error";
+  1  some input lines could not be translated (reported on stderr, sent as RAW),
+     or an input is not the --from CLI's
+  2  usage error, a FILE that could not be read (the others are translated),
+     or an output error
+  128+N  ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the open run
+     ends as cancelled";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -60,20 +64,25 @@ pub enum Command {
     /// Start a CLI in its headless streaming mode and translate its output.
     #[command(long_about = RUN_LONG_ABOUT, after_help = RUN_AFTER_HELP)]
     Run(Box<RunArgs>),
-    /// Check AG-UI NDJSON streams: every START has its END, one terminal
-    /// event per run, tool arguments are JSON, and more.
+    /// Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event
+    /// and the sequence rules.
     #[command(long_about = CHECK_LONG_ABOUT)]
     Check(CheckArgs),
 }
 
 const CHECK_LONG_ABOUT: &str = "\
-Check AG-UI NDJSON streams (this program's output, or any producer's) against
-the rules every translation keeps: every line is a JSON event; runs start with
-RUN_STARTED and end with exactly one RUN_FINISHED (with the same ids) or
-RUN_ERROR, and nothing but a new run follows; every START has its END with
-the same id before the run ends (text and reasoning messages, reasoning,
-tool calls, steps, subagents); tool-call arguments join into valid JSON; a
-tool result names a tool call of its run.
+Check AG-UI 1.0 streams (this program's output, or any producer's), as NDJSON
+or as server-sent events (told from the first line).
+
+Every event is checked against the AG-UI 1.0 schema: a known event type
+(THINKING_* were removed in 1.0), its required fields, the type of every
+field, and no property the schema does not describe (a 1.0 client strips
+them). The stream is checked against the sequence rules of a 1.0 client:
+runs start with RUN_STARTED, every START has its END with the same id, and
+RUN_FINISHED comes with nothing open. And against what every translation
+keeps: the stream does not end inside a run, a run has one terminal event,
+RUN_FINISHED has the RUN_STARTED's ids, tool-call arguments join into JSON,
+and a tool result names a tool call started before it.
 
 Problems are reported on stderr as FILE:LINE: message; the exit status is 0
 when every stream is valid, 1 when one is not.
@@ -83,7 +92,7 @@ when every stream is valid, 1 when one is not.
 /// `agui-translate check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// AG-UI NDJSON files; `-` or none reads standard input.
+    /// AG-UI streams (NDJSON or SSE); `-` or none reads standard input.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
 }
@@ -122,6 +131,12 @@ pub struct FilterArgs {
         default_missing_value = "text"
     )]
     pub stats: Option<StatsFormat>,
+
+    /// Translate up to N FILEs at once, on N threads (default: the
+    /// processors available, at most 8). The output is the same as with
+    /// `-j 1`: each FILE's events, in the order of the FILEs.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<std::num::NonZeroUsize>,
 
     /// Input files, read one after another; `-` or none reads standard input.
     #[arg(value_name = "FILE")]

@@ -12,7 +12,7 @@ use anyhow::Context;
 use crate::agui::{Emitter, EVENT_TYPES};
 use crate::cli::{Args, CheckArgs, Command, FilterArgs, OutputArgs, StatsFormat};
 use crate::lines::Lines;
-use crate::source::{self, Translate};
+use crate::source::{self, Dialect, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
 /// input is already buffered (a bulk input is written in large batches).
@@ -67,7 +67,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             (path.display().to_string(), Box::new(f))
         };
         match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
-            Ok(s) => writeln!(out, "{name}: OK, {} events in {} runs", s.events, s.runs)?,
+            Ok(s) => writeln!(out, "{name}: OK, {s}")?,
             Err(violations) => {
                 failed = true;
                 for v in &violations {
@@ -78,7 +78,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     };
                     let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
                 }
-                writeln!(out, "{name}: INVALID, {} problems", violations.len())?;
+                let n = violations.len();
+                let s = if n == 1 { "" } else { "s" };
+                writeln!(out, "{name}: INVALID, {n} problem{s}")?;
             }
         }
     }
@@ -98,40 +100,254 @@ pub fn emitter(o: &OutputArgs) -> Emitter {
 
 fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let mut em = emitter(&args.output);
     // Fail on an unsupported dialect before reading anything.
     source::for_input(args.from)?;
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    crate::interrupt::install().context("installing the signal handlers")?;
     let files = if args.files.is_empty() {
         vec![Path::new("-").to_path_buf()]
     } else {
-        args.files
+        args.files.clone()
     };
-    let opts = Options {
-        strict: args.strict,
-        quiet: args.quiet,
-    };
-    let mut stats = Stats::default();
-    for path in &files {
-        let mut tr = source::for_input(args.from)?;
-        let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
-            ("<stdin>".into(), Box::new(io::stdin().lock()))
-        } else {
-            let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            (path.display().to_string(), Box::new(f))
-        };
-        filter(rdr, &name, tr.as_mut(), &mut em, &mut out, opts, &mut stats)?;
-    }
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut total = Total::default();
+    crate::jobs::translate_all(&args, &files, &mut out, &mut total)?;
     if let Some(format) = args.stats {
-        let report = stats.report(&em, started.elapsed().as_secs_f64(), format);
+        let report = total.stats.report_counts(
+            &total.counts,
+            total.bytes_out,
+            started.elapsed().as_secs_f64(),
+            format,
+        );
         let _ = io::stderr().write_all(report.as_bytes());
     }
-    Ok(if stats.bad > 0 {
+    Ok(if let Some(sig) = total.interrupted {
+        ExitCode::from(128 + sig as u8)
+    } else if total.unreadable {
+        ExitCode::from(2)
+    } else if total.stats.bad > 0 || total.mismatched {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What translating the FILE arguments gave, summed over the files.
+#[derive(Debug, Default)]
+pub struct Total {
+    pub stats: Stats,
+    /// Events written, by type.
+    pub counts: [u64; EVENT_TYPES.len()],
+    pub bytes_out: u64,
+    /// A FILE could not be opened or read.
+    pub unreadable: bool,
+    /// An input was not the named CLI's (`--from`), or was not recognized.
+    pub mismatched: bool,
+    /// The signal that ended the translation.
+    pub interrupted: Option<i32>,
+}
+
+impl Total {
+    /// Add one file's outcome.
+    pub fn add(&mut self, file: FileOutcome) {
+        let s = file.stats;
+        self.stats.lines += s.lines;
+        self.stats.bytes += s.bytes;
+        self.stats.bad += s.bad;
+        for (what, n) in s.unknown {
+            *self.stats.unknown.entry(what).or_default() += n;
+        }
+        for (t, n) in self.counts.iter_mut().zip(file.counts) {
+            *t += n;
+        }
+        self.bytes_out += file.bytes_out;
+        self.unreadable |= file.unreadable;
+        self.mismatched |= file.mismatched;
+        if self.interrupted.is_none() {
+            self.interrupted = file.interrupted;
+        }
+    }
+}
+
+/// What translating one FILE gave.
+#[derive(Debug, Default)]
+pub struct FileOutcome {
+    pub stats: Stats,
+    pub counts: [u64; EVENT_TYPES.len()],
+    pub bytes_out: u64,
+    pub unreadable: bool,
+    pub mismatched: bool,
+    pub interrupted: Option<i32>,
+}
+
+/// Translate one FILE (`-`: standard input) to `out`, as a stream of its
+/// own: its own emitter, so that the output of a FILE does not depend on the
+/// FILEs before it (which is what lets `--jobs` translate them at once). A
+/// FILE that cannot be opened or read is reported and ends as far as it got;
+/// only an output error is returned.
+pub fn translate_file(
+    path: &Path,
+    args: &FilterArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<FileOutcome> {
+    let opts = Options {
+        strict: args.strict,
+        quiet: args.quiet,
+    };
+    let mut result = FileOutcome::default();
+    let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
+        ("<stdin>".into(), Box::new(io::stdin().lock()))
+    } else {
+        match File::open(path) {
+            Ok(f) => (path.display().to_string(), Box::new(f)),
+            Err(err) => {
+                result.unreadable = true;
+                if crate::interrupt::caught().is_none() {
+                    let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
+                }
+                return Ok(result);
+            }
+        }
+    };
+    let mut em = emitter(&args.output);
+    let mut tr = source::for_input(args.from)?;
+    let mut stats = Stats {
+        looks: args.from.dialect().map(Looks::new),
+        ..Stats::default()
+    };
+    let mut input = Input::new(rdr);
+    let saw_input = pump(
+        &mut input,
+        &name,
+        tr.as_mut(),
+        &mut em,
+        out,
+        opts,
+        &mut stats,
+    )?;
+    if let Some(sig) = crate::interrupt::caught() {
+        // Finish what was read; end the run as cancelled.
+        em.cancel_run();
+        em.drain_to(out).context("writing stdout")?;
+        out.flush().context("writing stdout")?;
+        result.interrupted = Some(sig);
+    } else {
+        if let Some(err) = input.error.take() {
+            result.unreadable = true;
+            let _ = writeln!(io::stderr(), "agui-translate: {name}: {err}");
+            if !saw_input {
+                // Nothing was read (a directory): no stream, as for a FILE
+                // that cannot be opened.
+                return Ok(result);
+            }
+        }
+        if !saw_input && !opts.quiet && !result.unreadable {
+            let _ = writeln!(io::stderr(), "agui-translate: {name}: the input is empty");
+        }
+        settle(
+            &name,
+            tr.as_mut(),
+            &mut em,
+            out,
+            saw_input,
+            opts,
+            &mut stats,
+        )?;
+    }
+    result.mismatched = stats.mismatched;
+    result.counts = *em.counts();
+    result.bytes_out = em.bytes_out();
+    result.stats = stats;
+    Ok(result)
+}
+
+/// An input as the filter reads it: it ends once a signal was caught (also
+/// when the signal interrupts a read), and a read error ends it too; the
+/// error is kept, to be reported once the stream is settled.
+struct Input<R> {
+    rdr: R,
+    error: Option<io::Error>,
+}
+
+impl<R: Read> Input<R> {
+    fn new(rdr: R) -> Self {
+        Input { rdr, error: None }
+    }
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if crate::interrupt::caught().is_some() || self.error.is_some() {
+                return Ok(0);
+            }
+            match self.rdr.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.error = Some(e);
+                    return Ok(0);
+                }
+            }
+        }
+    }
+}
+
+/// With `--from CLI`: whether the input is that CLI's, told by the records
+/// that only one CLI writes ([`source::detect::classify`]) until the first
+/// one of the named CLI.
+#[derive(Debug, Clone, Copy)]
+pub struct Looks {
+    named: Dialect,
+    /// A record only the named CLI writes was seen.
+    own: bool,
+    /// The first record only another CLI writes.
+    other: Option<Dialect>,
+}
+
+impl Looks {
+    pub fn new(named: Dialect) -> Self {
+        Looks {
+            named,
+            own: false,
+            other: None,
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        if self.own {
+            return;
+        }
+        match source::detect::classify(line) {
+            Some(d) if d == self.named => self.own = true,
+            Some(d) => {
+                self.other.get_or_insert(d);
+            }
+            None => {}
+        }
+    }
+
+    /// What is wrong with the input, if it is not the named CLI's.
+    fn complaint(&self) -> Option<String> {
+        if self.own {
+            return None;
+        }
+        let named = self.named;
+        Some(match self.other {
+            Some(other) => format!(
+                "this input looks like {}'s, not {}'s (--from {}): name it with --from {}, or use --from auto",
+                other.title,
+                named.title,
+                named.name(),
+                other.name()
+            ),
+            None => format!(
+                "no record of {} was seen (--from {}); use --from auto to tell the CLI from the input",
+                named.title,
+                named.name()
+            ),
+        })
+    }
 }
 
 /// How lines are judged.
@@ -155,18 +371,36 @@ pub struct Stats {
     pub bad: u64,
     /// Unknown record types and shapes seen, with how often.
     pub unknown: BTreeMap<String, u64>,
+    /// With `--from CLI`: whether the input looks like that CLI's (`None`:
+    /// not checked).
+    pub looks: Option<Looks>,
+    /// The input was not the named CLI's, or no CLI was recognized in it.
+    pub mismatched: bool,
 }
 
 impl Stats {
     /// The `--stats` report for everything read so far.
     pub fn report(&self, em: &Emitter, seconds: f64, format: StatsFormat) -> String {
+        self.report_counts(em.counts(), em.bytes_out(), seconds, format)
+    }
+
+    /// The `--stats` report, given the events written by type and the bytes
+    /// written.
+    pub fn report_counts(
+        &self,
+        counts: &[u64; EVENT_TYPES.len()],
+        bytes_out: u64,
+        seconds: f64,
+        format: StatsFormat,
+    ) -> String {
         let events: Vec<(&str, u64)> = EVENT_TYPES
             .iter()
-            .zip(em.counts())
+            .zip(counts)
             .filter(|(_, &n)| n > 0)
             .map(|(&t, &n)| (t, n))
             .collect();
-        let runs = em.counts()[0];
+        let runs = counts[0];
+        let total: u64 = counts.iter().sum();
         match format {
             StatsFormat::Json => {
                 let value = serde_json::json!({
@@ -175,9 +409,9 @@ impl Stats {
                     "badLines": self.bad,
                     "unknown": self.unknown,
                     "runs": runs,
-                    "events": em.events(),
+                    "events": total,
                     "eventsByType": events.iter().copied().collect::<BTreeMap<_, _>>(),
-                    "bytesOut": em.bytes_out(),
+                    "bytesOut": bytes_out,
                     "seconds": (seconds * 1e6).round() / 1e6,
                     "maxRssKiB": max_rss_kib(),
                 });
@@ -192,8 +426,8 @@ impl Stats {
                     self.bad,
                     self.unknown.values().sum::<u64>(),
                     runs,
-                    em.events(),
-                    em.bytes_out(),
+                    total,
+                    bytes_out,
                     max_rss_kib()
                 );
                 for (t, n) in &events {
@@ -254,6 +488,9 @@ pub fn pump(
             continue;
         }
         saw_input = true;
+        if let Some(looks) = stats.looks.as_mut() {
+            looks.line(line);
+        }
         if let Err(err) = tr.line(line, em) {
             stats.bad += 1;
             let cut = if terminated {
@@ -288,6 +525,9 @@ pub fn pump(
                 out.flush().context("writing stdout")?;
             }
         }
+        if crate::interrupt::caught().is_some() {
+            break; // the line in hand is done
+        }
     }
     Ok(saw_input)
 }
@@ -306,6 +546,17 @@ pub fn settle(
     tr.finish(em);
     if saw_input && tr.source() == source::UNDETECTED {
         stats.bad += 1;
+        stats.mismatched = true;
+    }
+    if let Some(complaint) = stats
+        .looks
+        .filter(|_| saw_input)
+        .and_then(|l| l.complaint())
+    {
+        stats.mismatched = true;
+        if !opts.quiet {
+            let _ = writeln!(io::stderr(), "agui-translate: {name}: {complaint}");
+        }
     }
     if saw_input && tr.source() == source::UNDETECTED && !opts.quiet {
         let _ = writeln!(

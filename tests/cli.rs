@@ -102,7 +102,7 @@ fn missing_file_is_an_io_error() {
         .code(2)
         .stdout("")
         .stderr(predicate::str::contains(
-            "cannot open /nonexistent/agui-input.jsonl",
+            "agui-translate: /nonexistent/agui-input.jsonl: No such file",
         ));
 }
 

@@ -286,3 +286,232 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
     assert_eq!(passed, files.len());
     assert!(files.len() > 500, "{} run outputs", files.len());
 }
+
+/// Every way to spoil one JSON node: the values put in its place.
+fn replacements() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        json!(null),
+        json!(true),
+        json!(1),
+        json!(1.5),
+        json!(-1),
+        json!(9007199254740993u64),
+        json!("x"),
+        json!(""),
+        json!([]),
+        json!({}),
+    ]
+}
+
+/// `value` with the node at `path` (object keys and array indices) changed
+/// by `f`; `f` gets the parent and the key or index.
+fn mutate_at(
+    value: &serde_json::Value,
+    path: &[PathStep],
+    f: &dyn Fn(&mut serde_json::Value, &PathStep),
+) -> serde_json::Value {
+    let mut v = value.clone();
+    let mut node = &mut v;
+    for step in &path[..path.len() - 1] {
+        node = match step {
+            PathStep::Key(k) => node.get_mut(k.as_str()).unwrap(),
+            PathStep::Index(i) => node.get_mut(*i).unwrap(),
+        };
+    }
+    f(node, path.last().unwrap());
+    v
+}
+
+#[derive(Clone, Debug)]
+enum PathStep {
+    Key(String),
+    Index(usize),
+}
+
+/// The paths of every node under `v` (not `v` itself), and whether each is
+/// an object.
+fn paths(v: &serde_json::Value, prefix: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep>>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                prefix.push(PathStep::Key(k.clone()));
+                out.push(prefix.clone());
+                paths(x, prefix, out);
+                prefix.pop();
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                prefix.push(PathStep::Index(i));
+                out.push(prefix.clone());
+                paths(x, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Mutants of a valid stream: each line dropped, doubled, swapped with the
+/// next, the stream cut after it; and in each event, each node removed,
+/// replaced by a value of every JSON type, and each object given an
+/// unknown property; each event type renamed to one that is not AG-UI 1.0.
+fn mutants(base: &str) -> Vec<String> {
+    let lines: Vec<&str> = base.lines().collect();
+    let join = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let owned: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut out = Vec::new();
+    for i in 0..owned.len() {
+        let mut v = owned.clone();
+        v.remove(i);
+        out.push(join(&v));
+        let mut v = owned.clone();
+        v.insert(i, owned[i].clone());
+        out.push(join(&v));
+        if i + 1 < owned.len() {
+            let mut v = owned.clone();
+            v.swap(i, i + 1);
+            out.push(join(&v));
+        }
+        out.push(join(&owned[..=i]));
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mut variants = Vec::new();
+        for kind in [
+            "BANANA",
+            "THINKING_START",
+            "THINKING_TEXT_MESSAGE_CONTENT",
+            "text_message_start",
+        ] {
+            let mut e = event.clone();
+            e["type"] = kind.into();
+            variants.push(e);
+        }
+        let mut all = Vec::new();
+        paths(&event, &mut Vec::new(), &mut all);
+        // The event itself as an object that gets a property.
+        let mut e = event.clone();
+        e["zz"] = 1.into();
+        variants.push(e);
+        for path in &all {
+            variants.push(mutate_at(
+                &event,
+                path,
+                &|parent, step| match (parent, step) {
+                    (serde_json::Value::Object(m), PathStep::Key(k)) => {
+                        m.remove(k);
+                    }
+                    (serde_json::Value::Array(a), PathStep::Index(i)) => {
+                        a.remove(*i);
+                    }
+                    _ => unreachable!(),
+                },
+            ));
+            for r in replacements() {
+                variants.push(mutate_at(&event, path, &|parent, step| match step {
+                    PathStep::Key(k) => parent[k.as_str()] = r.clone(),
+                    PathStep::Index(i) => parent[*i] = r.clone(),
+                }));
+            }
+            variants.push(mutate_at(&event, path, &|parent, step| {
+                let node = match step {
+                    PathStep::Key(k) => &mut parent[k.as_str()],
+                    PathStep::Index(i) => &mut parent[*i],
+                };
+                if let serde_json::Value::Object(m) = node {
+                    m.insert("zz".into(), 1.into());
+                }
+            }));
+        }
+        for e in variants {
+            let mut v = owned.clone();
+            v[i] = e.to_string();
+            out.push(join(&v));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `agui-translate check` against the official AG-UI 1.0 schemas and
+/// verifier (plus the rules check adds, also in `verify.cjs`) on thousands
+/// of mutants of valid streams: every verdict must be the same.
+#[test]
+fn check_agrees_with_the_official_checks() {
+    if std::env::var_os("AGUI_SKIP_CONFORMANCE").is_some() {
+        eprintln!("AG-UI conformance skipped (AGUI_SKIP_CONFORMANCE is set)");
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let out_dir = std::env::temp_dir().join(format!("agui-check-agree-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let bases = [
+        "testdata/check/every-event.ndjson",
+        "testdata/codex/0.44.0/parallel.expected.ndjson",
+        "testdata/claude/2.1.328/a-text-partial.expected.ndjson",
+    ];
+    let mut files = Vec::new();
+    let mut ours = Vec::new();
+    for (b, base) in bases.iter().enumerate() {
+        let text = std::fs::read_to_string(root().join(base)).unwrap();
+        assert!(
+            agui_translate::check::check_bytes(text.as_bytes()).is_ok(),
+            "{base}"
+        );
+        for (i, m) in mutants(&text).into_iter().enumerate() {
+            let path = out_dir.join(format!("{b}-{i}.ndjson"));
+            std::fs::write(&path, &m).unwrap();
+            ours.push(agui_translate::check::check_bytes(m.as_bytes()));
+            files.push(path);
+        }
+    }
+    let (_, failures) = verify(&dir, &files);
+    let failing: std::collections::HashSet<&str> = failures
+        .iter()
+        .filter_map(|f| f.strip_prefix("FAIL ")?.split_once(": ").map(|(p, _)| p))
+        .collect();
+    let mut disagreements = Vec::new();
+    let mut invalid = 0;
+    for (path, verdict) in files.iter().zip(&ours) {
+        let official_ok = !failing.contains(path.to_str().unwrap());
+        invalid += usize::from(!official_ok);
+        if official_ok != verdict.is_ok() {
+            let text = std::fs::read_to_string(path).unwrap();
+            let official = failures
+                .iter()
+                .find(|f| f.starts_with(&format!("FAIL {}:", path.display())))
+                .map_or("OK", String::as_str);
+            disagreements.push(format!(
+                "{}\n  official: {official}\n  check: {:?}\n{text}",
+                path.display(),
+                verdict
+                    .as_ref()
+                    .map_err(|v| v.iter().map(ToString::to_string).collect::<Vec<_>>())
+            ));
+        }
+    }
+    if disagreements.is_empty() {
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} of {} verdicts differ:\n{}",
+        disagreements.len(),
+        files.len(),
+        disagreements
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        files.len() > 2000 && invalid > 1000,
+        "{} mutants, {invalid} invalid",
+        files.len()
+    );
+}

@@ -8,6 +8,7 @@ use crate::spawn::Approval;
 
 pub static SPEC: Spec = Spec {
     name: "claude",
+    title: "Claude Code",
     about: "Claude Code: `claude -p … --output-format stream-json --verbose`",
     program: "claude",
     package: "@anthropic-ai/claude-code",

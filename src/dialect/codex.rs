@@ -8,6 +8,7 @@ use crate::spawn::Approval;
 
 pub static SPEC: Spec = Spec {
     name: "codex",
+    title: "Codex CLI",
     about: "OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)",
     program: "codex",
     package: "@openai/codex",

@@ -4,6 +4,7 @@ use super::{Probe, Spec};
 
 pub static SPEC: Spec = Spec {
     name: "codex-app-server",
+    title: "Codex app-server",
     about: "Codex app-server: the JSON-RPC stdout of `codex app-server`",
     program: "codex",
     package: "@openai/codex",

@@ -9,6 +9,7 @@ use crate::spawn::Approval;
 
 pub static SPEC: Spec = Spec {
     name: "gemini",
+    title: "Gemini CLI",
     about: "Gemini CLI: `gemini -p … --output-format stream-json`",
     program: "gemini",
     package: "@google/gemini-cli",

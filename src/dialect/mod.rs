@@ -35,6 +35,8 @@ pub static ALL: &[&Spec] = &[
 pub struct Spec {
     /// Its name for `--from` and `run`, and the `source` of its RAW events.
     pub name: &'static str,
+    /// The CLI's name as its makers write it, for messages.
+    pub title: &'static str,
     /// What `--from NAME` reads, for `--help`.
     pub about: &'static str,
     /// The executable `run` looks for on PATH.

@@ -4,7 +4,9 @@
 //   1. every event against @ag-ui/core's zod EventSchema;
 //   2. enforceEvents (@ag-ui/client), which strips properties the schema does
 //      not describe: any such property is a failure here;
-//   3. enforceEvents -> transformChunks -> verifyEvents over the whole stream.
+//   3. enforceEvents -> transformChunks -> verifyEvents over the whole stream;
+//   4. the rules `agui-translate check` adds to those (see ourRules), which
+//      a 1.0 client lets pass but every stream of ours keeps.
 //
 //   node verify.cjs FILE.ndjson...
 //
@@ -77,11 +79,70 @@ function verify(file) {
         },
       }),
   );
+  for (const p of ourRules(events)) problems.push(p);
   if (failure) {
     problems.push(`line ${at ? at.line : "?"}: the sequence verifier stopped: ${failure.message || failure}`);
   } else if (!completed) {
     problems.push("the sequence verifier did not complete");
   }
+  return problems;
+}
+
+// What `agui-translate check` requires beyond the official checks: the
+// stream does not end inside a run, a run has one terminal event,
+// RUN_FINISHED has the RUN_STARTED's ids, a tool call id is started once in
+// the stream, a TOOL_CALL_RESULT names a call started before it, and a
+// call's ARGS join into JSON.
+function ourRules(events) {
+  const problems = [];
+  const started = new Set();
+  const args = new Map();
+  let run = null; // the open run's [threadId, runId]
+  let finished = false;
+  for (const { line, ev } of events) {
+    const bad = (why) => problems.push(`line ${line}: ${ev.type}: ${why} (agui-translate check)`);
+    switch (ev.type) {
+      case "RUN_STARTED":
+        if (!run) run = [ev.threadId, ev.runId];
+        finished = false;
+        break;
+      case "RUN_FINISHED":
+        if (run && (run[0] !== ev.threadId || run[1] !== ev.runId)) bad("ids differ from RUN_STARTED's");
+        run = null;
+        finished = true;
+        break;
+      case "RUN_ERROR":
+        if (finished) bad("a second terminal event");
+        run = null;
+        finished = false;
+        break;
+      case "TOOL_CALL_START":
+        if (started.has(ev.toolCallId)) bad(`tool call ${ev.toolCallId} started twice`);
+        started.add(ev.toolCallId);
+        args.set(ev.toolCallId, "");
+        break;
+      case "TOOL_CALL_ARGS":
+        if (args.has(ev.toolCallId)) args.set(ev.toolCallId, args.get(ev.toolCallId) + ev.delta);
+        break;
+      case "TOOL_CALL_END":
+        if (args.has(ev.toolCallId)) {
+          const text = args.get(ev.toolCallId);
+          args.delete(ev.toolCallId);
+          if (text !== "") {
+            try {
+              JSON.parse(text);
+            } catch (e) {
+              bad("arguments that are not JSON");
+            }
+          }
+        }
+        break;
+      case "TOOL_CALL_RESULT":
+        if (!started.has(ev.toolCallId)) bad(`a result for tool call ${ev.toolCallId}, never started`);
+        break;
+    }
+  }
+  if (run) problems.push("the stream ends inside a run (agui-translate check)");
   return problems;
 }
 

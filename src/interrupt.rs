@@ -1,0 +1,65 @@
+//! SIGINT, SIGTERM and SIGHUP in the filter: stop reading, end the open run
+//! as cancelled, exit 128+N.
+//!
+//! The handler only records the signal and puts `/dev/null` in place of
+//! standard input (both async-signal-safe), and is installed without
+//! `SA_RESTART`: a read blocked on a live pipe returns at once (EINTR), and a
+//! read that starts after the signal sees the end of the input, so the signal
+//! is never missed between checking for it and blocking in `read`. The line
+//! in hand is translated to the end; the filter loop and its reader ask
+//! [`caught`].
+
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signal caught (0: none).
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+/// A descriptor open on `/dev/null` (-1: none), put on standard input by the
+/// handler.
+static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = CAUGHT.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    let null = DEV_NULL.load(Ordering::SeqCst);
+    if null >= 0 {
+        // SAFETY: dup2 is async-signal-safe; both descriptors are ours.
+        unsafe { libc::dup2(null, libc::STDIN_FILENO) };
+    }
+}
+
+/// Install the handlers for SIGINT, SIGTERM and SIGHUP.
+pub fn install() -> io::Result<()> {
+    // SAFETY: opening a file with a NUL-terminated path.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if null < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    DEV_NULL.store(null, Ordering::SeqCst);
+    for sig in SIGNALS {
+        // SAFETY: a zeroed sigaction is valid; the handler only touches
+        // atomics and calls dup2.
+        let rc = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            if libc::sigemptyset(&mut sa.sa_mask) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            sa.sa_flags = 0; // no SA_RESTART: a blocked read must return
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The signal caught so far, if any.
+pub fn caught() -> Option<i32> {
+    match CAUGHT.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
