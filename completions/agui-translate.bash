@@ -41,7 +41,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -h -V --from --format --thread-id --run-id --tool-names --strict --quiet --stats --help --version run check help"
+            opts="-f -q -h -V --from --thread-id --run-id --tool-names --format --strict --quiet --stats --help --version run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -53,10 +53,6 @@ _agui__translate() {
                     ;;
                 -f)
                     COMPREPLY=($(compgen -W "auto gemini codex claude" -- "${cur}"))
-                    return 0
-                    ;;
-                --format)
-                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
                     return 0
                     ;;
                 --thread-id)
@@ -71,6 +67,10 @@ _agui__translate() {
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
                     return 0
                     ;;
+                --format)
+                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
+                    return 0
+                    ;;
                 --stats)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -82,7 +82,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__check)
+        agui__translate__subcmd__check)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -96,7 +96,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help)
+        agui__translate__subcmd__help)
             opts="run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -110,7 +110,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__check)
+        agui__translate__subcmd__help__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -124,7 +124,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__help)
+        agui__translate__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -138,7 +138,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__run)
+        agui__translate__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -152,8 +152,8 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --format --thread-id --run-id --tool-names --help gemini codex claude"
+        agui__translate__subcmd__run)
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --thread-id --run-id --tool-names --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -199,10 +199,6 @@ _agui__translate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --format)
-                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
-                    return 0
-                    ;;
                 --thread-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -213,6 +209,10 @@ _agui__translate() {
                     ;;
                 --tool-names)
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
                     return 0
                     ;;
                 *)
