@@ -457,3 +457,189 @@ fn run_check_exit_statuses() {
     assert_eq!(status(&fake), Some(0));
     assert_eq!(status(Path::new("/nonexistent/gemini")), Some(1));
 }
+
+// ---------------------------------------------------------------- examples
+
+/// README.md and every page under docs/.
+fn documents() -> Vec<PathBuf> {
+    let mut docs = vec![root().join("README.md")];
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    docs.extend(pages);
+    docs
+}
+
+/// The fenced blocks of `lang` in a markdown text: (first line number, body).
+fn fenced(text: &str, lang: &str) -> Vec<(usize, Vec<String>)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(usize, Vec<String>, bool)> = None;
+    for (i, line) in text.lines().enumerate() {
+        match current.as_mut() {
+            None => {
+                if let Some(info) = line.strip_prefix("```") {
+                    current = Some((i + 2, Vec::new(), info.trim() == lang));
+                }
+            }
+            Some((_, body, _)) if line.trim_start() != "```" => body.push(line.to_owned()),
+            Some(_) => {
+                let (start, body, wanted) = current.take().unwrap();
+                if wanted {
+                    blocks.push((start, body));
+                }
+            }
+        }
+    }
+    blocks
+}
+
+/// Every `console` example runs, from the repository's root and with this
+/// build first on PATH, and prints what the documentation shows.
+#[test]
+fn console_examples_print_what_they_show() {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut ran = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(root()).unwrap().display().to_string();
+        for (line, body) in fenced(&text, "console") {
+            let mut examples: Vec<(String, Vec<String>)> = Vec::new();
+            for l in body {
+                match l.strip_prefix("$ ") {
+                    Some(cmd) => examples.push((cmd.to_owned(), Vec::new())),
+                    None => examples
+                        .last_mut()
+                        .unwrap_or_else(|| panic!("{name}:{line}: output before a command"))
+                        .1
+                        .push(l),
+                }
+            }
+            for (cmd, want) in examples {
+                let out = StdCommand::new("sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .current_dir(root())
+                    .env("PATH", &path)
+                    .output()
+                    .unwrap();
+                if out.status.code() == Some(127) {
+                    // Written past the harness's capture, to be seen.
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "SKIPPED {name}:{line}: a program it uses is not installed: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                    continue;
+                }
+                let have = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    out.status.success(),
+                    "{name}:{line}: {cmd}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let mut want = want.join("\n");
+                want.push('\n');
+                assert_eq!(have, want, "{name}:{line}: {cmd}");
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= 4, "only {ran} examples ran");
+}
+
+/// A shell line's simple commands, as words: quotes removed, split at
+/// `|`, `;`, `&`, `<` and `>`, comments dropped.
+fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands = vec![Vec::new()];
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    let end_word = |commands: &mut Vec<Vec<String>>, word: &mut String, in_word: &mut bool| {
+        if *in_word {
+            commands.last_mut().unwrap().push(std::mem::take(word));
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            (None, '#') if !in_word => break,
+            (None, c) if c.is_whitespace() => end_word(&mut commands, &mut word, &mut in_word),
+            (None, '|' | ';' | '&' | '<' | '>') => {
+                end_word(&mut commands, &mut word, &mut in_word);
+                commands.push(Vec::new());
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    end_word(&mut commands, &mut word, &mut in_word);
+    commands.retain(|c| !c.is_empty());
+    commands
+}
+
+#[test]
+fn simple_commands_are_split_as_a_shell_would() {
+    assert_eq!(
+        simple_commands(r#"echo '-v: a | b' | agui-translate run gemini -m "x y" > out # note"#),
+        vec![
+            vec!["echo", "-v: a | b"],
+            vec!["agui-translate", "run", "gemini", "-m", "x y"],
+            vec!["out"],
+        ]
+    );
+}
+
+/// Every `agui-translate` command in the `sh` examples is one the program
+/// accepts: no option renamed or removed under the documentation's feet.
+#[test]
+fn sh_examples_use_real_options() {
+    let mut checked = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(root()).unwrap().display().to_string();
+        for (line, body) in fenced(&text, "sh") {
+            for (i, l) in body.iter().enumerate() {
+                for words in simple_commands(l) {
+                    if words[0] != BIN_NAME {
+                        continue;
+                    }
+                    if let Err(err) = agui_translate::cli::parse_from(&words) {
+                        use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+                        assert!(
+                            matches!(err.kind(), DisplayHelp | DisplayVersion),
+                            "{name}:{}: {l}\n{err}",
+                            line + i
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} commands checked");
+}
