@@ -1,6 +1,6 @@
 //! serde_json against simd-json on real stream lines, to choose the parser.
 //!
-//!     cargo bench --bench parse -- FILE.jsonl [FILE.jsonl ...]
+//!     cargo bench --features simd-json --bench parse -- FILE.jsonl [FILE.jsonl ...]
 //!
 //! (inputs from `scripts/bench/gen.py`). For each file it parses every line
 //! into the same borrowed record (the `type` tag, a timestamp and one string

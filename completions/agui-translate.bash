@@ -41,7 +41,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -j -h -V --from --format --thread-id --run-id --tool-names --strict --quiet --stats --jobs --help --version run check help"
+            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --format --strict --quiet --stats --jobs --help --version run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -55,10 +55,6 @@ _agui__translate() {
                     COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server" -- "${cur}"))
                     return 0
                     ;;
-                --format)
-                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
-                    return 0
-                    ;;
                 --thread-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -69,6 +65,10 @@ _agui__translate() {
                     ;;
                 --tool-names)
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
                     return 0
                     ;;
                 --stats)
@@ -90,7 +90,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__check)
+        agui__translate__subcmd__check)
             opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -104,7 +104,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help)
+        agui__translate__subcmd__help)
             opts="run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -118,7 +118,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__check)
+        agui__translate__subcmd__help__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -132,7 +132,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__help)
+        agui__translate__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -146,7 +146,7 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__help__subcmd__run)
+        agui__translate__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -160,8 +160,8 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        agui__subcmd__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --format --thread-id --run-id --tool-names --help gemini codex claude"
+        agui__translate__subcmd__run)
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --thread-id --run-id --tool-names --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -207,10 +207,6 @@ _agui__translate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --format)
-                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
-                    return 0
-                    ;;
                 --thread-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -221,6 +217,10 @@ _agui__translate() {
                     ;;
                 --tool-names)
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
                     return 0
                     ;;
                 *)

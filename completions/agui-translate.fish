@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_agui_translate_global_optspecs
-    string join \n f/from= format= thread-id= run-id= tool-names= strict q/quiet stats= j/jobs= h/help V/version
+    string join \n f/from= thread-id= run-id= tool-names= format= strict q/quiet stats= j/jobs= h/help V/version
 end
 
 function __fish_agui_translate_needs_command
@@ -24,19 +24,19 @@ function __fish_agui_translate_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -s f -l from -d 'The CLI that wrote the input stream; `auto` tells it from the first records that only one CLI writes' -r -f -a "auto\t'Tell the CLI from the stream itself'
-gemini\t'Gemini CLI: `gemini -p … --output-format stream-json`'
-codex\t'OpenAI Codex CLI: `codex exec --json …` (current and legacy formats)'
-claude\t'Claude Code: `claude -p … --output-format stream-json --verbose`'
-codex-app-server\t'Codex app-server: the JSON-RPC stdout of `codex app-server`'"
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
-sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -s f -l from -d 'The CLI that wrote the input stream; `auto` tells it from the first records that only one CLI writes' -r -f -a "auto\t''
+gemini\t''
+codex\t''
+claude\t''
+codex-app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own, or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t'Each CLI\'s own names (`Bash`, `run_shell_command`, `command_execution`)'
-canonical\t'One vocabulary for all CLIs (`shell`, `file_read`, `mcp`, …); the native name goes into `metadata.nativeName`'"
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 'At the end, print a summary on stderr: lines and bytes read, events written by type, unknown records, bad lines, runs, time' -r -f -a "text\t'Lines for people'
-json\t'One JSON object'"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
+canonical\t''"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
+sse\t''"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 'At the end, print a summary on stderr: lines and bytes read, events written by type, unknown records, bad lines, runs, time; `json` prints it as one JSON object' -r -f -a "text\t''
+json\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s j -l jobs -d 'Translate up to N FILEs at once, on N threads (default: the processors available, at most 8). The output is the same as with `-j 1`: each FILE\'s events, in the order of the FILEs' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l strict -d 'Treat anything the translator does not know (a record type, a block type, a field shape) as an error: reported on stderr with its line number, exit status 1. For CI runs against a new CLI version. Without it, such records go out as RAW events and are only counted'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s q -l quiet -d 'Do not report bad lines on stderr (they still go out as RAW events and still make the exit status 1)'
@@ -52,17 +52,17 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cw
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; gemini and claude)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; gemini and claude)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved. `yolo` approves everything and is never the default' -r -f -a "default\t'The CLI\'s own default (it may refuse tools it would ask about)'
-auto-edit\t'Approve file edits without asking'
-yolo\t'Approve everything without asking'"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), or everything without asking (`yolo`, never the default)' -r -f -a "default\t''
+auto-edit\t''
+yolo\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
-sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own, or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t'Each CLI\'s own names (`Bash`, `run_shell_command`, `command_execution`)'
-canonical\t'One vocabulary for all CLIs (`shell`, `file_read`, `mcp`, …); the native name goes into `metadata.nativeName`'"
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l check -d 'List the CLIs that are installed, with their versions'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
+canonical\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
+sse\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l check -d 'List the three CLIs, each with its version and path or the npm command that installs it; exit status 0 when all are installed, 1 when one is missing'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'

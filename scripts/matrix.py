@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Write the README's compatibility matrix from the test results.
+"""Write the compatibility matrix (docs/compatibility.md) from the test results.
 
     scripts/matrix.py            run the golden and conformance tests, then
-                                 rewrite the matrix in README.md
+                                 rewrite the matrix in docs/compatibility.md
     scripts/matrix.py --check --results FILE
-                                 compare README.md with the matrix FILE gives
-                                 (exit 1 if it differs)
+                                 compare docs/compatibility.md with the matrix
+                                 FILE gives (exit 1 if it differs)
 
 The tests append a verdict per recording to $AGUI_RESULTS (see
 tests/golden.rs and tests/conformance.rs). A cell passes when the
@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "compatibility.md"
 sys.path.insert(0, str(ROOT / "scripts" / "record"))
 from scenarios import SCENARIOS  # noqa: E402
 
@@ -100,7 +101,7 @@ def matrix(verdicts):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", help="verdicts written by the tests (AGUI_RESULTS); default: run the tests")
-    p.add_argument("--check", action="store_true", help="only compare README.md with the matrix")
+    p.add_argument("--check", action="store_true", help=f"only compare {DOC.relative_to(ROOT)} with the matrix")
     args = p.parse_args()
     if args.results:
         verdicts = read_results(args.results)
@@ -111,21 +112,22 @@ def main():
             if not results.exists():
                 sys.exit("the tests wrote no results")
             verdicts = read_results(results)
-    readme = (ROOT / "README.md").read_text()
+    name = str(DOC.relative_to(ROOT))
+    readme = DOC.read_text()
     if START not in readme or END not in readme:
-        sys.exit(f"README.md has no {START} ... {END} section")
+        sys.exit(f"{name} has no {START} ... {END} section")
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
     new = head + START + "\n\n" + matrix(verdicts) + "\n" + END + tail
     if args.check:
         if new != readme:
-            sys.stderr.write("README.md's compatibility matrix is not what the tests say; run scripts/matrix.py\n")
+            sys.stderr.write(f"{name}: the compatibility matrix is not what the tests say; run scripts/matrix.py\n")
             import difflib
 
-            sys.stderr.writelines(difflib.unified_diff(readme.splitlines(True), new.splitlines(True), "README.md", "matrix"))
+            sys.stderr.writelines(difflib.unified_diff(readme.splitlines(True), new.splitlines(True), name, "matrix"))
             sys.exit(1)
         return
-    (ROOT / "README.md").write_text(new)
+    DOC.write_text(new)
 
 
 if __name__ == "__main__":

@@ -295,7 +295,7 @@ pub enum Format {
     Sse,
 }
 
-/// The codes of RUN_ERROR, one per row of the outcome table (README).
+/// The codes of RUN_ERROR, one per row of the outcome table (docs/output.md).
 pub mod code {
     /// The model provider's API failed (HTTP errors, retries exhausted).
     pub const API_ERROR: &str = "api_error";

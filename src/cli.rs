@@ -1,12 +1,22 @@
 //! The command line: one clap definition, the single source of `--help`, the
 //! man page and the shell completions.
 
+use std::ffi::OsString;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::builder::{EnumValueParser, PossibleValue, StyledStr, TypedValueParser};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, Parser, ValueEnum};
 
 use crate::agui::{Format, ToolNames};
 use crate::source::FromCli;
+
+/// `--help` groups options under these headings, as ripgrep does.
+const INPUT: &str = "Input";
+const TRANSLATION: &str = "Translation";
+const OUTPUT: &str = "Output";
+const RUN: &str = "Run";
 
 const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events";
 
@@ -66,7 +76,7 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event
     /// and the sequence rules.
-    #[command(long_about = CHECK_LONG_ABOUT)]
+    #[command(long_about = CHECK_LONG_ABOUT, after_help = CHECK_AFTER_HELP)]
     Check(CheckArgs),
 }
 
@@ -84,10 +94,78 @@ keeps: the stream does not end inside a run, a run has one terminal event,
 RUN_FINISHED has the RUN_STARTED's ids, tool-call arguments join into JSON,
 and a tool result names a tool call started before it.
 
-Problems are reported on stderr as FILE:LINE: message; the exit status is 0
-when every stream is valid, 1 when one is not.
+Each stream gets a verdict on stdout (FILE: OK, N events in M runs); each
+problem is reported on stderr as FILE:LINE: message.";
 
-  agui-translate --from claude session.jsonl | agui-translate check";
+const CHECK_AFTER_HELP: &str = "\
+Examples:
+  agui-translate --from claude session.jsonl | agui-translate check
+  agui-translate check events.ndjson more-events.ndjson
+
+Exit status:
+  0  every stream is valid
+  1  a stream breaks a rule
+  2  usage error, or a file could not be read";
+
+/// Parses the command line as [`Args::parse`] does (printing help or a usage
+/// error and exiting), with one more tip on usage errors.
+pub fn parse() -> Args {
+    parse_from(std::env::args_os()).unwrap_or_else(|err| err.exit())
+}
+
+/// [`parse`] on the given arguments, the program's name first.
+pub fn parse_from<I, T>(argv: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
+    Args::try_parse_from(&argv).map_err(|mut err| {
+        if let Some(tip) = misplaced_option_tip(&err, &argv) {
+            // Replaces clap's "to pass '--strict' as a value, use '-- --strict'".
+            err.insert(ContextKind::Suggested, ContextValue::StyledStrs(tip));
+        }
+        err
+    })
+}
+
+/// A translation option given to a command (`check --strict`) gets a tip
+/// that says where it belongs, rather than clap's advice to pass it as a
+/// file name after `--`.
+fn misplaced_option_tip(err: &clap::Error, argv: &[OsString]) -> Option<Vec<StyledStr>> {
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let top = Args::command();
+    let sub = argv.get(1)?.to_str()?;
+    top.find_subcommand(sub)?;
+    let option = given.split('=').next()?;
+    let known = top
+        .get_arguments()
+        .any(|a| match option.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => {
+                option.len() == 2
+                    && a.get_short() == option.strip_prefix('-').and_then(|c| c.chars().next())
+            }
+        });
+    if !known {
+        return None;
+    }
+    let mut tips = vec![format!(
+        "'{option}' is an option of the translation, not of '{sub}': agui-translate {option} [FILE]..."
+    )
+    .into()];
+    if sub == "check" && option == "--strict" {
+        tips.push(
+            "'check' is always strict: every problem it finds makes the exit status 1".into(),
+        );
+    }
+    Some(tips)
+}
 
 /// `agui-translate check`.
 #[derive(clap::Args, Debug)]
@@ -102,7 +180,15 @@ pub struct CheckArgs {
 pub struct FilterArgs {
     /// The CLI that wrote the input stream; `auto` tells it from the first
     /// records that only one CLI writes.
-    #[arg(long, short = 'f', value_enum, value_name = "CLI", default_value_t = FromCli::Auto)]
+    #[arg(
+        long,
+        short = 'f',
+        value_enum,
+        value_parser = values::<FromCli>(),
+        value_name = "CLI",
+        default_value_t = FromCli::Auto,
+        help_heading = INPUT
+    )]
     pub from: FromCli,
 
     #[command(flatten)]
@@ -112,30 +198,33 @@ pub struct FilterArgs {
     /// type, a field shape) as an error: reported on stderr with its line
     /// number, exit status 1. For CI runs against a new CLI version. Without
     /// it, such records go out as RAW events and are only counted.
-    #[arg(long)]
+    #[arg(long, help_heading = TRANSLATION)]
     pub strict: bool,
 
     /// Do not report bad lines on stderr (they still go out as RAW events and
     /// still make the exit status 1).
-    #[arg(long, short = 'q')]
+    #[arg(long, short = 'q', help_heading = OUTPUT)]
     pub quiet: bool,
 
     /// At the end, print a summary on stderr: lines and bytes read, events
-    /// written by type, unknown records, bad lines, runs, time.
+    /// written by type, unknown records, bad lines, runs, time; `json` prints
+    /// it as one JSON object.
     #[arg(
         long,
         value_enum,
+        value_parser = values::<StatsFormat>(),
         value_name = "FORMAT",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "text"
+        default_missing_value = "text",
+        help_heading = OUTPUT
     )]
     pub stats: Option<StatsFormat>,
 
     /// Translate up to N FILEs at once, on N threads (default: the
     /// processors available, at most 8). The output is the same as with
     /// `-j 1`: each FILE's events, in the order of the FILEs.
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N", help_heading = INPUT)]
     pub jobs: Option<std::num::NonZeroUsize>,
 
     /// Input files, read one after another; `-` or none reads standard input.
@@ -146,24 +235,73 @@ pub struct FilterArgs {
 /// How the AG-UI output looks, for both commands.
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// How events are framed on standard output.
-    #[arg(long, value_enum, default_value_t = Format::Ndjson, value_name = "FORMAT")]
-    pub format: Format,
-
     /// Use this threadId instead of the session id found in the input.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", help_heading = TRANSLATION)]
     pub thread_id: Option<String>,
 
     /// Use this runId instead of the derived one (later runs in the same
     /// output get `ID-2`, `ID-3`, ...).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", help_heading = TRANSLATION)]
     pub run_id: Option<String>,
 
-    /// Tool names on TOOL_CALL_START: each CLI's own, or one vocabulary for
-    /// all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native
-    /// name goes into `metadata.nativeName`).
-    #[arg(long, value_enum, default_value_t = ToolNames::Native, value_name = "NAMES")]
+    /// Tool names on TOOL_CALL_START: each CLI's own (`Bash`,
+    /// `run_shell_command`), or one vocabulary for all of them (`shell`,
+    /// `file_read`, `file_edit`, `mcp`, …; the native name goes into
+    /// `metadata.nativeName`).
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<ToolNames>(),
+        default_value_t = ToolNames::Native,
+        value_name = "NAMES",
+        help_heading = TRANSLATION
+    )]
     pub tool_names: ToolNames,
+
+    /// How events are framed on standard output: one JSON object per line,
+    /// or server-sent events (`data: <json>` and a blank line).
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<Format>(),
+        default_value_t = Format::Ndjson,
+        value_name = "FORMAT",
+        help_heading = OUTPUT
+    )]
+    pub format: Format,
+}
+
+/// Parses a [`ValueEnum`] as clap does, but lists its values without their
+/// descriptions, so that `--help` shows them on one line
+/// (`[possible values: auto, gemini, …]`) rather than one block per value.
+/// The option's own help says what the values mean.
+fn values<E: ValueEnum + Clone + Send + Sync + 'static>() -> Values<E> {
+    Values(PhantomData)
+}
+
+#[derive(Clone)]
+struct Values<E>(PhantomData<E>);
+
+impl<E: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for Values<E> {
+    type Value = E;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<E, clap::Error> {
+        EnumValueParser::<E>::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            E::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value)
+                .map(|v| v.help(None::<&'static str>)),
+        ))
+    }
 }
 
 const RUN_LONG_ABOUT: &str = "\
@@ -191,9 +329,14 @@ Examples:
   agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- --sandbox workspace-write
   agui-translate run --check
 
-Exit status: the CLI's own; 127 when it is not installed, 126 when it cannot
-be started; 130, 143 or 129 when interrupted by SIGINT, SIGTERM or SIGHUP; 124
-when --timeout ended the run.
+Exit status:
+  N    the CLI's own exit status
+  124  --timeout ended the run
+  126  the CLI was found but could not be started
+  127  the CLI is not installed
+  129  interrupted by SIGHUP (130: SIGINT, 143: SIGTERM)
+  2    usage error, or an option the CLI cannot express
+`run --check` exits 0 when all three CLIs are installed, 1 when one is missing.
 
 Environment: AGUI_GEMINI_CLI, AGUI_CODEX_CLI, AGUI_CLAUDE_CLI name the
 executables (like --cli). The CLI inherits the environment, API keys included:
@@ -203,7 +346,7 @@ they never go on its command line or into the output.";
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The CLI to start.
-    #[arg(value_enum, required_unless_present = "check")]
+    #[arg(value_enum, value_parser = values::<crate::dialect::Dialect>(), required_unless_present = "check")]
     pub cli: Option<crate::dialect::Dialect>,
 
     /// The prompt; `-` or none reads it from standard input.
@@ -216,46 +359,61 @@ pub struct RunArgs {
 
     /// The CLI's executable (default: `gemini`, `codex` or `claude` on PATH,
     /// or the AGUI_<CLI>_CLI environment variable).
-    #[arg(long = "cli", value_name = "PATH")]
+    #[arg(long = "cli", value_name = "PATH", help_heading = RUN)]
     pub cli_path: Option<PathBuf>,
 
     /// The model the CLI uses.
-    #[arg(long, short = 'm', value_name = "MODEL")]
+    #[arg(long, short = 'm', value_name = "MODEL", help_heading = RUN)]
     pub model: Option<String>,
 
     /// Stop after this many agent turns (claude only: the others have no
     /// such flag).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = RUN)]
     pub max_turns: Option<u32>,
 
     /// Run the CLI in this directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = RUN)]
     pub cwd: Option<PathBuf>,
 
     /// Continue an earlier session (multi-turn).
-    #[arg(long, value_name = "SESSION")]
+    #[arg(long, value_name = "SESSION", help_heading = RUN)]
     pub resume: Option<String>,
 
     /// Allow this tool without asking (repeatable; gemini and claude).
-    #[arg(long, value_name = "TOOL")]
+    #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub allow_tool: Vec<String>,
 
     /// Forbid this tool (repeatable; gemini and claude).
-    #[arg(long, value_name = "TOOL")]
+    #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub deny_tool: Vec<String>,
 
-    /// How tool calls are approved. `yolo` approves everything and is never
-    /// the default.
-    #[arg(long, value_enum, default_value_t = crate::spawn::Approval::Default, value_name = "MODE")]
+    /// How tool calls are approved: the CLI's own way, file edits without
+    /// asking (`auto-edit`), or everything without asking (`yolo`, never the
+    /// default).
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<crate::spawn::Approval>(),
+        default_value_t = crate::spawn::Approval::Default,
+        value_name = "MODE",
+        help_heading = RUN
+    )]
     pub approval: crate::spawn::Approval,
 
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.
-    #[arg(long, value_name = "DURATION", value_parser = crate::spawn::parse_duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::spawn::parse_duration,
+        help_heading = RUN
+    )]
     pub timeout: Option<std::time::Duration>,
 
-    /// List the CLIs that are installed, with their versions.
-    #[arg(long)]
+    /// List the three CLIs, each with its version and path or the npm
+    /// command that installs it; exit status 0 when all are installed, 1
+    /// when one is missing.
+    #[arg(long, help_heading = RUN)]
     pub check: bool,
 
     #[command(flatten)]
@@ -273,8 +431,6 @@ pub enum StatsFormat {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use clap::CommandFactory;
 
     #[test]
@@ -282,57 +438,47 @@ mod tests {
         super::Args::command().debug_assert();
     }
 
-    /// The man page and completions in the repository are what the clap
-    /// definition generates. `AGUI_BLESS=1 cargo test` rewrites them.
-    #[test]
-    fn generated_docs_are_fresh() {
-        let mut cmd = super::Args::command();
-        let mut man = Vec::new();
-        clap_mangen::Man::new(cmd.clone()).render(&mut man).unwrap();
-        check("man/agui-translate.1", &man);
-        let run = cmd
-            .find_subcommand("run")
-            .expect("the run subcommand")
-            .clone()
-            .name("agui-translate-run");
-        let mut man = Vec::new();
-        clap_mangen::Man::new(run).render(&mut man).unwrap();
-        check("man/agui-translate-run.1", &man);
-        let sub = cmd
-            .find_subcommand("check")
-            .expect("the check subcommand")
-            .clone()
-            .name("agui-translate-check");
-        let mut man = Vec::new();
-        clap_mangen::Man::new(sub).render(&mut man).unwrap();
-        check("man/agui-translate-check.1", &man);
-        for (shell, file) in [
-            (
-                clap_complete::Shell::Bash,
-                "completions/agui-translate.bash",
-            ),
-            (clap_complete::Shell::Zsh, "completions/_agui-translate"),
-            (
-                clap_complete::Shell::Fish,
-                "completions/agui-translate.fish",
-            ),
-        ] {
-            let mut out = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "agui-translate", &mut out);
-            check(file, &out);
-        }
+    fn usage_error(argv: &[&str]) -> String {
+        let err = super::parse_from(argv).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        err.render().to_string()
     }
 
-    fn check(rel: &str, want: &[u8]) {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
-        if std::env::var_os("AGUI_BLESS").is_some() {
-            std::fs::write(&path, want).unwrap();
-            return;
-        }
-        let have = std::fs::read(&path).unwrap_or_default();
+    /// `check --strict` says where `--strict` belongs rather than suggesting
+    /// `check -- --strict` (which would read a file named `--strict`).
+    #[test]
+    fn a_translation_option_given_to_a_command_gets_a_tip() {
+        let msg = usage_error(&["agui-translate", "check", "--strict", "out.ndjson"]);
+        assert!(msg.contains("unexpected argument '--strict'"), "{msg}");
+        assert!(!msg.contains("-- --strict"), "{msg}");
         assert!(
-            have == want,
-            "{rel} is stale: run `AGUI_BLESS=1 cargo test` and review the diff"
+            msg.contains("'--strict' is an option of the translation, not of 'check'"),
+            "{msg}"
+        );
+        assert!(msg.contains("'check' is always strict"), "{msg}");
+
+        let msg = usage_error(&["agui-translate", "run", "gemini", "-q"]);
+        assert!(
+            msg.contains("'-q' is an option of the translation, not of 'run'"),
+            "{msg}"
+        );
+        let msg = usage_error(&["agui-translate", "check", "--stats=json"]);
+        assert!(
+            msg.contains("'--stats' is an option of the translation"),
+            "{msg}"
+        );
+    }
+
+    /// Other usage errors keep clap's own advice.
+    #[test]
+    fn other_usage_errors_are_clap_s_own() {
+        let msg = usage_error(&["agui-translate", "check", "--nonsense"]);
+        assert!(msg.contains("use '-- --nonsense'"), "{msg}");
+        assert!(!msg.contains("option of the translation"), "{msg}");
+        let msg = usage_error(&["agui-translate", "--from", "cursor"]);
+        assert!(
+            msg.contains("[possible values: auto, gemini, codex, claude, codex-app-server]"),
+            "{msg}"
         );
     }
 }

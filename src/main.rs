@@ -3,12 +3,10 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use agui_translate::{cli, run};
 
 fn main() -> ExitCode {
-    match run::main(cli::Args::parse()) {
+    match run::main(cli::parse()) {
         Ok(code) => code,
         // `| head`: the reader went away; that is not our failure.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

@@ -3,7 +3,7 @@
 //! flipped, lines dropped, repeated, swapped or spliced from another CLI's
 //! stream, JSON tokens inserted, cuts anywhere), must all give well-formed
 //! AG-UI. The coverage-guided targets in `fuzz/` check the same property at
-//! length (`cargo fuzz run gemini`, see the README).
+//! length (`cargo fuzz run gemini`, see docs/testing.md).
 
 use std::path::Path;
 

@@ -8,7 +8,7 @@
 //!
 //! With `AGUI_RESULTS=FILE`, each case's verdict is appended to FILE
 //! (`golden<TAB>testdata/...jsonl<TAB>ok|fail`), which `scripts/matrix.py`
-//! turns into the README's compatibility matrix.
+//! turns into the compatibility matrix in docs/compatibility.md.
 
 use std::path::{Path, PathBuf};
 

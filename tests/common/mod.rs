@@ -5,8 +5,8 @@ use std::path::Path;
 
 /// Append a verdict on `path` (shown relative to the crate) to the file
 /// named by `$AGUI_RESULTS`, when it is set: `KIND<TAB>PATH<TAB>ok|fail`,
-/// one line each. `scripts/matrix.py` turns these into the README's
-/// compatibility matrix.
+/// one line each. `scripts/matrix.py` turns these into the
+/// compatibility matrix in docs/compatibility.md.
 pub fn report_verdicts<'a>(kind: &str, verdicts: impl IntoIterator<Item = (&'a Path, bool)>) {
     let Some(file) = std::env::var_os("AGUI_RESULTS") else {
         return;
