@@ -22,6 +22,7 @@ import threading
 import time
 
 from clis import codex
+from clis import version as version_of
 
 PACKAGE = codex.PACKAGE
 BIN = codex.BIN
@@ -47,6 +48,9 @@ SETUP_TIMEOUT = 60.0
 
 
 def supports(version, scenario):
+    if "subagent" in scenario.needs and version_of(version) < (0, 169, 0):
+        # Checked at 0.100.0 (not offered) and 0.169.0 (offered).
+        return "this version's app-server offers no subagent tool"
     return codex.supports(version, scenario)
 
 
