@@ -43,6 +43,15 @@ APPROVALS = {
     "applyPatchApproval": {"decision": "approved"},
 }
 
+def _policies(version, approval):
+    """The thread's approval policy and sandbox, as this version spells
+    them: camelCase up to 0.66.0, kebab-case from 0.72.0 (the next
+    release) on."""
+    if version_of(version) < (0, 72, 0):
+        return ("unlessTrusted" if approval else "never"), "dangerFullAccess"
+    return ("untrusted" if approval else "never"), "danger-full-access"
+
+
 # How long the client waits for the server's answer to a setup request.
 SETUP_TIMEOUT = 60.0
 
@@ -174,14 +183,13 @@ def _play(client, ctx, engine, deadline):
     if _wait_for(client, rid, setup) is None:
         return
     client.send({"method": "initialized"})
-    policy = "untrusted" if ctx.variant == "-approval" else "never"
+    policy, sandbox = _policies(ctx.version, ctx.variant == "-approval")
     if ctx.resume:
         params = {"threadId": _thread_of(ctx.first_stdout), "cwd": str(ctx.work), "approvalPolicy": policy,
-                  "sandbox": "danger-full-access"}
+                  "sandbox": sandbox}
         rid = client.request("thread/resume", params)
     else:
-        rid = client.request("thread/start", {"cwd": str(ctx.work), "approvalPolicy": policy,
-                                              "sandbox": "danger-full-access"})
+        rid = client.request("thread/start", {"cwd": str(ctx.work), "approvalPolicy": policy, "sandbox": sandbox})
     answer = _wait_for(client, rid, setup)
     thread = ((answer or {}).get("result") or {}).get("thread") or {}
     if not thread.get("id"):
