@@ -11,8 +11,10 @@ The tests append a verdict per recording to $AGUI_RESULTS (see
 tests/golden.rs and tests/conformance.rs). A cell passes when the
 recording's translation matches its golden file, keeps the AG-UI rules
 (`agui-translate check`) and passes the official AG-UI 1.0 checks.
-Rows are the recorder's scenarios (scripts/record/scenarios.py), columns
-the CLI versions under testdata/<cli>/; recordings from elsewhere are
+One table per folder of testdata/ that holds versions (a CLI, or a CLI's
+other output mode such as codex-app-server). Rows are the recorder's
+scenarios (scripts/record/scenarios.py), columns the versions under
+testdata/<cli>/; recordings from elsewhere are
 counted in a last row.
 """
 
@@ -31,10 +33,12 @@ from scenarios import SCENARIOS  # noqa: E402
 
 START = "<!-- matrix:start (scripts/matrix.py writes this part) -->"
 END = "<!-- matrix:end -->"
+# The order of the tables; any other testdata/<name>/ holding versions
+# follows, by name.
 CLIS = ["gemini", "codex", "claude"]
-# Suffixes the recorder adds: a second run (resume) and a recording without
-# partial messages.
-SUFFIXES = ["", "-plain", "-2", "-plain-2"]
+# Suffixes the recorder adds: a second run (resume), a recording without
+# partial messages, and one where every command needs approval.
+SUFFIXES = ["", "-plain", "-2", "-plain-2", "-approval"]
 
 
 def run_tests(results):
@@ -66,12 +70,19 @@ def cell(verdict):
     return "pass" if ok else "**FAIL**"
 
 
+def recorded():
+    """The folders of testdata/ that hold recorded versions, in table order."""
+    found = {d.name for d in (ROOT / "testdata").iterdir()
+             if d.is_dir() and any(v.is_dir() and v.name[0].isdigit() for v in d.iterdir())}
+    return [c for c in CLIS if c in found] + sorted(found - set(CLIS))
+
+
 def matrix(verdicts):
     order = []
     for s in SCENARIOS:
         order += [s.name + suffix for suffix in SUFFIXES]
     out = []
-    for cli in CLIS:
+    for cli in recorded():
         base = ROOT / "testdata" / cli
         versions = sorted((d.name for d in base.iterdir() if d.is_dir() and d.name[0].isdigit()), key=version_key)
         cases = {v: {p.stem for p in (base / v).glob("*.jsonl")} for v in versions}

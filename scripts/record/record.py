@@ -3,7 +3,7 @@
 
     scripts/record/record.py CLI VERSION [SCENARIO ...] [--out DIR]
 
-installs CLI (gemini, codex or claude) at VERSION from npm into a cache
+installs CLI (gemini, codex, codex-app-server or claude) at VERSION from npm into a cache
 folder, starts a scripted model server on 127.0.0.1 and runs each scenario
 (all by default; see scenarios.py) headless in a fresh HOME and working
 folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
@@ -22,6 +22,12 @@ A CLI module (clis/NAME.py) provides:
   error(status, ctx) -> mock.Response
   aux(method, path, body, ctx) -> mock.Response
 and may provide
+  converse(proc, ctx, engine, stdout, deadline) -> bytes
+                                    for a CLI driven over stdin (started
+                                    with pipes): play its client until the
+                                    deadline, copy every byte it writes to
+                                    `stdout` and return what the client
+                                    wrote (kept as NAME.client.txt)
   variants(version, scenario) -> [suffix, ...]
                                     record the scenario once per suffix
                                     (default [""]), e.g. with and without
@@ -84,36 +90,59 @@ def exit_status(code):
     return 128 - code if code < 0 else code
 
 
+def converse_once(cli, ctx, engine, argv, env, out, err):
+    """Run a server the module talks to as its client; returns what the
+    client wrote and the exit status."""
+    proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=err, start_new_session=True)
+    client = cli.converse(proc, ctx, engine, out, time.monotonic() + ctx.scenario.timeout)
+    proc.wait()
+    return client, proc
+
+
 def run_once(cli, ctx, engine, out_base, replacements):
     argv, env = cli.prepare(ctx)
     stdout_path = ctx.scratch / (out_base + ".stdout")
     stderr_path = ctx.scratch / (out_base + ".stderr")
+    client = None
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
-        deadline = time.monotonic() + ctx.scenario.timeout
-        signalled = False
-        while proc.poll() is None:
-            now = time.monotonic()
-            if not signalled and engine.signal_at is not None and now > engine.signal_at + 2.0:
-                sig = signal.SIGINT if engine.signal == "INT" else signal.SIGTERM
-                os.killpg(proc.pid, sig)
-                signalled = True
-                deadline = min(deadline, now + 30)
-            if now > deadline:
-                print(f"  {out_base}: timed out, killed", file=sys.stderr)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                break
-            time.sleep(0.05)
-        code = exit_status(proc.returncode)
+        if hasattr(cli, "converse"):
+            client, proc = converse_once(cli, ctx, engine, argv, env, out, err)
+            code = exit_status(proc.returncode)
+        else:
+            proc, code = run_headless(ctx, engine, argv, env, out, err, out_base)
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # anything the CLI left behind
     except ProcessLookupError:
         pass
     stdout = rewrite(stdout_path.read_bytes(), replacements)
     stderr = rewrite(stderr_path.read_bytes(), replacements)
-    return stdout, stderr, code
+    if client is not None:
+        client = rewrite(client, replacements)
+    return stdout, stderr, code, client
+
+
+def run_headless(ctx, engine, argv, env, out, err, out_base):
+    """Run a CLI with its prompt on the command line; signals it where the
+    scenario says. Returns the process and its exit status."""
+    proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                            start_new_session=True)
+    deadline = time.monotonic() + ctx.scenario.timeout
+    signalled = False
+    while proc.poll() is None:
+        now = time.monotonic()
+        if not signalled and engine.signal_at is not None and now > engine.signal_at + 2.0:
+            sig = signal.SIGINT if engine.signal == "INT" else signal.SIGTERM
+            os.killpg(proc.pid, sig)
+            signalled = True
+            deadline = min(deadline, now + 30)
+        if now > deadline:
+            print(f"  {out_base}: timed out, killed", file=sys.stderr)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        time.sleep(0.05)
+    return proc, exit_status(proc.returncode)
 
 
 def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, out_dir, keep):
@@ -144,10 +173,12 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
             ctx.resume = True
             ctx.prompt = scenario.resume_prompt
         started = time.monotonic()
-        stdout, stderr, code = run_once(cli, ctx, engine, base, replacements)
+        stdout, stderr, code, client = run_once(cli, ctx, engine, base, replacements)
         if i == 0:
             ctx.first_stdout = stdout
         (out_dir / f"{base}.jsonl").write_bytes(stdout)
+        if client is not None:
+            (out_dir / f"{base}.client.txt").write_bytes(client)
         (out_dir / f"{base}.stderr").write_bytes(stderr)
         (out_dir / f"{base}.exit").write_text(f"{code}\n")
         lines = stdout.count(b"\n")
@@ -159,7 +190,7 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
 
 
 def record(cli_name, version, names, out_dir, keep):
-    cli = importlib.import_module(f"clis.{cli_name}")
+    cli = importlib.import_module("clis." + cli_name.replace("-", "_"))
     exe, install_dir = install(cli, version)
     scenarios = [s for s in SCENARIOS if not names or s.name in names]
     unknown = set(names) - {s.name for s in SCENARIOS}
@@ -183,7 +214,7 @@ def record(cli_name, version, names, out_dir, keep):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("cli", choices=["gemini", "codex", "claude"])
+    p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude"])
     p.add_argument("version", help="an npm version of the CLI, e.g. 0.61.0")
     p.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
     p.add_argument("--out", type=Path, help="output folder (default: testdata/CLI/VERSION)")

@@ -937,8 +937,26 @@ fn tool_name<'i>(kind: &str, it: &'i Item) -> Cow<'i, str> {
             it.tool.as_deref().unwrap_or("")
         )),
         "dynamicToolCall" => Cow::Borrowed(it.tool.as_deref().unwrap_or("dynamic_tool_call")),
-        _ => Cow::Borrowed(it.tool.as_deref().unwrap_or("collab_tool_call")),
+        // `spawnAgent` here is `spawn_agent` there.
+        _ => match it.tool.as_deref() {
+            Some(tool) => Cow::Owned(snake_case(tool)),
+            None => Cow::Borrowed("collab_tool_call"),
+        },
     }
+}
+
+/// `spawnAgent` → `spawn_agent`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A tool item's arguments.
@@ -1137,69 +1155,74 @@ fn error_code(info: Option<&RawValue>) -> &'static str {
 /// counterpart): thread and account state, MCP server status, warnings,
 /// diffs, hooks, realtime sessions, and the output of client-run commands.
 fn known_notification(method: &str) -> bool {
-    matches!(
-        method,
-        "thread/status/changed"
-            | "thread/readState/changed"
-            | "thread/archived"
-            | "thread/deleted"
-            | "thread/unarchived"
-            | "thread/closed"
-            | "thread/reverted"
-            | "skills/changed"
-            | "thread/name/updated"
-            | "thread/section/changed"
-            | "thread/attachment/updated"
-            | "thread/goal/updated"
-            | "thread/prediction/updated"
-            | "thread/goal/cleared"
-            | "thread/queue/changed"
-            | "project/changed"
-            | "thread/project/updated"
-            | "thread/environment/connected"
-            | "thread/environment/disconnected"
-            | "thread/settings/updated"
-            | "hook/started"
-            | "hook/completed"
-            | "turn/diff/updated"
-            | "item/autoApprovalReview/started"
-            | "item/autoApprovalReview/completed"
-            | "autoApprovalReview/strictReviewRequired"
-            | "command/exec/outputDelta"
-            | "process/outputDelta"
-            | "process/exited"
-            | "item/commandExecution/terminalInteraction"
-            | "item/fileChange/patchUpdated"
-            | "serverRequest/resolved"
-            | "item/mcpToolCall/progress"
-            | "mcpServer/oauthLogin/completed"
-            | "mcpServer/startupStatus/updated"
-            | "mcpServer/event/stream/notification"
-            | "account/updated"
-            | "account/gatewayOAuth/changed"
-            | "account/rateLimits/updated"
-            | "account/login/completed"
-            | "app/list/updated"
-            | "remoteControl/status/changed"
-            | "externalAgentConfig/import/progress"
-            | "externalAgentConfig/import/completed"
-            | "fs/changed"
-            | "thread/compacted"
-            | "model/rerouted"
-            | "model/verification"
-            | "modelProvider/authRecoveryStarted"
-            | "modelProvider/authRecoveryCompleted"
-            | "turn/moderationMetadata"
-            | "model/safetyBuffering/updated"
-            | "warning"
-            | "guardianWarning"
-            | "deprecationNotice"
-            | "configWarning"
-            | "fuzzyFileSearch/sessionUpdated"
-            | "fuzzyFileSearch/sessionCompleted"
-            | "windows/worldWritableWarning"
-            | "windowsSandbox/setupCompleted"
-    ) || method.starts_with("thread/realtime/")
+    // Versions before the v2 protocol was complete (0.72.0 and 0.100.0
+    // among those recorded) also send each event of the older protocol as
+    // `codex/event/<type>`, next to its v2 notification.
+    method.starts_with("codex/event/")
+        || matches!(
+            method,
+            "thread/status/changed"
+                | "thread/readState/changed"
+                | "thread/archived"
+                | "thread/deleted"
+                | "thread/unarchived"
+                | "thread/closed"
+                | "thread/reverted"
+                | "skills/changed"
+                | "thread/name/updated"
+                | "thread/section/changed"
+                | "thread/attachment/updated"
+                | "thread/goal/updated"
+                | "thread/prediction/updated"
+                | "thread/goal/cleared"
+                | "thread/queue/changed"
+                | "project/changed"
+                | "thread/project/updated"
+                | "thread/environment/connected"
+                | "thread/environment/disconnected"
+                | "thread/settings/updated"
+                | "hook/started"
+                | "hook/completed"
+                | "turn/diff/updated"
+                | "item/autoApprovalReview/started"
+                | "item/autoApprovalReview/completed"
+                | "autoApprovalReview/strictReviewRequired"
+                | "command/exec/outputDelta"
+                | "process/outputDelta"
+                | "process/exited"
+                | "item/commandExecution/terminalInteraction"
+                | "item/fileChange/patchUpdated"
+                | "serverRequest/resolved"
+                | "item/mcpToolCall/progress"
+                | "mcpServer/oauthLogin/completed"
+                | "mcpServer/startupStatus/updated"
+                | "mcpServer/event/stream/notification"
+                | "account/updated"
+                | "account/gatewayOAuth/changed"
+                | "account/rateLimits/updated"
+                | "account/login/completed"
+                | "app/list/updated"
+                | "remoteControl/status/changed"
+                | "externalAgentConfig/import/progress"
+                | "externalAgentConfig/import/completed"
+                | "fs/changed"
+                | "thread/compacted"
+                | "model/rerouted"
+                | "model/verification"
+                | "modelProvider/authRecoveryStarted"
+                | "modelProvider/authRecoveryCompleted"
+                | "turn/moderationMetadata"
+                | "model/safetyBuffering/updated"
+                | "warning"
+                | "guardianWarning"
+                | "deprecationNotice"
+                | "configWarning"
+                | "fuzzyFileSearch/sessionUpdated"
+                | "fuzzyFileSearch/sessionCompleted"
+                | "windows/worldWritableWarning"
+                | "windowsSandbox/setupCompleted"
+        )
+        || method.starts_with("thread/realtime/")
 }
 
 /// A value's JSON text.

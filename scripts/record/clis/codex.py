@@ -74,7 +74,9 @@ def _last_session(codex_home):
     return m.group(1)
 
 
-def prepare(ctx):
+def setup(ctx):
+    """Write $CODEX_HOME/config.toml for the scripted server; returns the
+    environment to run Codex in."""
     codex_home = ctx.home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     model = _model(ctx.version)
@@ -107,6 +109,12 @@ stream_idle_timeout_ms = 20000
         "TERM": "dumb",
         "NO_COLOR": "1",
     }
+    return env
+
+
+def prepare(ctx):
+    env = setup(ctx)
+    codex_home = ctx.home / ".codex"
     argv = [ctx.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
     if ctx.resume and version_of(ctx.version) < (0, 100, 0):
         # Here `resume --last PROMPT` reads PROMPT as a session id: name the

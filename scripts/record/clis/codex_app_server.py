@@ -1,0 +1,221 @@
+"""Codex's app-server (`codex app-server`, npm @openai/codex): the recorder
+is its client.
+
+The server speaks JSON-RPC over stdin and stdout. The recorder plays the
+client an IDE would be: `initialize`, `initialized`, `thread/start` (or
+`thread/resume` with the first run's thread for a scenario's second run),
+`turn/start` with the prompt; it answers the server's approval requests,
+sends `turn/interrupt` where the scenario would signal a CLI, and closes
+stdin once its turn has completed. The server's stdout is kept byte for
+byte (NAME.jsonl), what the client wrote as NAME.client.txt.
+
+The model side (provider configuration and the scripted replies) is the
+one `codex exec` uses: see clis/codex.py.
+"""
+
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+from clis import codex
+from clis import version as version_of
+
+PACKAGE = codex.PACKAGE
+BIN = codex.BIN
+
+classify = codex.classify
+reply = codex.reply
+error = codex.error
+aux = codex.aux
+
+CLIENT_INFO = {"name": "agui_translate_recorder", "title": "agui-translate recorder", "version": "0.1.0"}
+
+# Requests the client answers, and the answer it gives.
+APPROVALS = {
+    "item/commandExecution/requestApproval": {"decision": "accept"},
+    "item/fileChange/requestApproval": {"decision": "accept"},
+    # The older protocol's requests, still sent by some versions.
+    "execCommandApproval": {"decision": "approved"},
+    "applyPatchApproval": {"decision": "approved"},
+}
+
+def _policies(version, approval):
+    """The thread's approval policy and sandbox, as this version spells
+    them: camelCase up to 0.66.0, kebab-case from 0.72.0 (the next
+    release) on."""
+    if version_of(version) < (0, 72, 0):
+        return ("unlessTrusted" if approval else "never"), "dangerFullAccess"
+    return ("untrusted" if approval else "never"), "danger-full-access"
+
+
+# How long the client waits for the server's answer to a setup request.
+SETUP_TIMEOUT = 60.0
+
+
+def supports(version, scenario):
+    if "subagent" in scenario.needs and version_of(version) < (0, 169, 0):
+        # Checked at 0.100.0 (not offered) and 0.169.0 (offered).
+        return "this version's app-server offers no subagent tool"
+    return codex.supports(version, scenario)
+
+
+def variants(version, scenario):
+    """The shell scenario once more with every command needing approval,
+    so the recording shows the server's approval requests and the
+    client's answers."""
+    if scenario.name == "shell":
+        return ["", "-approval"]
+    return [""]
+
+
+def prepare(ctx):
+    return [ctx.bin, "app-server"], codex.setup(ctx)
+
+
+def _thread_of(stdout):
+    """The thread id the first run's `thread/start` answer (id 1) named."""
+    for line in stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("id") == 1 and "method" not in msg:
+            return ((msg.get("result") or {}).get("thread") or {}).get("id")
+    raise RuntimeError("the first run started no thread to resume")
+
+
+class Client:
+    """The client side of one connection: writes requests, keeps every
+    line the server writes, and hands the parsed messages to `next`."""
+
+    def __init__(self, proc, stdout_file):
+        self.proc = proc
+        self.sent = bytearray()
+        self.messages = queue.Queue()
+        self.next_id = 0
+        self.reader = threading.Thread(target=self._read, args=(stdout_file,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stdout_file):
+        for line in iter(self.proc.stdout.readline, b""):
+            stdout_file.write(line)
+            stdout_file.flush()
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                self.messages.put(msg)
+        self.messages.put(None)
+
+    def send(self, msg):
+        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        self.sent += data
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def request(self, method, params):
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        return rid
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def answer(self, msg):
+        """Answer a server→client request: approvals are accepted, anything
+        else is refused as not handled."""
+        decision = APPROVALS.get(msg["method"])
+        if decision is not None:
+            self.send({"id": msg["id"], "result": decision})
+        else:
+            self.send({"id": msg["id"], "error": {"code": -32601, "message": "not handled by this client"}})
+
+
+def _wait_for(client, rid, deadline):
+    """Messages until the answer to request `rid`; requests on the way are
+    answered. Returns the answer, or None when the server stops first."""
+    while time.monotonic() < deadline:
+        try:
+            msg = client.messages.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if msg is None:
+            return None
+        if "method" in msg and "id" in msg:
+            client.answer(msg)
+        elif "method" not in msg and msg.get("id") == rid:
+            return msg
+    return None
+
+
+def converse(proc, ctx, engine, stdout_file, deadline):
+    """Play the client until the turn completes (or the deadline); returns
+    what the client wrote."""
+    client = Client(proc, stdout_file)
+    try:
+        _play(client, ctx, engine, deadline)
+    finally:
+        client.close()
+        grace = min(deadline, time.monotonic() + 30)
+        while proc.poll() is None and time.monotonic() < grace:
+            time.sleep(0.05)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        client.reader.join(5)
+    return bytes(client.sent)
+
+
+def _play(client, ctx, engine, deadline):
+    setup = min(deadline, time.monotonic() + SETUP_TIMEOUT)
+    rid = client.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": False}})
+    if _wait_for(client, rid, setup) is None:
+        return
+    client.send({"method": "initialized"})
+    policy, sandbox = _policies(ctx.version, ctx.variant == "-approval")
+    if ctx.resume:
+        params = {"threadId": _thread_of(ctx.first_stdout), "cwd": str(ctx.work), "approvalPolicy": policy,
+                  "sandbox": sandbox}
+        rid = client.request("thread/resume", params)
+    else:
+        rid = client.request("thread/start", {"cwd": str(ctx.work), "approvalPolicy": policy, "sandbox": sandbox})
+    answer = _wait_for(client, rid, setup)
+    thread = ((answer or {}).get("result") or {}).get("thread") or {}
+    if not thread.get("id"):
+        return
+    rid = client.request("turn/start", {"threadId": thread["id"],
+                                        "input": [{"type": "text", "text": ctx.prompt, "text_elements": []}]})
+    answer = _wait_for(client, rid, setup)
+    turn = ((answer or {}).get("result") or {}).get("turn") or {}
+    if not turn.get("id"):
+        return
+    interrupted = False
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if not interrupted and engine.signal_at is not None and now > engine.signal_at + 2.0:
+            client.request("turn/interrupt", {"threadId": thread["id"], "turnId": turn["id"]})
+            interrupted = True
+        try:
+            msg = client.messages.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if msg is None:
+            return
+        if "method" in msg and "id" in msg:
+            client.answer(msg)
+        elif msg.get("method") == "turn/completed":
+            params = msg.get("params") or {}
+            if params.get("threadId") == thread["id"] and (params.get("turn") or {}).get("id") == turn["id"]:
+                return
+    print("  the turn did not complete in time", file=sys.stderr)
