@@ -153,7 +153,7 @@ _agui__translate() {
             return 0
             ;;
         agui__subcmd__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --format --thread-id --run-id --tool-names --help gemini codex claude"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --format --thread-id --run-id --tool-names --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,6 +193,10 @@ _agui__translate() {
                     ;;
                 --approval)
                     COMPREPLY=($(compgen -W "default auto-edit yolo" -- "${cur}"))
+                    return 0
+                    ;;
+                --codex-transport)
+                    COMPREPLY=($(compgen -W "auto exec app-server" -- "${cur}"))
                     return 0
                     ;;
                 --timeout)

@@ -54,6 +54,9 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l de
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved. `yolo` approves everything and is never the default' -r -f -a "default\t'The CLI\'s own default (it may refuse tools it would ask about)'
 auto-edit\t'Approve file edits without asking'
 yolo\t'Approve everything without asking'"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come; `auto` uses it when the installed version is 0.169.0 or later' -r -f -a "auto\t'`app-server` when the installed version is one it is known to work with, else `exec`'
+exec\t'`codex exec --json`: messages arrive only when complete'
+app-server\t'`codex app-server`, agui-translate its client: text, reasoning and command output stream as they come, approvals are answered by --approval'"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l format -d 'How events are framed on standard output' -r -f -a "ndjson\t'One JSON object per line'
 sse\t'Server-sent events: `data: <json>` and a blank line, as the official AG-UI encoder frames them'"

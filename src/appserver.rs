@@ -41,6 +41,8 @@ pub enum End {
     Refused,
     /// The server's stdout ended first.
     Eof,
+    /// A stop was asked for before the turn had started.
+    Stopped,
 }
 
 #[derive(Serialize)]
@@ -241,11 +243,20 @@ impl<'a> Session<'a> {
         self.send(server_in, &request(INITIALIZE, "initialize", init))?;
         loop {
             if stop.load(Ordering::Relaxed) {
+                if self.turn.is_none() {
+                    // No turn to interrupt yet: the session ends here.
+                    return Ok(End::Stopped);
+                }
                 self.interrupt(server_in)?;
             }
-            self.line.clear();
-            if server_out.read_until(b'\n', &mut self.line)? == 0 {
-                return Ok(End::Eof);
+            // A reader may give up waiting with `WouldBlock` so that a stop
+            // is seen while the server is silent; the part of a line read
+            // so far stays in `self.line`.
+            match server_out.read_until(b'\n', &mut self.line) {
+                Ok(0) if self.line.is_empty() => return Ok(End::Eof),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
             }
             let mut line = std::mem::take(&mut self.line);
             let end = self.answer(&line, server_in)?;
@@ -256,6 +267,7 @@ impl<'a> Session<'a> {
                     crate::source::passthrough(em, tr.source(), 0, &line[..text]);
                 }
             }
+            line.clear();
             self.line = line;
             if let Some(value) = self.answered.take() {
                 em.custom("approval_response", &value);

@@ -234,6 +234,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = crate::spawn::Approval::Default, value_name = "MODE")]
     pub approval: crate::spawn::Approval,
 
+    /// How `run codex` talks to Codex: `app-server` streams text and
+    /// command output as they come; `auto` uses it when the installed
+    /// version is 0.169.0 or later.
+    #[arg(long, value_enum, default_value_t = crate::spawn::Transport::Auto, value_name = "HOW")]
+    pub codex_transport: crate::spawn::Transport,
+
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.
     #[arg(long, value_name = "DURATION", value_parser = crate::spawn::parse_duration)]
