@@ -41,8 +41,6 @@ pub enum End {
     Refused,
     /// The server's stdout ended first.
     Eof,
-    /// A stop was asked for before the turn had started.
-    Stopped,
 }
 
 #[derive(Serialize)]
@@ -243,10 +241,8 @@ impl<'a> Session<'a> {
         self.send(server_in, &request(INITIALIZE, "initialize", init))?;
         loop {
             if stop.load(Ordering::Relaxed) {
-                if self.turn.is_none() {
-                    // No turn to interrupt yet: the session ends here.
-                    return Ok(End::Stopped);
-                }
+                // Sent once the turn is known (a server that never gets
+                // there is ended by the supervisor).
                 self.interrupt(server_in)?;
             }
             // A reader may give up waiting with `WouldBlock` so that a stop

@@ -480,7 +480,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
 /// unfinished, if it did.
 fn unfinished(end: &appserver::End) -> Option<&'static str> {
     match end {
-        appserver::End::TurnCompleted | appserver::End::Stopped => None,
+        appserver::End::TurnCompleted => None,
         appserver::End::Refused => {
             Some("refused a request of agui-translate (its error is the RAW event before)")
         }
@@ -529,23 +529,23 @@ fn transport(
         Transport::AppServer => client,
         Transport::Auto => client.filter(|(_, c)| {
             exe.and_then(probe_version)
-                .and_then(|v| version_in(&v))
+                .and_then(|v| version_in(&v, c.version_name))
                 .is_some_and(|v| v >= c.since)
         }),
     })
 }
 
-/// The first word of `--version` output that is a version: `codex-cli
-/// 0.169.0` → (0, 169, 0). A pre-release suffix (`0.170.0-alpha.1`) is
-/// ignored.
-fn version_in(text: &str) -> Option<(u64, u64, u64)> {
-    text.split_whitespace().find_map(|word| {
-        let word = word.strip_prefix('v').unwrap_or(word);
-        let core = word.split(['-', '+']).next()?;
-        let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
-        let v = (parts.next()??, parts.next()??, parts.next()??);
-        parts.next().is_none().then_some(v)
-    })
+/// The version after `name` in `--version` output: `codex-cli 0.169.0` →
+/// (0, 169, 0). A pre-release suffix (`0.170.0-alpha.1`) is ignored.
+fn version_in(text: &str, name: &str) -> Option<(u64, u64, u64)> {
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == name)?;
+    let word = words.next()?;
+    let word = word.strip_prefix('v').unwrap_or(word);
+    let core = word.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let v = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(v)
 }
 
 /// The exit status as a failure number, or `None` for success.
@@ -646,11 +646,13 @@ mod tests {
 
     #[test]
     fn versions_are_read_from_version_output() {
-        assert_eq!(version_in("codex-cli 0.169.0"), Some((0, 169, 0)));
-        assert_eq!(version_in("codex-cli 0.170.0-alpha.2\n"), Some((0, 170, 0)));
-        assert_eq!(version_in("v1.2.3"), Some((1, 2, 3)));
-        assert_eq!(version_in("fake-cli 1.2"), None);
-        assert_eq!(version_in("codex 1.2.3.4"), None);
-        assert_eq!(version_in("version unknown"), None);
+        let v = |t| version_in(t, "codex-cli");
+        assert_eq!(v("codex-cli 0.169.0"), Some((0, 169, 0)));
+        assert_eq!(v("codex-cli 0.170.0-alpha.2\n"), Some((0, 170, 0)));
+        assert_eq!(v("codex-cli v1.2.3"), Some((1, 2, 3)));
+        assert_eq!(v("fake-cli 1.2.3"), None);
+        assert_eq!(v("codex-cli 1.2"), None);
+        assert_eq!(v("codex-cli 1.2.3.4"), None);
+        assert_eq!(v("codex-cli"), None);
     }
 }

@@ -351,6 +351,8 @@ fn the_transport_follows_the_option_and_the_version() {
     assert_eq!(first_arg(&[], "codex-cli 1.0.0"), "app-server");
     assert_eq!(first_arg(&[], "codex-cli 0.168.2"), "exec");
     assert_eq!(first_arg(&[], "something else"), "exec");
+    // Another program's version says nothing about codex.
+    assert_eq!(first_arg(&[], "fake-cli 1.2.3"), "exec");
     let auto = ["--codex-transport", "auto"];
     assert_eq!(first_arg(&auto, "codex-cli 0.170.0-alpha.1"), "app-server");
     let exec = ["--codex-transport", "exec"];

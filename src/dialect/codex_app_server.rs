@@ -14,6 +14,7 @@ pub static SPEC: Spec = Spec {
     command: Some(Command::Client(Client {
         transport_of: "codex",
         argv,
+        version_name: "codex-cli",
         // The version whose sessions the client is tested against
         // (testdata/codex-app-server/0.169.0).
         since: (0, 169, 0),

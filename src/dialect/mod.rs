@@ -88,9 +88,11 @@ pub struct Client {
     /// The argument list that starts the server, or why the options cannot
     /// be expressed for it.
     pub argv: fn(&RunArgs) -> anyhow::Result<Vec<String>>,
-    /// The first version (from `PROGRAM --version`) whose server this
-    /// client has been checked against: `auto` picks this transport from
-    /// that version on.
+    /// The name `PROGRAM --version` prints before its version
+    /// (`codex-cli 0.169.0`): output without it is not this CLI's.
+    pub version_name: &'static str,
+    /// The first version whose server this client has been checked
+    /// against: `auto` picks this transport from that version on.
     pub since: (u64, u64, u64),
 }
 
