@@ -355,6 +355,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut output = BufReader::new(Output::new(child_out, exit.clone()));
     // How a session with a server ended.
     let mut session_end = None;
+    // Whether the server outstayed its grace after the session and was
+    // stopped: not a failure of the run.
+    let lingered = Arc::new(AtomicBool::new(false));
     if let (Some(server_in), Some(ask)) = (child_in, &ask) {
         let opts = appserver::Options {
             prompt: &prompt,
@@ -377,9 +380,10 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         // The session is over: the server's stdin is closed, and it has the
         // usual grace to exit before it is stopped.
         drop(server_in);
-        let e = exit.clone();
+        let (e, l) = (exit.clone(), lingered.clone());
         std::thread::spawn(move || {
             if e.wait_for(supervise::KILL_GRACE).is_none() {
+                l.store(true, Ordering::SeqCst);
                 supervise::stop(group, &e);
             }
         });
@@ -429,7 +433,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         if !em.run_ended() {
             em.finish_run(None, Some(Outcome::Cancelled), &[]);
         }
-    } else if let Some(code_num) = failure(status) {
+    } else if let Some(code_num) = failure(status).filter(|_| !lingered.load(Ordering::SeqCst)) {
         let (code, why) = meaning(cli, code_num);
         let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
         if !tail.is_empty() {
@@ -466,6 +470,8 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
+    } else if lingered.load(Ordering::SeqCst) {
+        0
     } else if let Some(sig) = signal {
         128 + sig
     } else {

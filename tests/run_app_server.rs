@@ -393,3 +393,57 @@ fn check_lists_codex_once() {
     assert_eq!(codex.len(), 1, "{text}");
     assert!(codex[0].starts_with("codex   fake-cli 1.2.3 ("), "{text}");
 }
+
+#[test]
+fn a_server_that_outstays_the_session_is_stopped_without_failing_the_run() {
+    // After the turn, the server does not exit when its stdin closes.
+    let (mut cmd, file) = run("text");
+    let start = Instant::now();
+    let out = cmd
+        .env("FAKE_HANG", "60")
+        .arg(prompt_of("text"))
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(sent(&file).len(), 4);
+    let expected = std::fs::read(session("text", "expected.ndjson")).unwrap();
+    assert!(
+        out.stdout == expected,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(20),
+        "took {took:?}"
+    );
+}
+
+#[test]
+fn a_server_that_ignores_the_interrupt_is_stopped() {
+    // The server never answers turn/interrupt: SIGTERM after the grace.
+    let mut cmd = StdCommand::new(BIN);
+    let start = Instant::now();
+    let out = cmd
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "codex", "--codex-transport", "app-server", "--cli"])
+        .arg(fake())
+        .env("FAKE_SERVER", session("interrupt_stream", "jsonl"))
+        // Up to the last delta before the interrupt's answer.
+        .env("FAKE_LINES", "16")
+        .env("FAKE_HANG", "60")
+        .args(["--timeout", "500ms", "hi"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(124));
+    let end = valid(&out.stdout).pop().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED");
+    assert_eq!(end["outcome"]["type"], "cancelled");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(20),
+        "took {took:?}"
+    );
+}
