@@ -363,7 +363,10 @@ impl<'a> Session<'a> {
                 self.turn = turn.map(str::to_owned);
             }
             (Some("turn/completed"), None) => {
-                let ours = ids.and_then(|i| i.thread_id.as_deref()) == self.thread.as_deref();
+                // Servers before 0.66 name no thread here.
+                let ours = ids
+                    .and_then(|i| i.thread_id.as_deref())
+                    .is_none_or(|t| Some(t) == self.thread.as_deref());
                 let this_turn = self.turn.is_none() || turn == self.turn.as_deref();
                 if ours && this_turn {
                     return Ok(Some(End::TurnCompleted));
