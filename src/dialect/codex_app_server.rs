@@ -16,7 +16,9 @@ pub static SPEC: Spec = Spec {
         argv,
         version_name: "codex-cli",
         // The version whose sessions the client is tested against
-        // (testdata/codex-app-server/0.169.0).
+        // (testdata/codex-app-server/0.169.0). Older servers differ: 0.59
+        // to 0.66 want the sandbox in camelCase, 0.58 sends no text deltas,
+        // 0.57 and older refuse `thread/start`.
         since: (0, 169, 0),
     })),
     exit_status: |_| None,
