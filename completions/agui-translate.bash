@@ -161,7 +161,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --timeout --check --thread-id --run-id --tool-names --format --help gemini codex claude"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -201,6 +201,10 @@ _agui__translate() {
                     ;;
                 --approval)
                     COMPREPLY=($(compgen -W "default auto-edit yolo" -- "${cur}"))
+                    return 0
+                    ;;
+                --codex-transport)
+                    COMPREPLY=($(compgen -W "auto exec app-server" -- "${cur}"))
                     return 0
                     ;;
                 --timeout)

@@ -55,6 +55,9 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l de
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), or everything without asking (`yolo`, never the default)' -r -f -a "default\t''
 auto-edit\t''
 yolo\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come, `exec` is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later' -r -f -a "auto\t''
+exec\t''
+app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r

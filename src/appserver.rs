@@ -241,11 +241,18 @@ impl<'a> Session<'a> {
         self.send(server_in, &request(INITIALIZE, "initialize", init))?;
         loop {
             if stop.load(Ordering::Relaxed) {
+                // Sent once the turn is known (a server that never gets
+                // there is ended by the supervisor).
                 self.interrupt(server_in)?;
             }
-            self.line.clear();
-            if server_out.read_until(b'\n', &mut self.line)? == 0 {
-                return Ok(End::Eof);
+            // A reader may give up waiting with `WouldBlock` so that a stop
+            // is seen while the server is silent; the part of a line read
+            // so far stays in `self.line`.
+            match server_out.read_until(b'\n', &mut self.line) {
+                Ok(0) if self.line.is_empty() => return Ok(End::Eof),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
             }
             let mut line = std::mem::take(&mut self.line);
             let end = self.answer(&line, server_in)?;
@@ -256,6 +263,7 @@ impl<'a> Session<'a> {
                     crate::source::passthrough(em, tr.source(), 0, &line[..text]);
                 }
             }
+            line.clear();
             self.line = line;
             if let Some(value) = self.answered.take() {
                 em.custom("approval_response", &value);
@@ -355,7 +363,10 @@ impl<'a> Session<'a> {
                 self.turn = turn.map(str::to_owned);
             }
             (Some("turn/completed"), None) => {
-                let ours = ids.and_then(|i| i.thread_id.as_deref()) == self.thread.as_deref();
+                // Servers before 0.66 name no thread here.
+                let ours = ids
+                    .and_then(|i| i.thread_id.as_deref())
+                    .is_none_or(|t| Some(t) == self.thread.as_deref());
                 let this_turn = self.turn.is_none() || turn == self.turn.as_deref();
                 if ours && this_turn {
                     return Ok(Some(End::TurnCompleted));

@@ -310,7 +310,8 @@ output to AG-UI events as it runs: the one-command way to put an agent behind
 an AG-UI front end.
 
   gemini  gemini -p PROMPT --output-format stream-json
-  codex   codex exec --json --skip-git-repo-check -- PROMPT
+  codex   codex app-server (agui-translate is its JSON-RPC client), or
+          codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)
   claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
 
 The prompt is passed as one argument, never through a shell, and so that the
@@ -320,7 +321,8 @@ way to give one that begins with `-`). Options are mapped to
 each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
 stderr is passed through, and when the run fails its last lines say why in
 RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to the
-CLI's process group and the stream ends as a cancelled run.";
+CLI's process group (over the Codex app-server, they interrupt the turn) and
+the stream ends as a cancelled run.";
 
 const RUN_AFTER_HELP: &str = "\
 Examples:
@@ -399,6 +401,20 @@ pub struct RunArgs {
         help_heading = RUN
     )]
     pub approval: crate::spawn::Approval,
+
+    /// How `run codex` talks to Codex: `app-server` streams text and
+    /// command output as they come, `exec` is `codex exec --json` (each
+    /// message only when complete); `auto` uses the app-server when the
+    /// installed version is 0.169.0 or later.
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<crate::spawn::Transport>(),
+        default_value_t = crate::spawn::Transport::Auto,
+        value_name = "HOW",
+        help_heading = RUN
+    )]
+    pub codex_transport: crate::spawn::Transport,
 
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.

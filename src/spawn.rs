@@ -8,7 +8,7 @@
 //! checked, the CLI started, its stream translated, and the way it ended
 //! made part of the AG-UI stream.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::agui::{code, Outcome};
+use crate::appserver;
 use crate::cli::RunArgs;
-use crate::dialect::Dialect;
+use crate::dialect::{Client, Dialect};
 use crate::redact::Redactor;
 use crate::run::{self, Options, Stats};
 use crate::source;
@@ -37,6 +38,21 @@ pub enum Approval {
     AutoEdit,
     /// Approve everything without asking.
     Yolo,
+}
+
+/// How `run codex` talks to Codex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Transport {
+    /// `app-server` when the installed version is one it is known to work
+    /// with, else `exec`.
+    #[default]
+    Auto,
+    /// `codex exec --json`: messages arrive only when complete.
+    Exec,
+    /// `codex app-server`, agui-translate its client: text, reasoning and
+    /// command output stream as they come, approvals are answered by
+    /// --approval.
+    AppServer,
 }
 
 /// `90s`, `10m`, `1h`, `500ms`, or plain seconds.
@@ -233,20 +249,37 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
     }
     refuse_option_like_values(&a)?;
-    let command = cli
-        .command
-        .as_ref()
-        .with_context(|| format!("{cli} cannot be started by run"))?;
-    let policy = match &command.deny_file {
-        Some(file) if !a.deny_tool.is_empty() => Some(TempFile::create(
-            "agui-translate-deny-tools",
-            file.ext,
-            &(file.contents)(&a.deny_tool)?,
-        )?),
+    let exe = executable(cli, a.cli_path.as_deref());
+    let client = transport(cli, a.codex_transport, exe.as_deref().ok())?;
+    // The policy file lives until the CLI has exited.
+    let (args, _policy) = match client {
+        Some((_, c)) => ((c.argv)(&a)?, None),
+        None => {
+            let command = cli
+                .exec()
+                .with_context(|| format!("{cli} cannot be started by run"))?;
+            let policy = match &command.deny_file {
+                Some(file) if !a.deny_tool.is_empty() => Some(TempFile::create(
+                    "agui-translate-deny-tools",
+                    file.ext,
+                    &(file.contents)(&a.deny_tool)?,
+                )?),
+                _ => None,
+            };
+            let args = (command.argv)(&a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
+            (args, policy)
+        }
+    };
+    // The session's directory, for the server (which also runs there).
+    let cwd = match (&client, &a.cwd) {
+        (Some(_), Some(d)) => Some(
+            std::path::absolute(d)
+                .ok()
+                .and_then(|d| d.to_str().map(str::to_owned))
+                .with_context(|| format!("--cwd {}: not a UTF-8 path", d.display()))?,
+        ),
         _ => None,
     };
-    let args = (command.argv)(&a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
-    let exe = executable(cli, a.cli_path.as_deref());
     let mut em = run::emitter(&a.output);
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -268,7 +301,11 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let mut cmd = Command::new(&exe);
     cmd.args(&args)
-        .stdin(Stdio::null())
+        .stdin(if client.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(d) = &a.cwd {
@@ -297,21 +334,70 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
     let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
     let child_out = child.stdout.take().expect("piped");
+    let child_in = child.stdin.take();
     let exit = Exit::watch(child);
     let timed_out = Arc::new(AtomicBool::new(false));
+    // A server is asked to stop by its client (`turn/interrupt`), not
+    // signalled.
+    let ask = client.map(|_| Arc::new(AtomicBool::new(false)));
     supervise::watchdog(
         group,
         a.timeout,
         signals.clone(),
         exit.clone(),
         timed_out.clone(),
+        ask.clone(),
     );
 
-    let mut tr = source::for_dialect(cli)?;
+    let stream = client.map_or(cli, |(d, _)| d);
+    let mut tr = source::for_dialect(stream)?;
     let mut stats = Stats::default();
+    let mut output = BufReader::new(Output::new(child_out, exit.clone()));
+    // How a session with a server ended.
+    let mut session_end = None;
+    // Whether the server outstayed its grace after the session and was
+    // stopped: not a failure of the run.
+    let lingered = Arc::new(AtomicBool::new(false));
+    if let (Some(server_in), Some(ask)) = (child_in, &ask) {
+        let opts = appserver::Options {
+            prompt: &prompt,
+            resume: a.resume.as_deref(),
+            cwd: cwd.as_deref(),
+            model: a.model.as_deref(),
+            approval: a.approval,
+        };
+        output.get_mut().set_tick(true);
+        let mut server_in = ServerInput(Some(server_in));
+        let ran = appserver::Session::new(opts).run(
+            &mut output,
+            &mut server_in,
+            tr.as_mut(),
+            &mut em,
+            &mut out,
+            ask,
+        );
+        output.get_mut().set_tick(false);
+        // The session is over: the server's stdin is closed, and it has the
+        // usual grace to exit before it is stopped.
+        drop(server_in);
+        let (e, l) = (exit.clone(), lingered.clone());
+        std::thread::spawn(move || {
+            if e.wait_for(supervise::KILL_GRACE).is_none() {
+                l.store(true, Ordering::SeqCst);
+                supervise::stop(group, &e);
+            }
+        });
+        match ran {
+            Ok(end) => session_end = Some(end),
+            Err(e) => {
+                supervise::stop(group, &exit);
+                return Err(e).context("writing stdout");
+            }
+        }
+    }
     let pumped = run::pump(
-        Output::new(child_out, exit.clone()),
-        cli.name(),
+        output,
+        stream.name(),
         tr.as_mut(),
         &mut em,
         &mut out,
@@ -319,7 +405,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         &mut stats,
     );
     let saw_input = match pumped {
-        Ok(saw) => saw,
+        Ok(saw) => saw || session_end.is_some(),
         Err(e) => {
             // Our stdout went away (or the pipe failed): stop the CLI too.
             supervise::stop(group, &exit);
@@ -347,7 +433,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         if !em.run_ended() {
             em.finish_run(None, Some(Outcome::Cancelled), &[]);
         }
-    } else if let Some(code_num) = failure(status) {
+    } else if let Some(code_num) = failure(status).filter(|_| !lingered.load(Ordering::SeqCst)) {
         let (code, why) = meaning(cli, code_num);
         let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
         if !tail.is_empty() {
@@ -362,9 +448,18 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         } else {
             em.fail_run(&msg, code, &[], None);
         }
+    } else if let Some(why) = session_end.as_ref().and_then(unfinished) {
+        if !em.run_ended() {
+            let mut msg = format!("{} {why}", stream.name());
+            if !tail.is_empty() {
+                msg.push_str(": ");
+                msg.push_str(&tail);
+            }
+            em.fail_run(&msg, code::CLI_ERROR, &[], None);
+        }
     }
     run::settle(
-        cli.name(),
+        stream.name(),
         tr.as_mut(),
         &mut em,
         &mut out,
@@ -375,6 +470,8 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
+    } else if lingered.load(Ordering::SeqCst) {
+        0
     } else if let Some(sig) = signal {
         128 + sig
     } else {
@@ -383,6 +480,78 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     };
     Ok(ExitCode::from(exit.clamp(0, 255) as u8))
+}
+
+/// Why a session with a server that exited normally left the run
+/// unfinished, if it did.
+fn unfinished(end: &appserver::End) -> Option<&'static str> {
+    match end {
+        appserver::End::TurnCompleted => None,
+        appserver::End::Refused => {
+            Some("refused a request of agui-translate (its error is the RAW event before)")
+        }
+        appserver::End::Eof => Some("ended its output before the turn completed"),
+    }
+}
+
+/// The server's stdin. Once the server stops reading, what is sent is
+/// dropped: its stdout then ends too, and that ends the session.
+struct ServerInput(Option<std::process::ChildStdin>);
+
+impl Write for ServerInput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(pipe) = &mut self.0 {
+            if pipe.write_all(buf).is_err() {
+                self.0 = None;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(pipe) = &mut self.0 {
+            if pipe.flush().is_err() {
+                self.0 = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which transport `run` uses for `cli`: `None` for its command line, or
+/// its server transport. `auto` picks the server when the installed version
+/// (`PROGRAM --version`) is one the client is known to work with.
+fn transport(
+    cli: Dialect,
+    choice: Transport,
+    exe: Option<&Path>,
+) -> anyhow::Result<Option<(Dialect, &'static Client)>> {
+    let client = cli.client();
+    if choice != Transport::Auto && client.is_none() {
+        anyhow::bail!("--codex-transport: {cli} has a single transport");
+    }
+    Ok(match choice {
+        Transport::Exec => None,
+        Transport::AppServer => client,
+        Transport::Auto => client.filter(|(_, c)| {
+            exe.and_then(probe_version)
+                .and_then(|v| version_in(&v, c.version_name))
+                .is_some_and(|v| v >= c.since)
+        }),
+    })
+}
+
+/// The version after `name` in `--version` output: `codex-cli 0.169.0` →
+/// (0, 169, 0). A pre-release suffix (`0.170.0-alpha.1`) is ignored.
+fn version_in(text: &str, name: &str) -> Option<(u64, u64, u64)> {
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == name)?;
+    let word = words.next()?;
+    let word = word.strip_prefix('v').unwrap_or(word);
+    let core = word.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let v = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(v)
 }
 
 /// The exit status as a failure number, or `None` for success.
@@ -400,7 +569,7 @@ fn check() -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut missing = 0;
-    for cli in Dialect::all().filter(|d| d.command.is_some()) {
+    for cli in Dialect::all().filter(|d| d.exec().is_some()) {
         let exe = executable(cli, None).ok().filter(|p| p.is_file());
         match exe {
             None => {
@@ -479,5 +648,17 @@ mod tests {
         assert_eq!(meaning(d("gemini"), 143).1, "it was killed by signal 15");
         assert_eq!(meaning(d("codex"), 1).0, code::CLI_ERROR);
         assert_eq!(meaning(d("claude"), 143).1, "it was killed by signal 15");
+    }
+
+    #[test]
+    fn versions_are_read_from_version_output() {
+        let v = |t| version_in(t, "codex-cli");
+        assert_eq!(v("codex-cli 0.169.0"), Some((0, 169, 0)));
+        assert_eq!(v("codex-cli 0.170.0-alpha.2\n"), Some((0, 170, 0)));
+        assert_eq!(v("codex-cli v1.2.3"), Some((1, 2, 3)));
+        assert_eq!(v("fake-cli 1.2.3"), None);
+        assert_eq!(v("codex-cli 1.2"), None);
+        assert_eq!(v("codex-cli 1.2.3.4"), None);
+        assert_eq!(v("codex-cli"), None);
     }
 }

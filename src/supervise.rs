@@ -139,6 +139,7 @@ pub struct Output {
     chunk: Vec<u8>,
     at: usize,
     exit: Arc<Exit>,
+    tick: bool,
 }
 
 impl Output {
@@ -165,7 +166,15 @@ impl Output {
             chunk: Vec::new(),
             at: 0,
             exit,
+            tick: false,
         }
+    }
+
+    /// While on, a read that has waited a moment without data fails with
+    /// `WouldBlock` (nothing is lost): the reader can look at other things
+    /// in between.
+    pub fn set_tick(&mut self, on: bool) {
+        self.tick = on;
     }
 }
 
@@ -186,6 +195,9 @@ impl Read for Output {
                         .is_some_and(|(_, when)| when.elapsed() >= READ_GRACE)
                     {
                         return Ok(0);
+                    }
+                    if self.tick {
+                        return Err(io::ErrorKind::WouldBlock.into());
                     }
                 }
             }
@@ -219,35 +231,53 @@ pub fn stop(group: i32, exit: &Exit) {
 /// Watch the running CLI: after `limit` (if any), SIGTERM its group; pass a
 /// stop signal we caught on to it; once it has been asked to stop, SIGKILL
 /// the group if it has not exited after [`KILL_GRACE`].
+///
+/// With `ask`, the CLI is asked to stop by setting that flag instead (a
+/// client of the CLI sends the request), and gets [`KILL_GRACE`] to end
+/// before the SIGTERM and another before the SIGKILL.
 pub fn watchdog(
     group: i32,
     limit: Option<Duration>,
     signals: Arc<Signals>,
     exit: Arc<Exit>,
     timed_out: Arc<AtomicBool>,
+    ask: Option<Arc<AtomicBool>>,
 ) {
     std::thread::spawn(move || {
         let start = Instant::now();
-        let mut stopping: Option<Instant> = None;
+        // When the last step was taken, and the signals still to send.
+        let mut stopping: Option<(Instant, &[i32])> = None;
+        let steps: &[i32] = match ask {
+            Some(_) => &[libc::SIGTERM, libc::SIGKILL],
+            None => &[libc::SIGKILL],
+        };
         loop {
             if exit.get().is_some() {
                 return;
             }
             match stopping {
                 None => {
-                    if let Some(sig) = signals.caught() {
-                        signal_group(group, sig);
-                        stopping = Some(Instant::now());
+                    let sig = if let Some(sig) = signals.caught() {
+                        Some(sig)
                     } else if limit.is_some_and(|l| start.elapsed() >= l) {
                         timed_out.store(true, Ordering::SeqCst);
-                        signal_group(group, libc::SIGTERM);
-                        stopping = Some(Instant::now());
+                        Some(libc::SIGTERM)
+                    } else {
+                        None
+                    };
+                    if let Some(sig) = sig {
+                        match &ask {
+                            Some(flag) => flag.store(true, Ordering::SeqCst),
+                            None => signal_group(group, sig),
+                        }
+                        stopping = Some((Instant::now(), steps));
                     }
                 }
-                Some(t) if t.elapsed() >= KILL_GRACE => {
-                    signal_group(group, libc::SIGKILL);
-                    return;
+                Some((t, [sig, rest @ ..])) if t.elapsed() >= KILL_GRACE => {
+                    signal_group(group, *sig);
+                    stopping = Some((Instant::now(), rest));
                 }
+                Some((_, [])) => return,
                 Some(_) => {}
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -183,3 +183,61 @@ fn a_refused_request_ends_the_session() {
     assert_eq!(sent[2]["params"]["threadId"], "01a2-gone");
     assert_eq!(sent.len(), 3, "no turn/start after a refused resume");
 }
+
+#[test]
+fn a_turn_completed_without_a_thread_id_ends_the_session() {
+    // As older servers (0.63) write it: the turn, without `threadId`.
+    let server = concat!(
+        "{\"id\":0,\"result\":{}}\n",
+        "{\"id\":1,\"result\":{\"thread\":{\"id\":\"th-1\"}}}\n",
+        "{\"id\":2,\"result\":{\"turn\":{\"id\":\"0\",\"items\":[],\"status\":\"inProgress\"}}}\n",
+        "{\"method\":\"turn/completed\",\"params\":{\"turn\":{\"id\":\"0\",\"items\":[],\"status\":\"completed\"}}}\n",
+        "{\"method\":\"never\",\"params\":{}}\n",
+    );
+    let mut session = Session::new(Options {
+        prompt: "hi",
+        resume: None,
+        cwd: None,
+        model: None,
+        approval: Approval::Default,
+    });
+    let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
+    let mut em = Emitter::new(Format::Ndjson, None, None);
+    let (mut to_server, mut out) = (Vec::new(), Vec::new());
+    let mut input = Cursor::new(server.as_bytes());
+    let end = session
+        .run(
+            &mut input,
+            &mut to_server,
+            tr.as_mut(),
+            &mut em,
+            &mut out,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+    assert_eq!(end, End::TurnCompleted);
+    assert!(input.position() < server.len() as u64, "read past the turn");
+    // Another thread's turn does not end it.
+    let other = server.replace(
+        "\"params\":{\"turn\"",
+        "\"params\":{\"threadId\":\"th-2\",\"turn\"",
+    );
+    let mut session = Session::new(Options {
+        prompt: "hi",
+        resume: None,
+        cwd: None,
+        model: None,
+        approval: Approval::Default,
+    });
+    let end = session
+        .run(
+            &mut Cursor::new(other.as_bytes()),
+            &mut Vec::new(),
+            tr.as_mut(),
+            &mut em,
+            &mut Vec::new(),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+    assert_eq!(end, End::Eof);
+}

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, Probe, Spec};
+use super::{Command, Exec, Probe, Spec};
 use crate::cli::RunArgs;
 use crate::spawn::Approval;
 
@@ -15,10 +15,10 @@ pub static SPEC: Spec = Spec {
     env_var: "AGUI_CODEX_CLI",
     translator: || Box::new(crate::source::codex::Codex::default()),
     detect,
-    command: Some(Command {
+    command: Some(Command::Exec(Exec {
         argv,
         deny_file: None,
-    }),
+    })),
     exit_status: |_| None,
     tools: TOOLS,
 };

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, DenyFile, Probe, Spec};
+use super::{Command, DenyFile, Exec, Probe, Spec};
 use crate::agui::code;
 use crate::cli::RunArgs;
 use crate::spawn::Approval;
@@ -16,13 +16,13 @@ pub static SPEC: Spec = Spec {
     env_var: "AGUI_GEMINI_CLI",
     translator: || Box::new(crate::source::gemini::Gemini::default()),
     detect,
-    command: Some(Command {
+    command: Some(Command::Exec(Exec {
         argv,
         deny_file: Some(DenyFile {
             ext: "toml",
             contents: deny_policy,
         }),
-    }),
+    })),
     exit_status,
     tools: &[
         ("read_file", "file_read"),

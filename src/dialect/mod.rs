@@ -6,8 +6,10 @@
 //!
 //! Adding a dialect is a file here with its [`Spec`], a line in [`ALL`], and
 //! its translator. Two dialects may come from one CLI (its program, package
-//! and environment variable then appear in both); `run` starts only those
-//! with a [`Command`].
+//! and environment variable then appear in both); `run` starts those with a
+//! [`Command`]: a command line whose stdout is the stream ([`Exec`]), or a
+//! server this program is the client of ([`Client`]), which `run` reaches
+//! through the dialect it is another transport of.
 
 use std::fmt;
 use std::path::Path;
@@ -60,8 +62,17 @@ pub struct Spec {
     pub tools: &'static [(&'static str, &'static str)],
 }
 
-/// How `run` starts a CLI in its headless streaming mode.
-pub struct Command {
+/// How `run` starts a CLI.
+pub enum Command {
+    /// In its headless streaming mode: the stream is its stdout.
+    Exec(Exec),
+    /// As a JSON-RPC server on stdio, this program its client
+    /// ([`crate::appserver`]).
+    Client(Client),
+}
+
+/// A CLI in its headless streaming mode.
+pub struct Exec {
     /// The argument list (without the executable), or why the options cannot
     /// be expressed for this CLI. `deny_file` is the file written by
     /// `deny_file` below, if any.
@@ -69,6 +80,22 @@ pub struct Command {
     /// For a CLI that reads the `--deny-tool` rules from a file: how to
     /// write it.
     pub deny_file: Option<DenyFile>,
+}
+
+/// A CLI started as a server that this program talks to.
+pub struct Client {
+    /// The dialect `run` names it by: this is another transport of that
+    /// CLI, picked by `--codex-transport`.
+    pub transport_of: &'static str,
+    /// The argument list that starts the server, or why the options cannot
+    /// be expressed for it.
+    pub argv: fn(&RunArgs) -> anyhow::Result<Vec<String>>,
+    /// The name `PROGRAM --version` prints before its version
+    /// (`codex-cli 0.169.0`): output without it is not this CLI's.
+    pub version_name: &'static str,
+    /// The first version whose server this client has been checked
+    /// against: `auto` picks this transport from that version on.
+    pub since: (u64, u64, u64),
 }
 
 /// A file of rules that forbid tools.
@@ -102,6 +129,23 @@ impl Dialect {
     pub fn spec(self) -> &'static Spec {
         self.0
     }
+
+    /// How `run` starts it on the command line, if it can.
+    pub fn exec(self) -> Option<&'static Exec> {
+        match &self.0.command {
+            Some(Command::Exec(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The server transport of this dialect's CLI, if it has one: the
+    /// dialect of the server's stream, and how to start it.
+    pub fn client(self) -> Option<(Dialect, &'static Client)> {
+        Dialect::all().find_map(|d| match &d.0.command {
+            Some(Command::Client(c)) if c.transport_of == self.0.name => Some((d, c)),
+            _ => None,
+        })
+    }
 }
 
 impl std::ops::Deref for Dialect {
@@ -131,11 +175,12 @@ impl fmt::Display for Dialect {
     }
 }
 
-/// The dialects `run` can start, as `run`'s first argument.
+/// The dialects `run` can start, as `run`'s first argument (a server
+/// transport is reached through the dialect it belongs to).
 impl clap::ValueEnum for Dialect {
     fn value_variants<'a>() -> &'a [Self] {
         static RUNNABLE: std::sync::LazyLock<Vec<Dialect>> =
-            std::sync::LazyLock::new(|| Dialect::all().filter(|d| d.command.is_some()).collect());
+            std::sync::LazyLock::new(|| Dialect::all().filter(|d| d.exec().is_some()).collect());
         &RUNNABLE
     }
 
@@ -284,6 +329,28 @@ mod tests {
         }
         assert_eq!(FromCli::named("auto"), Some(FromCli::Auto));
         assert!(Dialect::named("auto").is_none());
+    }
+
+    #[test]
+    fn a_server_transport_belongs_to_a_runnable_dialect() {
+        let clients: Vec<_> = Dialect::all().filter_map(|d| d.client()).collect();
+        assert!(!clients.is_empty());
+        for (server, client) in clients {
+            let of = Dialect::named(client.transport_of).expect("a dialect");
+            assert!(of.exec().is_some(), "{of} is runnable");
+            assert_eq!((server.program, server.env_var), (of.program, of.env_var));
+        }
+        assert_eq!(
+            Dialect::named("codex")
+                .and_then(|d| d.client())
+                .map(|c| c.0.name()),
+            Some("codex-app-server")
+        );
+        let runnable: Vec<_> = <Dialect as clap::ValueEnum>::value_variants()
+            .iter()
+            .map(|d| d.name())
+            .collect();
+        assert_eq!(runnable, ["gemini", "codex", "claude"]);
     }
 
     #[test]
