@@ -18,7 +18,9 @@ static CAUGHT: AtomicI32 = AtomicI32::new(0);
 /// handler.
 static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
 
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+/// The signals that end a translation or a run: SIGINT, SIGTERM and SIGHUP
+/// (the terminal closed).
+pub const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 extern "C" fn on_signal(sig: libc::c_int) {
     let _ = CAUGHT.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
@@ -37,7 +39,7 @@ pub fn install() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     DEV_NULL.store(null, Ordering::SeqCst);
-    for sig in SIGNALS {
+    for sig in STOP_SIGNALS {
         // SAFETY: a zeroed sigaction is valid; the handler only touches
         // atomics and calls dup2.
         let rc = unsafe {

@@ -20,9 +20,7 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// has gone quiet: a process it left behind may hold the pipe open forever.
 pub const READ_GRACE: Duration = Duration::from_millis(500);
 
-/// The signals that end a run: SIGINT, SIGTERM and SIGHUP (the terminal
-/// closed).
-pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+pub use crate::interrupt::STOP_SIGNALS;
 
 /// Which of [`STOP_SIGNALS`] asked us to stop (0: none).
 pub struct Signals(Arc<AtomicUsize>);
