@@ -68,33 +68,58 @@ fn cuts(input: &[u8]) -> Vec<usize> {
 
 #[test]
 fn every_cut_of_every_recording_is_well_formed() {
-    let mut total = 0;
-    for (cli, path) in recordings() {
-        let input = std::fs::read(&path).unwrap();
-        for cut in cuts(&input) {
-            let piece = &input[..cut];
-            for mode in [from(&cli), FromCli::Auto] {
-                let out = translate(mode, piece);
-                if let Err(v) = check_bytes(&out) {
-                    panic!(
-                        "{} cut at {cut} ({mode:?}): {v:?}\n{}",
-                        path.display(),
-                        String::from_utf8_lossy(&out)
-                    );
-                }
-                // One run per input (each recording is one CLI run), so
-                // exactly one terminal event.
-                let runs = out
-                    .split(|&b| b == b'\n')
-                    .filter(|l| l.starts_with(br#"{"type":"RUN_STARTED""#))
-                    .count();
-                assert_eq!(terminals(&out), runs, "{} cut at {cut}", path.display());
-                assert!(runs >= 1, "{} cut at {cut}: no run", path.display());
+    // The longest test of the suite: the processors take the recordings,
+    // largest first, one at a time.
+    let mut recordings = recordings();
+    recordings.sort_by_key(|(_, path)| std::cmp::Reverse(path.metadata().unwrap().len()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let total: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut cuts = 0;
+                    while let Some((cli, path)) =
+                        recordings.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        cuts += cuts_are_well_formed(cli, path);
+                    }
+                    cuts
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert!(total > 5_000, "only {total} cuts");
+}
+
+/// Every cut of one recording, by its dialect and by `auto`; the number of
+/// cuts.
+fn cuts_are_well_formed(cli: &str, path: &Path) -> usize {
+    let input = std::fs::read(path).unwrap();
+    let cuts = cuts(&input);
+    for &cut in &cuts {
+        let piece = &input[..cut];
+        for mode in [from(cli), FromCli::Auto] {
+            let out = translate(mode, piece);
+            if let Err(v) = check_bytes(&out) {
+                panic!(
+                    "{} cut at {cut} ({mode:?}): {v:?}\n{}",
+                    path.display(),
+                    String::from_utf8_lossy(&out)
+                );
             }
-            total += 1;
+            // One run per input (each recording is one CLI run), so
+            // exactly one terminal event.
+            let runs = out
+                .split(|&b| b == b'\n')
+                .filter(|l| l.starts_with(br#"{"type":"RUN_STARTED""#))
+                .count();
+            assert_eq!(terminals(&out), runs, "{} cut at {cut}", path.display());
+            assert!(runs >= 1, "{} cut at {cut}: no run", path.display());
         }
     }
-    assert!(total > 5_000, "only {total} cuts");
+    cuts.len()
 }
 
 #[test]
