@@ -12,20 +12,10 @@ use agui_translate::run::translate_bytes;
 use agui_translate::source::FromCli;
 use serde_json::Value;
 
+mod common;
+
 fn recordings() -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/codex-app-server")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
+    let found = common::jsonl_under(&common::testdata().join("codex-app-server"));
     assert!(found.len() >= 8, "{found:?}");
     found
 }

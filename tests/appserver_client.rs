@@ -13,14 +13,10 @@ use agui_translate::source::{for_dialect, Dialect};
 use agui_translate::spawn::Approval;
 use serde_json::Value;
 
+mod common;
+
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/codex-app-server/0.169.0")
-}
-
-fn values(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 struct Replay {
@@ -33,7 +29,7 @@ struct Replay {
 fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
     let server = std::fs::read(dir().join(format!("{name}.jsonl"))).unwrap();
     let recorded =
-        values(&std::fs::read_to_string(dir().join(format!("{name}.client.txt"))).unwrap());
+        common::values(&std::fs::read_to_string(dir().join(format!("{name}.client.txt"))).unwrap());
     let prompt = recorded
         .iter()
         .find(|m| m["method"] == "turn/start")
@@ -64,25 +60,10 @@ fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
     em.drain_to(&mut out).unwrap();
     agui_translate::check::check_bytes(&out).unwrap_or_else(|v| panic!("{name}: {v:?}"));
     Replay {
-        sent: values(std::str::from_utf8(&to_server).unwrap()),
+        sent: common::values(std::str::from_utf8(&to_server).unwrap()),
         recorded,
         end,
-        events: values(std::str::from_utf8(&out).unwrap()),
-    }
-}
-
-/// The sent messages match the recorded ones; `initialize` and the thread
-/// request carry this client's own name and policy, so only their method
-/// and id are compared.
-fn assert_same(name: &str, sent: &[Value], recorded: &[Value]) {
-    assert_eq!(sent.len(), recorded.len(), "{name}: {sent:#?}");
-    for (s, r) in sent.iter().zip(recorded) {
-        match r["method"].as_str() {
-            Some("initialize" | "thread/start") => {
-                assert_eq!((&s["id"], &s["method"]), (&r["id"], &r["method"]), "{name}")
-            }
-            _ => assert_eq!(s, r, "{name}"),
-        }
+        events: common::values(std::str::from_utf8(&out).unwrap()),
     }
 }
 
@@ -91,7 +72,7 @@ fn sessions_send_what_the_recorded_client_sent() {
     for name in ["text", "shell", "patch", "reasoning", "mcp"] {
         let r = replay(name, Approval::Default, false);
         assert_eq!(r.end, End::TurnCompleted, "{name}");
-        assert_same(name, &r.sent, &r.recorded);
+        common::assert_same_messages(name, &r.sent, &r.recorded);
         assert!(
             r.events.iter().any(|e| e["type"] == "RUN_FINISHED"),
             "{name}"
@@ -104,7 +85,7 @@ fn one_prompt_is_one_turn() {
     // The recorded client started a second turn; a session stops after one.
     let r = replay("two_turns", Approval::Default, false);
     assert_eq!(r.end, End::TurnCompleted);
-    assert_same("two_turns", &r.sent, &r.recorded[..4]);
+    common::assert_same_messages("two_turns", &r.sent, &r.recorded[..4]);
     let runs = r
         .events
         .iter()
@@ -116,7 +97,7 @@ fn one_prompt_is_one_turn() {
 #[test]
 fn approvals_are_answered_by_policy() {
     let r = replay("approval_shell", Approval::Yolo, false);
-    assert_same("approval_shell", &r.sent, &r.recorded);
+    common::assert_same_messages("approval_shell", &r.sent, &r.recorded);
     let answer = r
         .events
         .iter()
@@ -145,7 +126,7 @@ fn approvals_are_answered_by_policy() {
 fn a_stop_interrupts_the_turn() {
     let r = replay("interrupt_stream", Approval::Default, true);
     assert_eq!(r.end, End::TurnCompleted);
-    assert_same("interrupt_stream", &r.sent, &r.recorded);
+    common::assert_same_messages("interrupt_stream", &r.sent, &r.recorded);
     let finished = r
         .events
         .iter()
@@ -178,7 +159,7 @@ fn a_refused_request_ends_the_session() {
         )
         .unwrap();
     assert_eq!(end, End::Refused);
-    let sent = values(std::str::from_utf8(&to_server).unwrap());
+    let sent = common::values(std::str::from_utf8(&to_server).unwrap());
     assert_eq!(sent[2]["method"], "thread/resume");
     assert_eq!(sent[2]["params"]["threadId"], "01a2-gone");
     assert_eq!(sent.len(), 3, "no turn/start after a refused resume");

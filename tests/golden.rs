@@ -17,22 +17,7 @@ use assert_cmd::Command;
 mod common;
 
 fn cases(cli: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata")
-        .join(cli)];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
+    common::jsonl_under(&common::testdata().join(cli))
 }
 
 fn sibling(case: &Path, ext: &str) -> PathBuf {

@@ -13,22 +13,15 @@ use agui_translate::source::FromCli;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 
 fn recordings() -> Vec<(String, PathBuf)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut found = Vec::new();
     for cli in agui_translate::dialect::ALL.iter().map(|spec| spec.name) {
-        let mut dirs = vec![root.join(cli)];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "jsonl") {
-                    found.push((cli.to_owned(), path));
-                }
-            }
+        for path in common::jsonl_under(&common::testdata().join(cli)) {
+            found.push((cli.to_owned(), path));
         }
     }
     found.sort();

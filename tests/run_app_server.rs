@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 
 fn root() -> &'static Path {
@@ -36,15 +38,9 @@ fn unique(prefix: &str) -> PathBuf {
     dir.join(format!("{prefix}-{}", N.fetch_add(1, Ordering::SeqCst)))
 }
 
-fn values(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
 /// What the recording's client sent.
 fn recorded(name: &str) -> Vec<Value> {
-    values(&std::fs::read_to_string(session(name, "client.txt")).unwrap())
+    common::values(&std::fs::read_to_string(session(name, "client.txt")).unwrap())
 }
 
 /// The prompt of a recorded session.
@@ -73,27 +69,12 @@ fn run(name: &str) -> (Command, PathBuf) {
 }
 
 fn sent(file: &Path) -> Vec<Value> {
-    values(&std::fs::read_to_string(file).unwrap_or_default())
-}
-
-/// The messages we sent are the recorded ones; `initialize` and the thread
-/// request carry this client's own name and options, so only their method
-/// and id are compared.
-fn assert_same(name: &str, sent: &[Value], recorded: &[Value]) {
-    assert_eq!(sent.len(), recorded.len(), "{name}: {sent:#?}");
-    for (s, r) in sent.iter().zip(recorded) {
-        match r["method"].as_str() {
-            Some("initialize" | "thread/start") => {
-                assert_eq!((&s["id"], &s["method"]), (&r["id"], &r["method"]), "{name}")
-            }
-            _ => assert_eq!(s, r, "{name}"),
-        }
-    }
+    common::values(&std::fs::read_to_string(file).unwrap_or_default())
 }
 
 fn valid(stdout: &[u8]) -> Vec<Value> {
     agui_translate::check::check_bytes(stdout).unwrap_or_else(|v| panic!("{v:?}"));
-    values(std::str::from_utf8(stdout).unwrap())
+    common::values(std::str::from_utf8(stdout).unwrap())
 }
 
 #[test]
@@ -102,7 +83,7 @@ fn recorded_sessions_run_as_they_were_recorded() {
         let (mut cmd, file) = run(name);
         let out = cmd.arg(prompt_of(name)).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{name}");
-        assert_same(name, &sent(&file), &recorded(name));
+        common::assert_same_messages(name, &sent(&file), &recorded(name));
         // The stream is what the filter makes of the server's stdout.
         let expected = std::fs::read(session(name, "expected.ndjson")).unwrap();
         assert!(
@@ -119,7 +100,7 @@ fn one_prompt_is_one_turn_and_then_stdin_closes() {
     let out = cmd.arg(prompt_of("two_turns")).output().unwrap();
     // The server exits when its stdin closes after the first turn.
     assert_eq!(out.status.code(), Some(0));
-    assert_same("two_turns", &sent(&file), &recorded("two_turns")[..4]);
+    common::assert_same_messages("two_turns", &sent(&file), &recorded("two_turns")[..4]);
     let evs = valid(&out.stdout);
     let runs = evs.iter().filter(|e| e["type"] == "RUN_STARTED").count();
     assert_eq!(runs, 1);
@@ -264,7 +245,7 @@ fn interrupted(sig: Option<i32>) -> (Option<i32>, Vec<Value>, Vec<Value>, Durati
 fn assert_interrupted(evs: &[Value], sent: &[Value]) {
     let recorded = recorded("interrupt_stream");
     // The interrupt names the thread and turn, as the recorded one did.
-    assert_same("interrupt_stream", sent, &recorded);
+    common::assert_same_messages("interrupt_stream", sent, &recorded);
     assert_eq!(sent[4]["method"], "turn/interrupt");
     let end = evs.last().unwrap();
     assert_eq!(end["type"], "RUN_FINISHED");
