@@ -41,7 +41,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --format --strict --quiet --stats --jobs --help --version run check help"
+            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --agui-version --no-user-messages --format --strict --quiet --stats --jobs --help --version run check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -65,6 +65,10 @@ _agui__translate() {
                     ;;
                 --tool-names)
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
+                    return 0
+                    ;;
+                --agui-version)
+                    COMPREPLY=($(compgen -W "1.0 0.0" -- "${cur}"))
                     return 0
                     ;;
                 --format)
@@ -161,7 +165,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --format --help gemini codex claude"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -221,6 +225,10 @@ _agui__translate() {
                     ;;
                 --tool-names)
                     COMPREPLY=($(compgen -W "native canonical" -- "${cur}"))
+                    return 0
+                    ;;
+                --agui-version)
+                    COMPREPLY=($(compgen -W "1.0 0.0" -- "${cur}"))
                     return 0
                     ;;
                 --format)

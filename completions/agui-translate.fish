@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_agui_translate_global_optspecs
-    string join \n f/from= thread-id= run-id= tool-names= format= strict q/quiet stats= j/jobs= h/help V/version
+    string join \n f/from= thread-id= run-id= tool-names= agui-version= no-user-messages format= strict q/quiet stats= j/jobs= h/help V/version
 end
 
 function __fish_agui_translate_needs_command
@@ -33,11 +33,14 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse some 1.0 shapes; what they have no place for goes into metadata or RAW' -r -f -a "1.0\t''
+0.0\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
 sse\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 'At the end, print a summary on stderr: lines and bytes read, events written by type, unknown records, bad lines, runs, time; `json` prints it as one JSON object' -r -f -a "text\t''
 json\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s j -l jobs -d 'Translate up to N FILEs at once, on N threads (default: the processors available, at most 8). The output is the same as with `-j 1`: each FILE\'s events, in the order of the FILEs' -r
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l no-user-messages -d 'Do not turn the prompt that Gemini CLI and older Codex CLIs echo into a user TEXT_MESSAGE (a front end that sent the prompt would show it twice); it stays in the output as RAW'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l strict -d 'Treat anything the translator does not know (a record type, a block type, a field shape) as an error: reported on stderr with its line number, exit status 1. For CI runs against a new CLI version. Without it, such records go out as RAW events and are only counted'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s q -l quiet -d 'Do not report bad lines on stderr (they still go out as RAW events and still make the exit status 1)'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -63,9 +66,12 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l th
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse some 1.0 shapes; what they have no place for goes into metadata or RAW' -r -f -a "1.0\t''
+0.0\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
 sse\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l check -d 'List the three CLIs, each with its version and path or the npm command that installs it; exit status 0 when all are installed, 1 when one is missing'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l no-user-messages -d 'Do not turn the prompt that Gemini CLI and older Codex CLIs echo into a user TEXT_MESSAGE (a front end that sent the prompt would show it twice); it stays in the output as RAW'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'

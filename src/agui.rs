@@ -284,6 +284,19 @@ pub enum ToolNames {
     Canonical,
 }
 
+/// Which AG-UI release the output is written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AguiVersion {
+    /// AG-UI 1.0 (`@ag-ui/core` 1.0.0 and later).
+    #[default]
+    #[value(name = "1.0")]
+    V1_0,
+    /// The 0.0 releases (`@ag-ui/core` 0.0.x, as CopilotKit ships it): only
+    /// shapes their schemas accept, nothing lost.
+    #[value(name = "0.0")]
+    V0_0,
+}
+
 /// How events are framed on the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
@@ -359,6 +372,11 @@ pub struct Emitter {
     /// What the current line held that the translator does not know.
     unknown: Vec<String>,
     tool_names: ToolNames,
+    /// The AG-UI release the output is written for.
+    version: AguiVersion,
+    /// Whether the prompt a CLI echoes becomes a user TEXT_MESSAGE (else it
+    /// stays in RAW only).
+    user_messages: bool,
     /// Scratch space for checking tool argument deltas.
     args_scratch: crate::closer::Closer,
     /// Tool call ids started on this output (the most recent ones): AG-UI
@@ -404,6 +422,8 @@ impl Emitter {
             bytes_out: 0,
             unknown: Vec::new(),
             tool_names: ToolNames::Native,
+            version: AguiVersion::V1_0,
+            user_messages: true,
             started_tools: RecentSet::default(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
@@ -460,6 +480,27 @@ impl Emitter {
     /// Which tool names TOOL_CALL_START carries.
     pub fn set_tool_names(&mut self, names: ToolNames) {
         self.tool_names = names;
+    }
+
+    /// The AG-UI release the output is written for.
+    pub fn set_version(&mut self, version: AguiVersion) {
+        self.version = version;
+    }
+
+    /// The AG-UI release the output is written for.
+    pub fn version(&self) -> AguiVersion {
+        self.version
+    }
+
+    /// Whether echoed prompts become user TEXT_MESSAGEs (`--no-user-messages`
+    /// turns it off; translators then keep the prompt in RAW).
+    pub fn set_user_messages(&mut self, on: bool) {
+        self.user_messages = on;
+    }
+
+    /// Whether echoed prompts become user TEXT_MESSAGEs.
+    pub fn user_messages(&self) -> bool {
+        self.user_messages
     }
 
     /// The integer-millisecond timestamp put on the events that follow.

@@ -9,7 +9,7 @@ use clap::builder::{EnumValueParser, PossibleValue, StyledStr, TypedValueParser}
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser, ValueEnum};
 
-use crate::agui::{Format, ToolNames};
+use crate::agui::{AguiVersion, Format, ToolNames};
 use crate::source::FromCli;
 
 /// `--help` groups options under these headings, as ripgrep does.
@@ -257,6 +257,25 @@ pub struct OutputArgs {
         help_heading = TRANSLATION
     )]
     pub tool_names: ToolNames,
+
+    /// The AG-UI release to write for: `1.0`, or `0.0` for clients built on
+    /// `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse some 1.0 shapes;
+    /// what they have no place for goes into metadata or RAW.
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<AguiVersion>(),
+        default_value_t = AguiVersion::V1_0,
+        value_name = "VERSION",
+        help_heading = OUTPUT
+    )]
+    pub agui_version: AguiVersion,
+
+    /// Do not turn the prompt that Gemini CLI and older Codex CLIs echo into
+    /// a user TEXT_MESSAGE (a front end that sent the prompt would show it
+    /// twice); it stays in the output as RAW.
+    #[arg(long, help_heading = TRANSLATION)]
+    pub no_user_messages: bool,
 
     /// How events are framed on standard output: one JSON object per line,
     /// or server-sent events (`data: <json>` and a blank line).

@@ -95,6 +95,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 pub fn emitter(o: &OutputArgs) -> Emitter {
     let mut em = Emitter::new(o.format, o.thread_id.clone(), o.run_id.clone());
     em.set_tool_names(o.tool_names);
+    em.set_version(o.agui_version);
+    em.set_user_messages(!o.no_user_messages);
     em
 }
 
