@@ -1232,17 +1232,17 @@ impl Emitter {
         if self.format == Format::Sse {
             out.extend_from_slice(b"data: ");
         }
-        let attributable = match body.into() {
-            Body::Event(ev) => {
-                wire::event_open(out, ev);
-                ev.attributable()
-            }
+        let (attributable, kept) = match body.into() {
+            Body::Event(ev) => (
+                ev.attributable(),
+                wire::event_open_for(out, ev, self.version),
+            ),
             Body::RawLine { json, source } => {
                 out.extend_from_slice(b"{\"type\":\"RAW\",\"event\":");
                 out.extend_from_slice(json.as_bytes());
                 out.extend_from_slice(b",\"source\":");
                 wire::string(out, source);
-                true
+                (true, wire::Kept::default())
             }
         };
         if let Some(ts) = self.ctx.timestamp {
@@ -1255,10 +1255,7 @@ impl Emitter {
                 wire::string(out, sub);
             }
         }
-        if let Some(meta) = metadata {
-            out.extend_from_slice(b",\"metadata\":");
-            out.extend_from_slice(meta.get().as_bytes());
-        }
+        wire::metadata(out, &kept, metadata);
         out.push(b'}');
         out.extend_from_slice(match self.format {
             Format::Ndjson => b"\n",
@@ -1480,5 +1477,17 @@ mod tests {
             ["RUN_STARTED", "RUN_ERROR", "RUN_STARTED", "RUN_ERROR"]
         );
         assert_eq!(lines(&em)[3]["code"], "no_events");
+    }
+
+    #[test]
+    fn the_version_reaches_the_writer() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_version(AguiVersion::V0_0);
+        em.start_run(Some("t"), Some("r"));
+        em.cancel_run();
+        let end = &lines(&em)[1];
+        assert_eq!(end["type"], "RUN_FINISHED");
+        assert_eq!(end.get("outcome"), None);
+        assert_eq!(end["metadata"]["outcome"]["type"], "cancelled");
     }
 }

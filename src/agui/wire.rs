@@ -2,11 +2,60 @@
 //! as literal bytes, integers formatted in place and only the dynamic strings
 //! escaped. This is the one place that knows how an event looks as JSON.
 
-use super::{Content, EncryptedSubtype, Event, Json, Outcome, Role, Text, Usage, EVENT_TYPES};
+use std::borrow::Cow;
 
-/// Write `ev` as a JSON object without its closing brace (the emitter adds
-/// context fields before it).
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::{
+    AguiVersion, Content, EncryptedSubtype, Event, Json, Outcome, Role, Text, Usage, EVENT_TYPES,
+};
+
+/// Write `ev` as an AG-UI 1.0 JSON object without its closing brace (the
+/// emitter adds context fields before it).
+#[cfg(test)]
 pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
+    event_open_for(out, ev, AguiVersion::V1_0);
+}
+
+/// What an event written for AG-UI 0.0 keeps in its `metadata` because 0.0
+/// has no place for it: the 1.0 value, whole (see [`metadata`]).
+#[derive(Default)]
+pub(super) struct Kept<'a> {
+    /// TOOL_CALL_RESULT's content parts: 0.0 wants a string, which gets
+    /// their text.
+    content: Option<Json<'a>>,
+    /// A RUN_FINISHED outcome that 0.0 does not know (`cancelled`).
+    cancelled: bool,
+    /// The usage entries, when one has a field that 0.0's TokenUsage strips
+    /// (`cacheWriteInputTokens`).
+    usage: &'a [Usage],
+}
+
+impl Kept<'_> {
+    fn is_empty(&self) -> bool {
+        self.content.is_none() && !self.cancelled && self.usage.is_empty()
+    }
+
+    fn has(&self, key: &str) -> bool {
+        match key {
+            "content" => self.content.is_some(),
+            "outcome" => self.cancelled,
+            "usage" => !self.usage.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+/// Write `ev` as a JSON object for AG-UI `version`, without its closing
+/// brace; what 0.0 has no field for is returned, for [`metadata`].
+pub(super) fn event_open_for<'a>(
+    out: &mut Vec<u8>,
+    ev: &Event<'a>,
+    version: AguiVersion,
+) -> Kept<'a> {
+    let v0 = version == AguiVersion::V0_0;
+    let mut kept = Kept::default();
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(EVENT_TYPES[ev.index()].as_bytes());
     out.push(b'"');
@@ -26,13 +75,14 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
             o.str(b",\"threadId\":", thread_id);
             o.str(b",\"runId\":", run_id);
             o.opt_json(b",\"result\":", result);
-            if let Some(outcome) = outcome {
-                o.0.extend_from_slice(match outcome {
-                    Outcome::Success => b",\"outcome\":{\"type\":\"success\"}",
-                    Outcome::Cancelled => b",\"outcome\":{\"type\":\"cancelled\"}",
-                });
+            match outcome {
+                Some(Outcome::Cancelled) if v0 => kept.cancelled = true,
+                Some(outcome) => o.outcome(outcome),
+                None => {}
             }
-            o.usage(usage);
+            if o.usage(usage, v0) {
+                kept.usage = usage;
+            }
         }
         Event::RunError {
             message,
@@ -41,7 +91,9 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
         } => {
             o.str(b",\"message\":", message);
             o.opt_str(b",\"code\":", code);
-            o.usage(usage);
+            if o.usage(usage, v0) {
+                kept.usage = usage;
+            }
         }
         Event::StepStarted { step_name } | Event::StepFinished { step_name } => {
             o.str(b",\"stepName\":", step_name);
@@ -94,6 +146,10 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
             o.str(b",\"toolCallId\":", tool_call_id);
             match content {
                 Content::Text(s) => o.str(b",\"content\":", s),
+                Content::Parts(j) if v0 && !j.get().starts_with('"') => {
+                    o.str(b",\"content\":", &parts_text(j));
+                    kept.content = Some(j);
+                }
                 Content::Parts(j) => o.json(b",\"content\":", j),
             }
             o.str(b",\"role\":", role);
@@ -185,6 +241,76 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
             o.opt_str(b",\"code\":", code);
         }
     }
+    kept
+}
+
+/// `,"metadata":{…}`: the entries of `given` (a JSON object), and what an
+/// AG-UI 0.0 event keeps there (which replaces a given entry of its name).
+pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Option<Json>) {
+    if kept.is_empty() {
+        if let Some(m) = given {
+            out.extend_from_slice(b",\"metadata\":");
+            out.extend_from_slice(m.get().as_bytes());
+        }
+        return;
+    }
+    out.extend_from_slice(b",\"metadata\":");
+    let start = out.len();
+    out.push(b'{');
+    let mut o = Obj(out);
+    o.opt_json(b",\"content\":", kept.content);
+    if kept.cancelled {
+        o.outcome(Outcome::Cancelled);
+    }
+    o.usage(kept.usage, false);
+    // `kept` is not empty: drop the comma before its first entry.
+    o.0.remove(start + 1);
+    let entries = given.and_then(|m| serde_json::from_str::<Entries>(m.get()).ok());
+    for (key, value) in entries.iter().flat_map(|e| &e.0) {
+        if !kept.has(key) {
+            o.0.push(b',');
+            string(o.0, key);
+            o.0.push(b':');
+            o.0.extend_from_slice(value.get().as_bytes());
+        }
+    }
+    o.0.push(b'}');
+}
+
+/// The entries of a JSON object, in order.
+struct Entries<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Entries<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Each;
+        impl<'de> Visitor<'de> for Each {
+            type Value = Entries<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Entries<'de>, M::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = m.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(Each)
+    }
+}
+
+/// The text of AG-UI content parts, for a field that takes a string: the
+/// `text` parts, one line after another (the others have no text).
+fn parts_text(parts: Json) -> String {
+    #[derive(serde::Deserialize)]
+    struct Part<'a> {
+        #[serde(borrow)]
+        text: Option<Cow<'a, str>>,
+    }
+    let parts: Vec<Part> = serde_json::from_str(parts.get()).unwrap_or_default();
+    let texts: Vec<Cow<str>> = parts.into_iter().filter_map(|p| p.text).collect();
+    texts.join("\n")
 }
 
 /// The fields of an object being written; each key comes with its comma.
@@ -220,6 +346,13 @@ impl Obj<'_> {
         }
     }
 
+    fn outcome(&mut self, outcome: Outcome) {
+        self.0.extend_from_slice(match outcome {
+            Outcome::Success => b",\"outcome\":{\"type\":\"success\"}",
+            Outcome::Cancelled => b",\"outcome\":{\"type\":\"cancelled\"}",
+        });
+    }
+
     fn opt_u64(&mut self, key: &[u8], value: Option<u64>) {
         if let Some(v) = value {
             self.0.extend_from_slice(key);
@@ -227,10 +360,13 @@ impl Obj<'_> {
         }
     }
 
-    fn usage(&mut self, usage: &[Usage]) {
+    /// `,"usage":[…]`; for AG-UI 0.0 (`v0`) without the fields its
+    /// TokenUsage strips. Returns whether it left one out.
+    fn usage(&mut self, usage: &[Usage], v0: bool) -> bool {
         if usage.is_empty() {
-            return;
+            return false;
         }
+        let mut left_out = false;
         self.0.extend_from_slice(b",\"usage\":[");
         for (i, u) in usage.iter().enumerate() {
             if i > 0 {
@@ -246,13 +382,18 @@ impl Obj<'_> {
             self.opt_u64(b",\"totalTokens\":", u.total_tokens);
             self.opt_u64(b",\"reasoningTokens\":", u.reasoning_tokens);
             self.opt_u64(b",\"cachedInputTokens\":", u.cached_input_tokens);
-            self.opt_u64(b",\"cacheWriteInputTokens\":", u.cache_write_input_tokens);
+            if v0 {
+                left_out |= u.cache_write_input_tokens.is_some();
+            } else {
+                self.opt_u64(b",\"cacheWriteInputTokens\":", u.cache_write_input_tokens);
+            }
             if self.0.len() > start + 1 {
                 self.0.remove(start + 1);
             }
             self.0.push(b'}');
         }
         self.0.push(b']');
+        left_out
     }
 }
 
@@ -412,6 +553,119 @@ mod tests {
                 parent_message_id: None,
             }),
             r#"{"type":"SUBAGENT_STARTED","subagentRunId":"s","name":"n","parentToolCallId":"c"}"#
+        );
+    }
+
+    /// `ev` written for `version`, with the metadata the emitter would add.
+    fn written_for(ev: &Event, version: AguiVersion, given: Option<&str>) -> String {
+        let given = given.map(|g| RawValue::from_string(g.to_owned()).unwrap());
+        let mut out = Vec::new();
+        let kept = event_open_for(&mut out, ev, version);
+        metadata(&mut out, &kept, given.as_deref());
+        out.push(b'}');
+        String::from_utf8(out).unwrap()
+    }
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn content_parts_for_0_0_are_joined_and_kept_in_metadata() {
+        let parts = raw(
+            r#"[{"type":"text","text":"found it"},{"type":"image","source":{"type":"data","value":"iVBO","mimeType":"image/png"}},{"type":"text","text":"and \"this\""}]"#,
+        );
+        let ev = Event::ToolCallResult {
+            message_id: "c-result",
+            tool_call_id: "c",
+            content: Content::Parts(&parts),
+            role: "tool",
+        };
+        let given = r#"{"isError":true,"content":"replaced"}"#;
+        assert_eq!(
+            written_for(&ev, AguiVersion::V0_0, Some(given)),
+            format!(
+                r#"{{"type":"TOOL_CALL_RESULT","messageId":"c-result","toolCallId":"c","content":"found it\nand \"this\"","role":"tool","metadata":{{"content":{},"isError":true}}}}"#,
+                parts.get()
+            )
+        );
+        assert_eq!(
+            written_for(&ev, AguiVersion::V1_0, Some(given)),
+            format!(
+                r#"{{"type":"TOOL_CALL_RESULT","messageId":"c-result","toolCallId":"c","content":{},"role":"tool","metadata":{}}}"#,
+                parts.get(),
+                given
+            )
+        );
+        // A string literal copied from the input is a string in 0.0 too.
+        let literal = raw(r#""as it is""#);
+        let ev = Event::ToolCallResult {
+            message_id: "c-result",
+            tool_call_id: "c",
+            content: Content::Parts(&literal),
+            role: "tool",
+        };
+        assert_eq!(
+            written_for(&ev, AguiVersion::V0_0, None),
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"c-result","toolCallId":"c","content":"as it is","role":"tool"}"#
+        );
+    }
+
+    #[test]
+    fn cancelled_runs_and_cache_writes_for_0_0_are_kept_in_metadata() {
+        let usage = [
+            Usage {
+                input_tokens: Some(3),
+                cache_write_input_tokens: Some(1),
+                ..Usage::default()
+            },
+            Usage {
+                output_tokens: Some(7),
+                ..Usage::default()
+            },
+        ];
+        let finished = |outcome, usage| Event::RunFinished {
+            thread_id: "t",
+            run_id: "r",
+            result: None,
+            outcome,
+            usage,
+        };
+        assert_eq!(
+            written_for(
+                &finished(Some(Outcome::Cancelled), &usage),
+                AguiVersion::V0_0,
+                None
+            ),
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":3},{"outputTokens":7}],"metadata":{"outcome":{"type":"cancelled"},"usage":[{"inputTokens":3,"cacheWriteInputTokens":1},{"outputTokens":7}]}}"#
+        );
+        assert_eq!(
+            written_for(
+                &finished(Some(Outcome::Cancelled), &usage),
+                AguiVersion::V1_0,
+                None
+            ),
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"cancelled"},"usage":[{"inputTokens":3,"cacheWriteInputTokens":1},{"outputTokens":7}]}"#
+        );
+        // What 0.0 has a place for is written as for 1.0.
+        for outcome in [None, Some(Outcome::Success)] {
+            assert_eq!(
+                written_for(&finished(outcome, &usage[1..]), AguiVersion::V0_0, None),
+                written_for(&finished(outcome, &usage[1..]), AguiVersion::V1_0, None),
+            );
+        }
+        let error = Event::RunError {
+            message: "m",
+            code: Some("api_error"),
+            usage: &usage[..1],
+        };
+        assert_eq!(
+            written_for(
+                &error,
+                AguiVersion::V0_0,
+                Some(r#"{"result":{"a":[1]},"usage":0}"#)
+            ),
+            r#"{"type":"RUN_ERROR","message":"m","code":"api_error","usage":[{"inputTokens":3}],"metadata":{"usage":[{"inputTokens":3,"cacheWriteInputTokens":1}],"result":{"a":[1]}}}"#
         );
     }
 }
