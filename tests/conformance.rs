@@ -82,7 +82,9 @@ fn a_skip_is_visible() {
 }
 
 fn ensure_packages(dir: &Path) {
-    if dir.join("node_modules/@ag-ui/client").is_dir() {
+    if dir.join("node_modules/@ag-ui/client").is_dir()
+        && dir.join("node_modules/@ag-ui/client-0.0").is_dir()
+    {
         return;
     }
     let status = Command::new("npm")
@@ -93,13 +95,21 @@ fn ensure_packages(dir: &Path) {
     assert!(status.success(), "npm ci in {} failed", dir.display());
 }
 
-/// Runs the official checks on `files`: how many passed, and the failures.
+/// Runs the official AG-UI 1.0 checks on `files`: how many passed, and the
+/// failures.
 fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
+    verify_for(dir, "1.0", files)
+}
+
+/// Runs the checks of the official packages of AG-UI `version` (`1.0`, or
+/// `0.0` for @ag-ui/core and @ag-ui/client 0.0.59) on `files`.
+fn verify_for(dir: &Path, version: &str, files: &[PathBuf]) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut passed = 0;
     for chunk in files.chunks(400) {
         let out = Command::new("node")
             .arg(dir.join("verify.cjs"))
+            .args(["--agui-version", version])
             .args(chunk)
             .output()
             .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
@@ -200,6 +210,131 @@ fn outputs_pass_the_official_ag_ui_checks() {
         "{goldens} goldens, {} streams",
         files.len()
     );
+}
+
+/// Whether `path` (an AG-UI 1.0 stream) holds a shape that AG-UI 0.0.59
+/// refuses or strips: a TOOL_CALL_RESULT whose content is an array of parts,
+/// a RUN_FINISHED outcome `cancelled`, a usage entry with
+/// `cacheWriteInputTokens`.
+fn has_a_1_0_only_shape(path: &Path) -> bool {
+    common::values(&std::fs::read_to_string(path).unwrap())
+        .iter()
+        .any(|ev| {
+            ev["content"].is_array()
+                || ev["outcome"]["type"] == "cancelled"
+                || ev["usage"].as_array().is_some_and(|usage| {
+                    usage
+                        .iter()
+                        .any(|u| u.get("cacheWriteInputTokens").is_some())
+                })
+        })
+}
+
+/// The 1.0 output (the goldens) against the official AG-UI 0.0.59 packages
+/// (what CopilotKit ships): a golden fails exactly when it holds one of the
+/// shapes `--agui-version 0.0` writes differently (docs/output.md); that
+/// includes every stream with a content-parts result or a cancelled run.
+#[test]
+fn the_1_0_output_is_refused_by_0_0_clients_where_docs_say() {
+    if skipped("the_1_0_output_is_refused_by_0_0_clients_where_docs_say") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let mut goldens = Vec::new();
+    files_under(&root().join("testdata"), ".expected.ndjson", &mut goldens);
+    goldens.sort();
+    let (_, failures) = verify_for(&dir, "0.0", &goldens);
+    let mut wrong = Vec::new();
+    let mut refused = 0;
+    for path in &goldens {
+        let shown = format!("FAIL {}:", path.display());
+        let failed = failures.iter().find(|f| f.starts_with(&shown));
+        refused += usize::from(failed.is_some());
+        if failed.is_some() != has_a_1_0_only_shape(path) {
+            wrong.push(
+                failed
+                    .cloned()
+                    .unwrap_or_else(|| format!("OK {}", path.display())),
+            );
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(refused > 100, "{refused} of {} refused", goldens.len());
+}
+
+/// `--agui-version 0.0`: every recording in testdata (each CLI, each
+/// version, the hand-written cases), and a run cancelled by `--timeout` for
+/// each CLI `run` starts, pass the official AG-UI 0.0.59 schemas (nothing
+/// stripped) and its client's chunk, verify and apply steps.
+#[test]
+fn outputs_for_0_0_pass_the_official_0_0_59_checks() {
+    if skipped("outputs_for_0_0_pass_the_official_0_0_59_checks") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let out_dir = std::env::temp_dir().join(format!("agui-conformance-0.0-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let bin = env!("CARGO_BIN_EXE_agui-translate");
+    let mut files = Vec::new();
+    let mut write = |name: String, out: std::process::Output| {
+        assert!(!out.stdout.is_empty(), "{name}: no output");
+        let path = out_dir.join(name);
+        std::fs::write(&path, out.stdout).unwrap();
+        files.push(path);
+    };
+    let recordings = common::jsonl_under(&common::testdata());
+    for path in &recordings {
+        let name = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('/', "_");
+        let out = Command::new(bin)
+            .args(["--agui-version", "0.0"])
+            .arg(path)
+            .output()
+            .unwrap();
+        write(format!("{name}.ndjson"), out);
+    }
+    for (cli, recording) in [
+        ("gemini", "gemini/0.61.0/j_sigterm_group.jsonl"),
+        ("codex", "codex/0.169.0/sigterm_command.jsonl"),
+        ("claude", "claude/2.1.328/k-sigterm-tool.jsonl"),
+    ] {
+        let out = Command::new(bin)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("FAKE_REPLAY", common::testdata().join(recording))
+            .env("FAKE_HANG", "30")
+            .args([
+                "run",
+                cli,
+                "--agui-version",
+                "0.0",
+                "--timeout",
+                "200ms",
+                "--cli",
+            ])
+            .arg(root().join("tests/fake/cli"))
+            .arg("hi")
+            .output()
+            .unwrap();
+        write(format!("run-{cli}-timeout.ndjson"), out);
+    }
+    let (passed, failures) = verify_for(&dir, "0.0", &files);
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert!(
+        failures.is_empty(),
+        "{} of {} streams rejected by the official AG-UI 0.0.59 checks:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+    assert_eq!(passed, files.len());
+    assert!(recordings.len() > 150, "{} recordings", recordings.len());
 }
 
 /// `agui-translate run`, whose endings come from the exit status, stderr,
