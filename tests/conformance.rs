@@ -266,7 +266,8 @@ fn the_1_0_output_is_refused_by_0_0_clients_where_docs_say() {
 /// `--agui-version 0.0`: every recording in testdata (each CLI, each
 /// version, the hand-written cases), and a run cancelled by `--timeout` for
 /// each CLI `run` starts, pass the official AG-UI 0.0.59 schemas (nothing
-/// stripped) and its client's chunk, verify and apply steps.
+/// stripped) and its client's chunk, verify and apply steps; and the 1.0
+/// checks as well.
 #[test]
 fn outputs_for_0_0_pass_the_official_0_0_59_checks() {
     if skipped("outputs_for_0_0_pass_the_official_0_0_59_checks") {
@@ -324,16 +325,18 @@ fn outputs_for_0_0_pass_the_official_0_0_59_checks() {
             .unwrap();
         write(format!("run-{cli}-timeout.ndjson"), out);
     }
-    let (passed, failures) = verify_for(&dir, "0.0", &files);
+    for version in ["0.0", "1.0"] {
+        let (passed, failures) = verify_for(&dir, version, &files);
+        assert!(
+            failures.is_empty(),
+            "{} of {} streams rejected by the official AG-UI {version} checks:\n{}",
+            failures.len(),
+            files.len(),
+            failures.join("\n")
+        );
+        assert_eq!(passed, files.len());
+    }
     let _ = std::fs::remove_dir_all(&out_dir);
-    assert!(
-        failures.is_empty(),
-        "{} of {} streams rejected by the official AG-UI 0.0.59 checks:\n{}",
-        failures.len(),
-        files.len(),
-        failures.join("\n")
-    );
-    assert_eq!(passed, files.len());
     assert!(recordings.len() > 150, "{} recordings", recordings.len());
 }
 
