@@ -509,3 +509,55 @@ fn detection_matches_the_named_dialect() {
         }
     }
 }
+
+/// `--agui-version 0.0` reaches the writer in the filter, with `-j` and in
+/// SSE: only the shapes AG-UI 0.0 refuses change, and what they held is in
+/// `metadata`.
+#[test]
+fn agui_version_0_0_changes_only_what_0_0_refuses() {
+    let files = [
+        testdata("gemini/cases/cancelled.jsonl"),
+        testdata("claude/cases/unknown_blocks_and_image.jsonl"),
+    ];
+    let run = |args: &[&str]| {
+        let out = cmd().args(args).args(&files).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v1 = run(&["-j", "1"]);
+    let v0 = run(&["-j", "1", "--agui-version", "0.0"]);
+    assert_eq!(run(&["-j", "2", "--agui-version", "0.0"]), v0);
+    let sse = run(&["--format", "sse", "--agui-version", "0.0"]);
+    let framed: String = v0.lines().map(|l| format!("data: {l}\n\n")).collect();
+    assert_eq!(sse, framed);
+    let parse = |l: &str| serde_json::from_str::<serde_json::Value>(l).unwrap();
+    let mut changed = Vec::new();
+    for (a, b) in v1.lines().zip(v0.lines()) {
+        if a == b {
+            continue;
+        }
+        let (old, new) = (parse(a), parse(b));
+        match old["type"].as_str().unwrap() {
+            "RUN_FINISHED" if old["outcome"]["type"] == "cancelled" => {
+                assert_eq!(new.get("outcome"), None);
+                assert_eq!(new["metadata"]["outcome"], old["outcome"]);
+            }
+            "RUN_FINISHED" | "RUN_ERROR" => {
+                assert_eq!(new["metadata"]["usage"], old["usage"]);
+                assert!(old["usage"][0]["cacheWriteInputTokens"].is_u64());
+                assert_eq!(new["usage"][0].get("cacheWriteInputTokens"), None);
+            }
+            "TOOL_CALL_RESULT" => {
+                assert_eq!(new["metadata"]["content"], old["content"]);
+                assert_eq!(new["content"], "Here is the image:");
+            }
+            other => panic!("{other} changed:\n{a}\n{b}"),
+        }
+        changed.push(old["type"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(v1.lines().count(), v0.lines().count());
+    assert_eq!(
+        changed,
+        ["RUN_FINISHED", "TOOL_CALL_RESULT", "RUN_FINISHED"]
+    );
+}
