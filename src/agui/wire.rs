@@ -265,13 +265,22 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Option<Json>) {
     o.usage(kept.usage, false);
     // `kept` is not empty: drop the comma before its first entry.
     o.0.remove(start + 1);
-    let entries = given.and_then(|m| serde_json::from_str::<Entries>(m.get()).ok());
-    for (key, value) in entries.iter().flat_map(|e| &e.0) {
-        if !kept.has(key) {
-            o.0.push(b',');
-            string(o.0, key);
-            o.0.push(b':');
-            o.0.extend_from_slice(value.get().as_bytes());
+    if let Some(given) = given {
+        match serde_json::from_str::<Entries>(given.get()) {
+            Ok(entries) => {
+                for (key, value) in &entries.0 {
+                    if !kept.has(key) {
+                        o.0.push(b',');
+                        string(o.0, key);
+                        o.0.push(b':');
+                        o.0.extend_from_slice(value.get().as_bytes());
+                    }
+                }
+            }
+            Err(_) => {
+                debug_assert!(false, "metadata is not a JSON object: {}", given.get());
+                o.json(b",\"metadata\":", given);
+            }
         }
     }
     o.0.push(b'}');
