@@ -259,8 +259,8 @@ pub struct OutputArgs {
     pub tool_names: ToolNames,
 
     /// The AG-UI release to write for: `1.0`, or `0.0` for clients built on
-    /// `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse some 1.0 shapes;
-    /// what they have no place for goes into metadata or RAW.
+    /// `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some
+    /// 1.0 shapes; the 1.0 values are kept in the event's metadata.
     #[arg(
         long,
         value_enum,
