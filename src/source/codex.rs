@@ -26,7 +26,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
+use crate::agui::{
+    code, object, string_json, Content, Digest, Emitter, Outcome, Role, Text, Usage,
+};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex";
@@ -333,6 +335,14 @@ pub struct Codex {
     /// Legacy call ids that have ended (the most recent ones), so that a
     /// repeated begin does not open a second tool call.
     ended: std::collections::VecDeque<String>,
+    /// The thread a run is announced for (`thread.started`), and whether
+    /// that run is still to start: it starts with its first record that
+    /// carries content, whose digest its id is derived from.
+    thread: Option<String>,
+    pending: bool,
+    /// The digest of what came before the run's first record of content
+    /// (the announcing records, the legacy preamble).
+    seed: Digest,
     scratch: Option<Vec<u8>>,
     buf: String,
 }
@@ -349,6 +359,9 @@ impl Translate for Codex {
     }
 
     fn finish(&mut self, em: &mut Emitter) {
+        if self.pending {
+            self.open_run(None, b"", em);
+        }
         self.flush_prompt(em);
         if !em.in_run() {
             return;
@@ -415,8 +428,14 @@ impl Codex {
                     };
                 }
                 self.legacy = true;
+                self.seed.add(line);
                 if let Some(p) = rec.prompt {
-                    self.prompt = Some(text_of(p).into_owned());
+                    if em.user_messages() {
+                        self.prompt = Some(text_of(p).into_owned());
+                    } else {
+                        // Kept as RAW only; written once the run starts.
+                        raw(em, line);
+                    }
                 } else {
                     if let Some(m) = rec.model.as_deref() {
                         self.model = Some(m.to_owned());
@@ -439,6 +458,10 @@ impl Codex {
         line: &[u8],
         em: &mut Emitter,
     ) -> Result<(), LineError> {
+        let announces = matches!(kind, "thread.started" | "session.created" | "turn.started");
+        if !announces && (self.pending || !em.in_run() && !em.run_ended()) {
+            self.open_run(None, line, em);
+        }
         match kind {
             "thread.started" | "session.created" => {
                 *self = Codex {
@@ -446,13 +469,22 @@ impl Codex {
                     // The first JSON format has no turn events: its stream
                     // ends with the run.
                     ends_at_eof: kind == "session.created",
+                    thread: rec
+                        .thread_id
+                        .as_deref()
+                        .or(rec.session_id.as_deref())
+                        .map(str::to_owned),
+                    pending: true,
+                    seed: Digest::of(line),
                     ..Codex::default()
                 };
-                em.start_run(rec.thread_id.as_deref().or(rec.session_id.as_deref()), None);
             }
             "turn.started" => {
-                if !em.in_run() {
-                    em.start_run(None, None);
+                // Every turn of a thread starts the same way: its run starts
+                // with its first record of content.
+                if !em.in_run() && !self.pending {
+                    self.pending = true;
+                    self.seed = Digest::of(line);
                 }
             }
             "item.started" | "item.updated" | "item.completed" => {
@@ -698,7 +730,7 @@ impl Codex {
         self.legacy_events = true;
         if kind == "session_configured" {
             if !em.in_run() {
-                em.start_run(msg.session_id.as_deref(), None);
+                self.open_run(msg.session_id.as_deref(), line, em);
             }
             if let Some(m) = msg.model.as_deref() {
                 self.model = Some(m.to_owned());
@@ -708,7 +740,7 @@ impl Codex {
             return Ok(());
         }
         if !em.in_run() && !em.run_ended() {
-            em.start_run(None, None);
+            self.open_run(None, line, em);
         }
         self.flush_prompt(em);
         if !matches!(kind, "token_count" | "error" | "stream_error") {
@@ -1060,11 +1092,22 @@ impl Codex {
     fn flush_prompt(&mut self, em: &mut Emitter) {
         if let Some(prompt) = self.prompt.take() {
             if !em.in_run() {
-                em.start_run(None, None);
+                self.open_run(None, b"", em);
             }
             let id = self.next_id(em, "user");
             em.text_message(&id, Role::User, &prompt);
         }
+    }
+
+    /// Start the run whose first record of content is `line`: its id is
+    /// `run-` and a digest of the records before it and of `line` (with the
+    /// run's number on this output); its thread is `thread`, else the
+    /// announced one.
+    fn open_run(&mut self, thread: Option<&str>, line: &[u8], em: &mut Emitter) {
+        self.seed.add(line);
+        let run_id = self.seed.run_id(em.run_number() + 1);
+        em.start_run(thread.or(self.thread.as_deref()), Some(&run_id));
+        self.pending = false;
     }
 
     fn next_id(&mut self, em: &Emitter, what: &str) -> String {
@@ -1240,15 +1283,11 @@ fn item_args(kind: &str, it: &Item) -> String {
     args.get().to_owned()
 }
 
-/// Item ids restart at `item_0` in every `codex exec`: in the second and later
-/// runs of one output (a resumed thread after its first turn, a log of many
-/// runs) they are scoped by the run, so that no id is used twice.
+/// Item ids restart at `item_0` in every `codex exec` (and every turn): they
+/// are scoped by the run (`<runId>-item_0`), so that no id is used twice in
+/// one output nor across the outputs of one resumed thread.
 fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
-    if em.run_number() > 1 {
-        Cow::Owned(format!("{}:{id}", em.run_id()))
-    } else {
-        Cow::Borrowed(id)
-    }
+    Cow::Owned(format!("{}-{id}", em.run_id()))
 }
 
 /// Streamed text for message `id`: the delta's JSON string copied as it is
