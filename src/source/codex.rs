@@ -1346,6 +1346,161 @@ fn raw(em: &mut Emitter, line: &[u8]) {
 mod tests {
     use super::*;
 
+    /// The events for `input`, as the filter gives them.
+    fn translate(input: &str, run_id: Option<&str>, user_messages: bool) -> Vec<serde_json::Value> {
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, run_id.map(str::to_owned));
+        em.set_user_messages(user_messages);
+        let mut codex = Codex::default();
+        for line in input.lines() {
+            em.note_line(line.as_bytes());
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        codex.finish(&mut em);
+        em.end_of_input(true);
+        std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    const THREAD: &str =
+        "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.started\"}\n";
+
+    fn turn(text: &str) -> String {
+        format!(
+            "{{\"type\":\"item.completed\",\"item\":{{\"id\":\"item_0\",\"type\":\"agent_message\",\"text\":\"{text}\"}}}}\n\
+             {{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}}\n"
+        )
+    }
+
+    #[test]
+    fn each_half_of_a_resumed_thread_is_its_own_run() {
+        let first = translate(&(THREAD.to_owned() + &turn("one")), None, true);
+        let second = translate(&(THREAD.to_owned() + &turn("two")), None, true);
+        assert_eq!(
+            first,
+            translate(&(THREAD.to_owned() + &turn("one")), None, true)
+        );
+        let run = |evs: &[serde_json::Value]| evs[0]["runId"].as_str().unwrap().to_owned();
+        assert_eq!(first[0]["type"], "RUN_STARTED");
+        assert_eq!(
+            (&first[0]["threadId"], &second[0]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_ne!(run(&first), run(&second));
+        for evs in [&first, &second] {
+            assert_eq!(evs[1]["type"], "TEXT_MESSAGE_START");
+            assert_eq!(evs[1]["messageId"], format!("{}-item_0", run(evs)));
+        }
+    }
+
+    #[test]
+    fn turns_of_one_process_are_runs_of_its_thread() {
+        let evs = translate(
+            &(THREAD.to_owned() + &turn("a") + "{\"type\":\"turn.started\"}\n" + &turn("a")),
+            None,
+            true,
+        );
+        let starts: Vec<_> = evs.iter().filter(|e| e["type"] == "RUN_STARTED").collect();
+        assert_eq!(starts.len(), 2);
+        assert_eq!(
+            (&starts[0]["threadId"], &starts[1]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_ne!(starts[0]["runId"], starts[1]["runId"]);
+    }
+
+    #[test]
+    fn an_announced_run_that_is_cut_off_still_starts_and_ends() {
+        let evs = translate(THREAD, None, true);
+        let types: Vec<_> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["RUN_STARTED", "RUN_ERROR"]);
+        assert_eq!(evs[0]["threadId"], "t1");
+        assert_eq!(evs[1]["code"], "input_ended");
+    }
+
+    #[test]
+    fn a_run_id_given_scopes_every_derived_id() {
+        let evs = translate(
+            &(THREAD.to_owned() + &turn("a") + "{\"type\":\"turn.started\"}\n" + &turn("b")),
+            Some("R"),
+            true,
+        );
+        let ids: Vec<_> = evs
+            .iter()
+            .filter_map(|e| e["runId"].as_str().or(e["messageId"].as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "R",
+                "R-item_0",
+                "R-item_0",
+                "R-item_0",
+                "R",
+                "R-2",
+                "R-2-item_0",
+                "R-2-item_0",
+                "R-2-item_0",
+                "R-2"
+            ]
+        );
+        let legacy = translate(&legacy_input("hi"), Some("R"), true);
+        assert_eq!(
+            (&legacy[0]["threadId"], &legacy[0]["runId"]),
+            (&"thread-R".into(), &"R".into())
+        );
+        assert_eq!(legacy[2]["messageId"], "R-user-1");
+    }
+
+    fn legacy_input(prompt: &str) -> String {
+        format!(
+            "{{\"model\":\"gpt-5-codex\",\"provider\":\"openai\"}}\n\
+             {{\"prompt\":\"{prompt}\"}}\n\
+             {{\"id\":\"0\",\"msg\":{{\"type\":\"task_started\"}}}}\n\
+             {{\"id\":\"0\",\"msg\":{{\"type\":\"agent_message\",\"message\":\"ok\"}}}}\n"
+        )
+    }
+
+    #[test]
+    fn legacy_runs_take_their_ids_from_the_preamble() {
+        let a = translate(&legacy_input("one"), None, true);
+        let b = translate(&legacy_input("two"), None, true);
+        let run = a[0]["runId"].as_str().unwrap();
+        assert_ne!(a[0]["runId"], b[0]["runId"]);
+        assert_ne!(a[0]["threadId"], b[0]["threadId"]);
+        let user = a.iter().find(|e| e["role"] == "user").unwrap();
+        assert_eq!(user["messageId"], format!("{run}-user-1"));
+    }
+
+    #[test]
+    fn without_user_messages_the_legacy_prompt_stays_raw() {
+        let with = translate(&legacy_input("hi"), None, true);
+        let without = translate(&legacy_input("hi"), None, false);
+        assert!(with.iter().any(|e| e["role"] == "user"));
+        assert!(!without.iter().any(|e| e["role"] == "user"));
+        let raw: Vec<_> = without
+            .iter()
+            .filter(|e| e["type"] == "RAW")
+            .map(|e| &e["event"])
+            .collect();
+        assert!(
+            raw.contains(&&serde_json::json!({"prompt": "hi"})),
+            "{raw:?}"
+        );
+        // Only the prompt's message differs: the assistant's keeps its id.
+        let said = |evs: &[serde_json::Value]| {
+            evs.iter()
+                .filter(|e| e["role"] == "assistant")
+                .map(|e| e["messageId"].clone())
+                .count()
+        };
+        assert_eq!(said(&with), said(&without));
+        assert_eq!(without.first().unwrap()["type"], "RUN_STARTED");
+        assert_eq!(without.last().unwrap()["type"], "RUN_FINISHED");
+    }
+
     #[test]
     fn utf8_stream_keeps_split_characters() {
         // "é" (2 bytes), "☃" (3), "🚀" (4), each split at every point.
