@@ -357,6 +357,9 @@ pub struct Emitter {
     /// The digest of the first line since the last run started, for the
     /// next run's ids when the input gives none.
     seed: Option<Digest>,
+    /// The thread the input announced for its next run (see
+    /// [`announce_thread`](Emitter::announce_thread)).
+    announced: Option<String>,
     open: OpenItems,
     terminal: Vec<u8>,
     ctx: Context,
@@ -416,6 +419,7 @@ impl Emitter {
             run_id: String::new(),
             runs: 0,
             seed: None,
+            announced: None,
             open: OpenItems::default(),
             terminal: Vec::new(),
             ctx: Context::default(),
@@ -597,6 +601,13 @@ impl Emitter {
         }
     }
 
+    /// The input named the thread of a run that its translator starts later
+    /// (with the run's first record of content): a run that starts before
+    /// that (an interrupt) is still on this thread.
+    pub fn announce_thread(&mut self, thread_id: Option<&str>) {
+        self.announced = thread_id.map(str::to_owned);
+    }
+
     /// Start a run. The thread and run ids come from `--thread-id`/`--run-id`,
     /// else from the input, else they are derived: `run-` and a digest of the
     /// run's first line (see [`note_line`](Self::note_line)), or `run-N`
@@ -621,6 +632,8 @@ impl Emitter {
         self.run_subagents.clear();
         let n = self.runs;
         let seed = self.seed.take();
+        let announced = self.announced.take();
+        let thread_id = thread_id.or(announced.as_deref());
         self.run_id.clear();
         match (&self.run_override, run_id) {
             (Some(r), _) if n == 1 => self.run_id.push_str(r),

@@ -478,6 +478,7 @@ impl Codex {
                     seed: Digest::of(line),
                     ..Codex::default()
                 };
+                em.announce_thread(self.thread.as_deref());
             }
             "turn.started" => {
                 // Every turn of a thread starts the same way: its run starts
@@ -485,6 +486,7 @@ impl Codex {
                 if !em.in_run() && !self.pending {
                     self.pending = true;
                     self.seed = Digest::of(line);
+                    em.announce_thread(self.thread.as_deref());
                 }
             }
             "item.started" | "item.updated" | "item.completed" => {
@@ -1418,6 +1420,28 @@ mod tests {
         assert_eq!(types, ["RUN_STARTED", "RUN_ERROR"]);
         assert_eq!(evs[0]["threadId"], "t1");
         assert_eq!(evs[1]["code"], "input_ended");
+    }
+
+    #[test]
+    fn an_announced_run_interrupted_before_content_keeps_its_thread() {
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
+        let mut codex = Codex::default();
+        for line in THREAD.lines() {
+            em.note_line(line.as_bytes());
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        em.cancel_run();
+        let evs: Vec<serde_json::Value> = std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(
+            (&evs[0]["threadId"], &evs[1]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_eq!(evs[1]["outcome"]["type"], "cancelled");
     }
 
     #[test]
