@@ -354,9 +354,10 @@ pub struct Emitter {
     run_id: String,
     /// Runs started so far, for derived run ids.
     runs: u64,
-    /// The digest of the first line since the last run started, for the
-    /// next run's ids when the input gives none.
-    seed: Option<Digest>,
+    /// The digest of the first record (or line) since the last run
+    /// started, for the next run's ids when the input gives none, and
+    /// whether it is a record.
+    seed: Option<(Digest, bool)>,
     /// The thread the input announced for its next run (see
     /// [`announce_thread`](Emitter::announce_thread)).
     announced: Option<String>,
@@ -589,15 +590,16 @@ impl Emitter {
     // ---- runs ----------------------------------------------------------
 
     /// Note an input line before it is translated: the first record (a
-    /// line holding a JSON object, not the noise a CLI may print) after a
-    /// run started is what the next run's ids are derived from when the
-    /// input gives none.
+    /// line holding a JSON object, rather than the noise a CLI may print)
+    /// after a run started, else the first line, is what the next run's ids
+    /// are derived from when the input gives none.
     pub fn note_line(&mut self, line: &[u8]) {
-        if self.seed.is_none()
-            && !matches!(self.state, RunState::Active)
-            && line.trim_ascii_start().first() == Some(&b'{')
-        {
-            self.seed = Some(Digest::of(line));
+        if matches!(self.state, RunState::Active) || self.seed.is_some_and(|s| s.1) {
+            return;
+        }
+        let record = line.trim_ascii_start().first() == Some(&b'{');
+        if record || self.seed.is_none() {
+            self.seed = Some((Digest::of(line), record));
         }
     }
 
@@ -642,7 +644,7 @@ impl Emitter {
             }
             (None, Some(r)) if !r.is_empty() => self.run_id.push_str(r),
             _ => match seed {
-                Some(d) => self.run_id.push_str(&d.run_id(n)),
+                Some((d, _)) => self.run_id.push_str(&d.run_id(n)),
                 None => {
                     let _ = write!(self.run_id, "run-{n}");
                 }
