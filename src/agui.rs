@@ -1449,6 +1449,12 @@ mod tests {
             r[1],
             (serde_json::json!("thread-R-2"), serde_json::json!("R-2"))
         );
+        // With no record at all, the first line.
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.note_line(b"some noise");
+        em.note_line(b"more noise");
+        em.end_of_input(true);
+        assert_eq!(lines(&em)[0]["runId"], Digest::of(b"some noise").run_id(1));
     }
 
     #[test]
