@@ -343,6 +343,8 @@ pub struct Codex {
     /// The digest of what came before the run's first record of content
     /// (the announcing records, the legacy preamble).
     seed: Digest,
+    /// Scratch space for an item id scoped by the run.
+    scoped: String,
     scratch: Option<Vec<u8>>,
     buf: String,
 }
@@ -499,14 +501,15 @@ impl Codex {
                 self.item(kind, &item, raw_item, line, em)?;
             }
             "item.plan.delta" => {
-                let scoped = scope(em, rec.item_id.as_deref().unwrap_or("plan"));
-                let id = scoped.as_ref();
-                if !self.streamed.contains(id) {
-                    self.streamed.insert(id.to_owned());
+                let mut id = std::mem::take(&mut self.scoped);
+                scope(&mut id, em, rec.item_id.as_deref().unwrap_or("plan"));
+                if !self.streamed.contains(&id) {
+                    self.streamed.insert(id.clone());
                 }
                 if let Some(d) = rec.delta {
-                    delta_text(em, id, d);
+                    delta_text(em, &id, d);
                 }
+                self.scoped = id;
             }
             "turn.completed" => {
                 self.close_streams(em);
@@ -552,8 +555,23 @@ impl Codex {
         let Some(id) = it.id.as_deref() else {
             return Err(LineError::Shape("item without id".into()));
         };
-        let scoped = scope(em, id);
-        let id = scoped.as_ref();
+        let mut scoped = std::mem::take(&mut self.scoped);
+        scope(&mut scoped, em, id);
+        let result = self.scoped_item(event, it, &scoped, raw_item, line, em);
+        self.scoped = scoped;
+        result
+    }
+
+    /// An item, whose id scoped by the run is `id`.
+    fn scoped_item(
+        &mut self,
+        event: &str,
+        it: &Item,
+        id: &str,
+        raw_item: &RawValue,
+        line: &[u8],
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
         let done = event == "item.completed";
         let kind = match it.kind.as_deref().unwrap_or("") {
             // The first JSON format's names.
@@ -1288,8 +1306,11 @@ fn item_args(kind: &str, it: &Item) -> String {
 /// Item ids restart at `item_0` in every `codex exec` (and every turn): they
 /// are scoped by the run (`<runId>-item_0`), so that no id is used twice in
 /// one output nor across the outputs of one resumed thread.
-fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
-    Cow::Owned(format!("{}-{id}", em.run_id()))
+fn scope(buf: &mut String, em: &Emitter, id: &str) {
+    buf.clear();
+    buf.push_str(em.run_id());
+    buf.push('-');
+    buf.push_str(id);
 }
 
 /// Streamed text for message `id`: the delta's JSON string copied as it is
@@ -1513,13 +1534,9 @@ mod tests {
             raw.contains(&&serde_json::json!({"prompt": "hi"})),
             "{raw:?}"
         );
-        // Only the prompt's message differs: the assistant's keeps its id.
-        let said = |evs: &[serde_json::Value]| {
-            evs.iter()
-                .filter(|e| e["role"] == "assistant")
-                .map(|e| e["messageId"].clone())
-                .count()
-        };
+        // Only the prompt's message is gone: the assistant's is still there.
+        let said =
+            |evs: &[serde_json::Value]| evs.iter().filter(|e| e["role"] == "assistant").count();
         assert_eq!(said(&with), said(&without));
         assert_eq!(without.first().unwrap()["type"], "RUN_STARTED");
         assert_eq!(without.last().unwrap()["type"], "RUN_FINISHED");
