@@ -42,8 +42,9 @@ struct Record<'a> {
     thread_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
+    /// Parsed with the line: no second pass over its strings.
     #[serde(borrow)]
-    item: Option<&'a RawValue>,
+    item: Option<Item<'a>>,
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -492,13 +493,11 @@ impl Codex {
                 }
             }
             "item.started" | "item.updated" | "item.completed" => {
-                let Some(raw_item) = rec.item else {
+                let Some(item) = &rec.item else {
                     return Err(LineError::Shape(format!("{kind} without item")));
                 };
-                let item: Item = serde_json::from_str(raw_item.get())
-                    .map_err(|e| LineError::Shape(format!("item: {e}")))?;
                 self.last_error = None;
-                self.item(kind, &item, raw_item, line, em)?;
+                self.item(kind, item, line, em)?;
             }
             "item.plan.delta" => {
                 let mut id = std::mem::take(&mut self.scoped);
@@ -548,7 +547,6 @@ impl Codex {
         &mut self,
         event: &str,
         it: &Item,
-        raw_item: &RawValue,
         line: &[u8],
         em: &mut Emitter,
     ) -> Result<(), LineError> {
@@ -557,7 +555,7 @@ impl Codex {
         };
         let mut scoped = std::mem::take(&mut self.scoped);
         scope(&mut scoped, em, id);
-        let result = self.scoped_item(event, it, &scoped, raw_item, line, em);
+        let result = self.scoped_item(event, it, &scoped, line, em);
         self.scoped = scoped;
         result
     }
@@ -568,7 +566,6 @@ impl Codex {
         event: &str,
         it: &Item,
         id: &str,
-        raw_item: &RawValue,
         line: &[u8],
         em: &mut Emitter,
     ) -> Result<(), LineError> {
@@ -638,7 +635,6 @@ impl Codex {
             }
             other => {
                 em.unknown(format!("item type {other:?}"));
-                let _ = raw_item;
                 raw(em, line);
             }
         }
