@@ -55,9 +55,10 @@ struct Record<'a> {
     item_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
-    // Legacy events and preamble.
-    #[serde(borrow)]
-    msg: Option<&'a RawValue>,
+    // Legacy events and preamble. The event is parsed with the line: no
+    // second pass over its strings.
+    #[serde(borrow, default, deserialize_with = "some_msg")]
+    msg: Option<Msg<'a>>,
     #[serde(borrow)]
     prompt: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
@@ -209,6 +210,48 @@ struct Msg<'a> {
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
     reason: Option<&'a RawValue>,
+    // A `token_count` before `info` (0.2x–0.3x): the counts are the
+    // event's own fields.
+    #[serde(borrow, alias = "inputTokens")]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "cachedInputTokens")]
+    cached_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "cacheWriteInputTokens")]
+    cache_write_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "outputTokens")]
+    output_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "reasoningOutputTokens")]
+    reasoning_output_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "totalTokens")]
+    total_tokens: Option<&'a RawValue>,
+}
+
+/// `msg`, when present, is an event: `null` is not one.
+fn some_msg<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Msg<'a>>, D::Error> {
+    Msg::deserialize(d).map(Some)
+}
+
+impl Msg<'_> {
+    /// The counts an old `token_count` carries as its own fields, if it has
+    /// any (all numbers or null).
+    fn own_counts(&self) -> Option<TokenUsage> {
+        let count = |f: Option<&RawValue>| -> Result<Option<u64>, ()> {
+            match f {
+                None => Ok(None),
+                Some(v) if v.get() == "null" => Ok(None),
+                Some(v) => v.get().parse().map(Some).map_err(|_| ()),
+            }
+        };
+        let t = TokenUsage {
+            input_tokens: count(self.input_tokens).ok()?,
+            cached_input_tokens: count(self.cached_input_tokens).ok()?,
+            cache_write_input_tokens: count(self.cache_write_input_tokens).ok()?,
+            output_tokens: count(self.output_tokens).ok()?,
+            reasoning_output_tokens: count(self.reasoning_output_tokens).ok()?,
+            total_tokens: count(self.total_tokens).ok()?,
+        };
+        (t.input_tokens.is_some() || t.output_tokens.is_some()).then_some(t)
+    }
 }
 
 #[derive(Deserialize)]
@@ -346,6 +389,8 @@ pub struct Codex {
     seed: Digest,
     /// Scratch space for an item id scoped by the run.
     scoped: String,
+    /// Scratch space for decoded command output (legacy).
+    decoded: Vec<u8>,
     scratch: Option<Vec<u8>>,
     buf: String,
 }
@@ -410,11 +455,9 @@ impl Translate for Codex {
 
 impl Codex {
     fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
-        if let Some(raw_msg) = rec.msg {
+        if let Some(msg) = rec.msg {
             self.legacy = true;
-            let msg: Msg = serde_json::from_str(raw_msg.get())
-                .map_err(|e| LineError::Shape(format!("msg: {e}")))?;
-            return self.legacy(msg, raw_msg, line, em);
+            return self.legacy(msg, line, em);
         }
         match rec.kind.as_deref() {
             None => {
@@ -735,13 +778,7 @@ impl Codex {
     // ---- legacy format --------------------------------------------------
 
     /// Legacy `{"id","msg":{…}}` events.
-    fn legacy(
-        &mut self,
-        msg: Msg,
-        raw_msg: &RawValue,
-        line: &[u8],
-        em: &mut Emitter,
-    ) -> Result<(), LineError> {
+    fn legacy(&mut self, msg: Msg, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
         let kind = msg.kind.as_deref().unwrap_or("");
         self.legacy_events = true;
         if kind == "session_configured" {
@@ -771,9 +808,7 @@ impl Codex {
                         .and_then(|i| i.total_token_usage),
                     // Before `info` (0.2x–0.3x) the counts were the event's
                     // own fields, for the whole session.
-                    None => serde_json::from_str::<TokenUsage>(raw_msg.get())
-                        .ok()
-                        .filter(|t| t.input_tokens.is_some() || t.output_tokens.is_some()),
+                    None => msg.own_counts(),
                 };
                 if let Some(t) = totals {
                     self.totals = Some(t);
@@ -852,8 +887,10 @@ impl Codex {
             }
             "exec_command_output_delta" => {
                 let id = need_call_id(&msg, kind)?;
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(msg.chunk.as_deref().unwrap_or("").as_bytes())
+                let mut bytes = std::mem::take(&mut self.decoded);
+                bytes.clear();
+                base64::engine::general_purpose::STANDARD
+                    .decode_vec(msg.chunk.as_deref().unwrap_or("").as_bytes(), &mut bytes)
                     .map_err(|e| {
                         LineError::Shape(format!(
                             "exec_command_output_delta: chunk is not base64 ({e})"
@@ -869,6 +906,7 @@ impl Codex {
                 if !self.buf.is_empty() {
                     output_event(em, id, stream, &self.buf);
                 }
+                self.decoded = bytes;
             }
             "exec_command_end" => {
                 let id = need_call_id(&msg, kind)?;
@@ -1513,6 +1551,24 @@ mod tests {
         assert_ne!(a[0]["threadId"], b[0]["threadId"]);
         let user = a.iter().find(|e| e["role"] == "user").unwrap();
         assert_eq!(user["messageId"], format!("{run}-user-1"));
+    }
+
+    #[test]
+    fn old_token_counts_are_the_events_own_fields() {
+        let usage = |counts: &str| {
+            let input = format!(
+                "{{\"id\":\"0\",\"msg\":{{\"type\":\"token_count\",{counts}}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"task_complete\"}}}}\n"
+            );
+            translate(&input, None, true).last().unwrap()["usage"].clone()
+        };
+        let u = usage(r#""input_tokens":10,"output_tokens":3,"total_tokens":null"#);
+        assert_eq!(u[0]["inputTokens"], 10);
+        assert_eq!(u[0]["outputTokens"], 3);
+        assert_eq!(u[0]["totalTokens"], 13);
+        // Not all numbers: not counts.
+        assert!(usage(r#""input_tokens":10,"output_tokens":"3""#).is_null());
+        assert!(usage(r#""model_context_window":5"#).is_null());
     }
 
     #[test]
