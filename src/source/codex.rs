@@ -470,6 +470,9 @@ impl Codex {
                     em.end_run();
                     *self = Codex {
                         scratch: self.scratch.take(),
+                        scoped: std::mem::take(&mut self.scoped),
+                        decoded: std::mem::take(&mut self.decoded),
+                        buf: std::mem::take(&mut self.buf),
                         ..Codex::default()
                     };
                 }
@@ -512,6 +515,9 @@ impl Codex {
             "thread.started" | "session.created" => {
                 *self = Codex {
                     scratch: self.scratch.take(),
+                    scoped: std::mem::take(&mut self.scoped),
+                    decoded: std::mem::take(&mut self.decoded),
+                    buf: std::mem::take(&mut self.buf),
                     // The first JSON format has no turn events: its stream
                     // ends with the run.
                     ends_at_eof: kind == "session.created",
