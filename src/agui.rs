@@ -16,8 +16,10 @@ use std::fmt::Write as _;
 use std::io;
 use std::sync::Arc;
 
+mod digest;
 mod open;
 mod wire;
+pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
 
 use serde_json::value::RawValue;
@@ -352,6 +354,13 @@ pub struct Emitter {
     run_id: String,
     /// Runs started so far, for derived run ids.
     runs: u64,
+    /// The digest of the first record (or line) since the last run
+    /// started, for the next run's ids when the input gives none, and
+    /// whether it is a record.
+    seed: Option<(Digest, bool)>,
+    /// The thread the input announced for its next run (see
+    /// [`announce_thread`](Emitter::announce_thread)).
+    announced: Option<String>,
     open: OpenItems,
     terminal: Vec<u8>,
     ctx: Context,
@@ -410,6 +419,8 @@ impl Emitter {
             thread_id: String::new(),
             run_id: String::new(),
             runs: 0,
+            seed: None,
+            announced: None,
             open: OpenItems::default(),
             terminal: Vec::new(),
             ctx: Context::default(),
@@ -578,8 +589,32 @@ impl Emitter {
 
     // ---- runs ----------------------------------------------------------
 
+    /// Note an input line before it is translated: the first record (a
+    /// line holding a JSON object, rather than the noise a CLI may print)
+    /// after a run started, else the first line, is what the next run's ids
+    /// are derived from when the input gives none.
+    pub fn note_line(&mut self, line: &[u8]) {
+        if matches!(self.state, RunState::Active) || self.seed.is_some_and(|s| s.1) {
+            return;
+        }
+        let record = line.trim_ascii_start().first() == Some(&b'{');
+        if record || self.seed.is_none() {
+            self.seed = Some((Digest::of(line), record));
+        }
+    }
+
+    /// The input named the thread of a run that its translator starts later
+    /// (with the run's first record of content): a run that starts before
+    /// that (an interrupt) is still on this thread.
+    pub fn announce_thread(&mut self, thread_id: Option<&str>) {
+        self.announced = thread_id.map(str::to_owned);
+    }
+
     /// Start a run. The thread and run ids come from `--thread-id`/`--run-id`,
-    /// else from the input, else they are derived (`thread-N`, `run-N`).
+    /// else from the input, else they are derived: `run-` and a digest of the
+    /// run's first line (see [`note_line`](Self::note_line)), or `run-N`
+    /// when no line was noted; the thread's is `thread-` and what follows
+    /// `run-` in the run id. With `--run-id R` runs are `R`, `R-2`, …
     /// A run still open is first ended as cut short; an ended run's terminal
     /// event is written first.
     pub fn start_run(&mut self, thread_id: Option<&str>, run_id: Option<&str>) {
@@ -598,14 +633,9 @@ impl Emitter {
         self.input_had_run = true;
         self.run_subagents.clear();
         let n = self.runs;
-        self.thread_id.clear();
-        match (&self.thread_override, thread_id) {
-            (Some(t), _) => self.thread_id.push_str(t),
-            (None, Some(t)) if !t.is_empty() => self.thread_id.push_str(t),
-            _ => {
-                let _ = write!(self.thread_id, "thread-{n}");
-            }
-        }
+        let seed = self.seed.take();
+        let announced = self.announced.take();
+        let thread_id = thread_id.or(announced.as_deref());
         self.run_id.clear();
         match (&self.run_override, run_id) {
             (Some(r), _) if n == 1 => self.run_id.push_str(r),
@@ -613,8 +643,21 @@ impl Emitter {
                 let _ = write!(self.run_id, "{r}-{n}");
             }
             (None, Some(r)) if !r.is_empty() => self.run_id.push_str(r),
+            _ => match seed {
+                Some((d, _)) => self.run_id.push_str(&d.run_id(n)),
+                None => {
+                    let _ = write!(self.run_id, "run-{n}");
+                }
+            },
+        }
+        self.thread_id.clear();
+        match (&self.thread_override, thread_id) {
+            (Some(t), _) => self.thread_id.push_str(t),
+            (None, Some(t)) if !t.is_empty() => self.thread_id.push_str(t),
             _ => {
-                let _ = write!(self.run_id, "run-{n}");
+                // The run's: `thread-` and what follows `run-` in its id.
+                let run = self.run_id.strip_prefix("run-").unwrap_or(&self.run_id);
+                let _ = write!(self.thread_id, "thread-{run}");
             }
         }
         self.state = RunState::Active;
@@ -1363,6 +1406,52 @@ mod tests {
         );
         assert_eq!(lines(&em)[4]["code"], "input_ended");
         assert_eq!(lines(&em)[0]["threadId"], "thread-1");
+    }
+
+    #[test]
+    fn ids_the_input_does_not_give_come_from_its_first_record() {
+        let ids = |first: &str, run_override: Option<&str>| {
+            let mut em = Emitter::new(Format::Ndjson, None, run_override.map(str::to_owned));
+            em.note_line(b"Loaded cached credentials.");
+            em.note_line(first.as_bytes());
+            em.note_line(b"{\"later\":1}");
+            em.text_content("m1", "hi");
+            em.finish_run(None, None, &[]);
+            em.note_line(first.as_bytes());
+            em.start_run(None, None);
+            em.end_of_input(true);
+            let starts: Vec<_> = lines(&em)
+                .into_iter()
+                .filter(|e| e["type"] == "RUN_STARTED")
+                .map(|e| (e["threadId"].clone(), e["runId"].clone()))
+                .collect();
+            starts
+        };
+        let a = ids(r#"{"prompt":"one"}"#, None);
+        assert_eq!(a, ids(r#"{"prompt":"one"}"#, None), "deterministic");
+        let run = a[0].1.as_str().unwrap();
+        assert_eq!(run, Digest::of(br#"{"prompt":"one"}"#).run_id(1));
+        assert_eq!(a[0].0, format!("thread-{}", &run[4..]));
+        // Another input, or the next run with the same first record: others.
+        let b = ids(r#"{"prompt":"two"}"#, None);
+        assert_ne!(a[0], b[0]);
+        assert_ne!(a[0], a[1]);
+        // `--run-id R` scopes all of them.
+        let r = ids(r#"{"prompt":"one"}"#, Some("R"));
+        assert_eq!(
+            r[0],
+            (serde_json::json!("thread-R"), serde_json::json!("R"))
+        );
+        assert_eq!(
+            r[1],
+            (serde_json::json!("thread-R-2"), serde_json::json!("R-2"))
+        );
+        // With no record at all, the first line.
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.note_line(b"some noise");
+        em.note_line(b"more noise");
+        em.end_of_input(true);
+        assert_eq!(lines(&em)[0]["runId"], Digest::of(b"some noise").run_id(1));
     }
 
     #[test]

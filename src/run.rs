@@ -493,6 +493,7 @@ pub fn pump(
         if let Some(looks) = stats.looks.as_mut() {
             looks.line(line);
         }
+        em.note_line(line);
         if let Err(err) = tr.line(line, em) {
             stats.bad += 1;
             let cut = if terminated {

@@ -76,7 +76,7 @@ fn detection_ignores_noise_before_the_first_record() {
         .code(1)
         .stderr(predicate::str::contains("<stdin>:1: not a JSON line"))
         .stdout(predicate::str::starts_with(
-            r#"{"type":"RUN_STARTED","threadId":"s","runId":"run-1"}"#,
+            r#"{"type":"RUN_STARTED","threadId":"s","runId":"run-3b2e23d015e3ba36"}"#,
         ))
         .stdout(predicate::str::contains(r#""source":"unknown""#))
         .stdout(predicate::str::contains("RUN_FINISHED"));
@@ -116,7 +116,7 @@ fn bad_lines_exit_1_and_are_named_on_stderr() {
         .stderr(predicate::str::contains("<stdin>:2: not a JSON line"))
         .stdout(predicate::str::contains(r#"{"type":"RAW","event":{"line":2,"text":"not json"},"source":"gemini"}"#))
         .stdout(predicate::str::ends_with(
-            "{\"type\":\"RUN_FINISHED\",\"threadId\":\"s\",\"runId\":\"run-1\",\"result\":{\"type\":\"result\",\"status\":\"success\"}}\n",
+            "{\"type\":\"RUN_FINISHED\",\"threadId\":\"s\",\"runId\":\"run-3b2e23d015e3ba36\",\"result\":{\"type\":\"result\",\"status\":\"success\"}}\n",
         ));
 }
 

@@ -702,3 +702,59 @@ fn check_agrees_with_the_official_checks() {
         files.len()
     );
 }
+
+/// A front end keeps one agent per thread and feeds it run after run: the
+/// two halves of every resumed session in testdata, translated separately
+/// (`--format sse`), go through one `@ag-ui/client` `HttpAgent` in turn
+/// (`tests/conformance/resume.cjs`), and no message of its list may mix the
+/// two runs, nor any of the second run's messages be missing.
+#[test]
+fn resumed_threads_keep_their_runs_apart() {
+    if skipped("resumed_threads_keep_their_runs_apart") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let out_dir = std::env::temp_dir().join(format!("agui-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut firsts = Vec::new();
+    files_under(&root().join("testdata"), "/resume.jsonl", &mut firsts);
+    firsts.sort();
+    let mut args = Vec::new();
+    for first in &firsts {
+        let rel = first.strip_prefix(root().join("testdata")).unwrap();
+        let cli = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let name = rel.parent().unwrap().to_str().unwrap().replace('/', "_");
+        for half in ["resume", "resume-2"] {
+            let input = first.with_file_name(format!("{half}.jsonl"));
+            let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+                .args(["--quiet", "--from", cli, "--format", "sse"])
+                .arg(&input)
+                .output()
+                .unwrap();
+            let path = out_dir.join(format!("{name}-{half}.sse"));
+            std::fs::write(&path, out.stdout).unwrap();
+            args.push(path);
+        }
+    }
+    let out = Command::new("node")
+        .arg(dir.join("resume.cjs"))
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ok = text.lines().filter(|l| l.starts_with("OK ")).count();
+    assert!(ok >= 10 && ok == args.len() / 2, "{text}");
+}

@@ -211,12 +211,12 @@ fn allocations_per_line_stay_bounded() {
         (
             Dialect::named("codex").unwrap(),
             &["codex/0.169.0"][..],
-            5.5,
+            5.0,
         ),
         (
             Dialect::named("codex").unwrap(),
             &["codex/0.42.0-legacy"][..],
-            7.5,
+            1.7,
         ),
         (
             Dialect::named("claude").unwrap(),

@@ -26,7 +26,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
+use crate::agui::{
+    code, object, string_json, Content, Digest, Emitter, Outcome, Role, Text, Usage,
+};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex";
@@ -40,8 +42,9 @@ struct Record<'a> {
     thread_id: Option<Cow<'a, str>>,
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     session_id: Option<Cow<'a, str>>,
+    /// Parsed with the line: no second pass over its strings.
     #[serde(borrow)]
-    item: Option<&'a RawValue>,
+    item: Option<Item<'a>>,
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -52,9 +55,10 @@ struct Record<'a> {
     item_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
-    // Legacy events and preamble.
-    #[serde(borrow)]
-    msg: Option<&'a RawValue>,
+    // Legacy events and preamble. The event is parsed with the line: no
+    // second pass over its strings.
+    #[serde(borrow, default, deserialize_with = "some_msg")]
+    msg: Option<Msg<'a>>,
     #[serde(borrow)]
     prompt: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
@@ -206,6 +210,48 @@ struct Msg<'a> {
     model: Option<Cow<'a, str>>,
     #[serde(borrow)]
     reason: Option<&'a RawValue>,
+    // A `token_count` before `info` (0.2x–0.3x): the counts are the
+    // event's own fields.
+    #[serde(borrow, alias = "inputTokens")]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "cachedInputTokens")]
+    cached_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "cacheWriteInputTokens")]
+    cache_write_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "outputTokens")]
+    output_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "reasoningOutputTokens")]
+    reasoning_output_tokens: Option<&'a RawValue>,
+    #[serde(borrow, alias = "totalTokens")]
+    total_tokens: Option<&'a RawValue>,
+}
+
+/// `msg`, when present, is an event: `null` is not one.
+fn some_msg<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Msg<'a>>, D::Error> {
+    Msg::deserialize(d).map(Some)
+}
+
+impl Msg<'_> {
+    /// The counts an old `token_count` carries as its own fields, if it has
+    /// any (all numbers or null).
+    fn own_counts(&self) -> Option<TokenUsage> {
+        let count = |f: Option<&RawValue>| -> Result<Option<u64>, ()> {
+            match f {
+                None => Ok(None),
+                Some(v) if v.get() == "null" => Ok(None),
+                Some(v) => v.get().parse().map(Some).map_err(|_| ()),
+            }
+        };
+        let t = TokenUsage {
+            input_tokens: count(self.input_tokens).ok()?,
+            cached_input_tokens: count(self.cached_input_tokens).ok()?,
+            cache_write_input_tokens: count(self.cache_write_input_tokens).ok()?,
+            output_tokens: count(self.output_tokens).ok()?,
+            reasoning_output_tokens: count(self.reasoning_output_tokens).ok()?,
+            total_tokens: count(self.total_tokens).ok()?,
+        };
+        (t.input_tokens.is_some() || t.output_tokens.is_some()).then_some(t)
+    }
 }
 
 #[derive(Deserialize)]
@@ -333,6 +379,18 @@ pub struct Codex {
     /// Legacy call ids that have ended (the most recent ones), so that a
     /// repeated begin does not open a second tool call.
     ended: std::collections::VecDeque<String>,
+    /// The thread a run is announced for (`thread.started`), and whether
+    /// that run is still to start: it starts with its first record that
+    /// carries content, whose digest its id is derived from.
+    thread: Option<String>,
+    pending: bool,
+    /// The digest of what came before the run's first record of content
+    /// (the announcing records, the legacy preamble).
+    seed: Digest,
+    /// Scratch space for an item id scoped by the run.
+    scoped: String,
+    /// Scratch space for decoded command output (legacy).
+    decoded: Vec<u8>,
     scratch: Option<Vec<u8>>,
     buf: String,
 }
@@ -349,6 +407,9 @@ impl Translate for Codex {
     }
 
     fn finish(&mut self, em: &mut Emitter) {
+        if self.pending {
+            self.open_run(None, b"", em);
+        }
         self.flush_prompt(em);
         if !em.in_run() {
             return;
@@ -394,11 +455,9 @@ impl Translate for Codex {
 
 impl Codex {
     fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
-        if let Some(raw_msg) = rec.msg {
+        if let Some(msg) = rec.msg {
             self.legacy = true;
-            let msg: Msg = serde_json::from_str(raw_msg.get())
-                .map_err(|e| LineError::Shape(format!("msg: {e}")))?;
-            return self.legacy(msg, raw_msg, line, em);
+            return self.legacy(msg, line, em);
         }
         match rec.kind.as_deref() {
             None => {
@@ -411,12 +470,21 @@ impl Codex {
                     em.end_run();
                     *self = Codex {
                         scratch: self.scratch.take(),
+                        scoped: std::mem::take(&mut self.scoped),
+                        decoded: std::mem::take(&mut self.decoded),
+                        buf: std::mem::take(&mut self.buf),
                         ..Codex::default()
                     };
                 }
                 self.legacy = true;
+                self.seed.add(line);
                 if let Some(p) = rec.prompt {
-                    self.prompt = Some(text_of(p).into_owned());
+                    if em.user_messages() {
+                        self.prompt = Some(text_of(p).into_owned());
+                    } else {
+                        // Kept as RAW only; written once the run starts.
+                        raw(em, line);
+                    }
                 } else {
                     if let Some(m) = rec.model.as_deref() {
                         self.model = Some(m.to_owned());
@@ -439,40 +507,57 @@ impl Codex {
         line: &[u8],
         em: &mut Emitter,
     ) -> Result<(), LineError> {
+        let announces = matches!(kind, "thread.started" | "session.created" | "turn.started");
+        if !announces && (self.pending || !em.in_run() && !em.run_ended()) {
+            self.open_run(None, line, em);
+        }
         match kind {
             "thread.started" | "session.created" => {
                 *self = Codex {
                     scratch: self.scratch.take(),
+                    scoped: std::mem::take(&mut self.scoped),
+                    decoded: std::mem::take(&mut self.decoded),
+                    buf: std::mem::take(&mut self.buf),
                     // The first JSON format has no turn events: its stream
                     // ends with the run.
                     ends_at_eof: kind == "session.created",
+                    thread: rec
+                        .thread_id
+                        .as_deref()
+                        .or(rec.session_id.as_deref())
+                        .map(str::to_owned),
+                    pending: true,
+                    seed: Digest::of(line),
                     ..Codex::default()
                 };
-                em.start_run(rec.thread_id.as_deref().or(rec.session_id.as_deref()), None);
+                em.announce_thread(self.thread.as_deref());
             }
             "turn.started" => {
-                if !em.in_run() {
-                    em.start_run(None, None);
+                // Every turn of a thread starts the same way: its run starts
+                // with its first record of content.
+                if !em.in_run() && !self.pending {
+                    self.pending = true;
+                    self.seed = Digest::of(line);
+                    em.announce_thread(self.thread.as_deref());
                 }
             }
             "item.started" | "item.updated" | "item.completed" => {
-                let Some(raw_item) = rec.item else {
+                let Some(item) = &rec.item else {
                     return Err(LineError::Shape(format!("{kind} without item")));
                 };
-                let item: Item = serde_json::from_str(raw_item.get())
-                    .map_err(|e| LineError::Shape(format!("item: {e}")))?;
                 self.last_error = None;
-                self.item(kind, &item, raw_item, line, em)?;
+                self.item(kind, item, line, em)?;
             }
             "item.plan.delta" => {
-                let scoped = scope(em, rec.item_id.as_deref().unwrap_or("plan"));
-                let id = scoped.as_ref();
-                if !self.streamed.contains(id) {
-                    self.streamed.insert(id.to_owned());
+                let mut id = std::mem::take(&mut self.scoped);
+                scope(&mut id, em, rec.item_id.as_deref().unwrap_or("plan"));
+                if !self.streamed.contains(&id) {
+                    self.streamed.insert(id.clone());
                 }
                 if let Some(d) = rec.delta {
-                    delta_text(em, id, d);
+                    delta_text(em, &id, d);
                 }
+                self.scoped = id;
             }
             "turn.completed" => {
                 self.close_streams(em);
@@ -511,15 +596,28 @@ impl Codex {
         &mut self,
         event: &str,
         it: &Item,
-        raw_item: &RawValue,
         line: &[u8],
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let Some(id) = it.id.as_deref() else {
             return Err(LineError::Shape("item without id".into()));
         };
-        let scoped = scope(em, id);
-        let id = scoped.as_ref();
+        let mut scoped = std::mem::take(&mut self.scoped);
+        scope(&mut scoped, em, id);
+        let result = self.scoped_item(event, it, &scoped, line, em);
+        self.scoped = scoped;
+        result
+    }
+
+    /// An item, whose id scoped by the run is `id`.
+    fn scoped_item(
+        &mut self,
+        event: &str,
+        it: &Item,
+        id: &str,
+        line: &[u8],
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
         let done = event == "item.completed";
         let kind = match it.kind.as_deref().unwrap_or("") {
             // The first JSON format's names.
@@ -586,7 +684,6 @@ impl Codex {
             }
             other => {
                 em.unknown(format!("item type {other:?}"));
-                let _ = raw_item;
                 raw(em, line);
             }
         }
@@ -687,18 +784,12 @@ impl Codex {
     // ---- legacy format --------------------------------------------------
 
     /// Legacy `{"id","msg":{…}}` events.
-    fn legacy(
-        &mut self,
-        msg: Msg,
-        raw_msg: &RawValue,
-        line: &[u8],
-        em: &mut Emitter,
-    ) -> Result<(), LineError> {
+    fn legacy(&mut self, msg: Msg, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
         let kind = msg.kind.as_deref().unwrap_or("");
         self.legacy_events = true;
         if kind == "session_configured" {
             if !em.in_run() {
-                em.start_run(msg.session_id.as_deref(), None);
+                self.open_run(msg.session_id.as_deref(), line, em);
             }
             if let Some(m) = msg.model.as_deref() {
                 self.model = Some(m.to_owned());
@@ -708,7 +799,7 @@ impl Codex {
             return Ok(());
         }
         if !em.in_run() && !em.run_ended() {
-            em.start_run(None, None);
+            self.open_run(None, line, em);
         }
         self.flush_prompt(em);
         if !matches!(kind, "token_count" | "error" | "stream_error") {
@@ -723,9 +814,7 @@ impl Codex {
                         .and_then(|i| i.total_token_usage),
                     // Before `info` (0.2x–0.3x) the counts were the event's
                     // own fields, for the whole session.
-                    None => serde_json::from_str::<TokenUsage>(raw_msg.get())
-                        .ok()
-                        .filter(|t| t.input_tokens.is_some() || t.output_tokens.is_some()),
+                    None => msg.own_counts(),
                 };
                 if let Some(t) = totals {
                     self.totals = Some(t);
@@ -804,8 +893,10 @@ impl Codex {
             }
             "exec_command_output_delta" => {
                 let id = need_call_id(&msg, kind)?;
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(msg.chunk.as_deref().unwrap_or("").as_bytes())
+                let mut bytes = std::mem::take(&mut self.decoded);
+                bytes.clear();
+                base64::engine::general_purpose::STANDARD
+                    .decode_vec(msg.chunk.as_deref().unwrap_or("").as_bytes(), &mut bytes)
                     .map_err(|e| {
                         LineError::Shape(format!(
                             "exec_command_output_delta: chunk is not base64 ({e})"
@@ -821,6 +912,7 @@ impl Codex {
                 if !self.buf.is_empty() {
                     output_event(em, id, stream, &self.buf);
                 }
+                self.decoded = bytes;
             }
             "exec_command_end" => {
                 let id = need_call_id(&msg, kind)?;
@@ -1060,11 +1152,22 @@ impl Codex {
     fn flush_prompt(&mut self, em: &mut Emitter) {
         if let Some(prompt) = self.prompt.take() {
             if !em.in_run() {
-                em.start_run(None, None);
+                self.open_run(None, b"", em);
             }
             let id = self.next_id(em, "user");
             em.text_message(&id, Role::User, &prompt);
         }
+    }
+
+    /// Start the run whose first record of content is `line`: its id is
+    /// `run-` and a digest of the records before it and of `line` (with the
+    /// run's number on this output); its thread is `thread`, else the
+    /// announced one.
+    fn open_run(&mut self, thread: Option<&str>, line: &[u8], em: &mut Emitter) {
+        self.seed.add(line);
+        let run_id = self.seed.run_id(em.run_number() + 1);
+        em.start_run(thread.or(self.thread.as_deref()), Some(&run_id));
+        self.pending = false;
     }
 
     fn next_id(&mut self, em: &Emitter, what: &str) -> String {
@@ -1240,15 +1343,14 @@ fn item_args(kind: &str, it: &Item) -> String {
     args.get().to_owned()
 }
 
-/// Item ids restart at `item_0` in every `codex exec`: in the second and later
-/// runs of one output (a resumed thread after its first turn, a log of many
-/// runs) they are scoped by the run, so that no id is used twice.
-fn scope<'i>(em: &Emitter, id: &'i str) -> Cow<'i, str> {
-    if em.run_number() > 1 {
-        Cow::Owned(format!("{}:{id}", em.run_id()))
-    } else {
-        Cow::Borrowed(id)
-    }
+/// Item ids restart at `item_0` in every `codex exec` (and every turn): they
+/// are scoped by the run (`<runId>-item_0`), so that no id is used twice in
+/// one output nor across the outputs of one resumed thread.
+fn scope(buf: &mut String, em: &Emitter, id: &str) {
+    buf.clear();
+    buf.push_str(em.run_id());
+    buf.push('-');
+    buf.push_str(id);
 }
 
 /// Streamed text for message `id`: the delta's JSON string copied as it is
@@ -1306,6 +1408,197 @@ fn raw(em: &mut Emitter, line: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The events for `input`, as the filter gives them.
+    fn translate(input: &str, run_id: Option<&str>, user_messages: bool) -> Vec<serde_json::Value> {
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, run_id.map(str::to_owned));
+        em.set_user_messages(user_messages);
+        let mut codex = Codex::default();
+        for line in input.lines() {
+            em.note_line(line.as_bytes());
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        codex.finish(&mut em);
+        em.end_of_input(true);
+        std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    const THREAD: &str =
+        "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.started\"}\n";
+
+    fn turn(text: &str) -> String {
+        format!(
+            "{{\"type\":\"item.completed\",\"item\":{{\"id\":\"item_0\",\"type\":\"agent_message\",\"text\":\"{text}\"}}}}\n\
+             {{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}}\n"
+        )
+    }
+
+    #[test]
+    fn each_half_of_a_resumed_thread_is_its_own_run() {
+        let first = translate(&(THREAD.to_owned() + &turn("one")), None, true);
+        let second = translate(&(THREAD.to_owned() + &turn("two")), None, true);
+        assert_eq!(
+            first,
+            translate(&(THREAD.to_owned() + &turn("one")), None, true)
+        );
+        let run = |evs: &[serde_json::Value]| evs[0]["runId"].as_str().unwrap().to_owned();
+        assert_eq!(first[0]["type"], "RUN_STARTED");
+        assert_eq!(
+            (&first[0]["threadId"], &second[0]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_ne!(run(&first), run(&second));
+        for evs in [&first, &second] {
+            assert_eq!(evs[1]["type"], "TEXT_MESSAGE_START");
+            assert_eq!(evs[1]["messageId"], format!("{}-item_0", run(evs)));
+        }
+    }
+
+    #[test]
+    fn turns_of_one_process_are_runs_of_its_thread() {
+        let evs = translate(
+            &(THREAD.to_owned() + &turn("a") + "{\"type\":\"turn.started\"}\n" + &turn("a")),
+            None,
+            true,
+        );
+        let starts: Vec<_> = evs.iter().filter(|e| e["type"] == "RUN_STARTED").collect();
+        assert_eq!(starts.len(), 2);
+        assert_eq!(
+            (&starts[0]["threadId"], &starts[1]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_ne!(starts[0]["runId"], starts[1]["runId"]);
+    }
+
+    #[test]
+    fn an_announced_run_that_is_cut_off_still_starts_and_ends() {
+        let evs = translate(THREAD, None, true);
+        let types: Vec<_> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["RUN_STARTED", "RUN_ERROR"]);
+        assert_eq!(evs[0]["threadId"], "t1");
+        assert_eq!(evs[1]["code"], "input_ended");
+    }
+
+    #[test]
+    fn an_announced_run_interrupted_before_content_keeps_its_thread() {
+        let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
+        let mut codex = Codex::default();
+        for line in THREAD.lines() {
+            em.note_line(line.as_bytes());
+            codex.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        em.cancel_run();
+        let evs: Vec<serde_json::Value> = std::str::from_utf8(em.output())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(
+            (&evs[0]["threadId"], &evs[1]["threadId"]),
+            (&"t1".into(), &"t1".into())
+        );
+        assert_eq!(evs[1]["outcome"]["type"], "cancelled");
+    }
+
+    #[test]
+    fn a_run_id_given_scopes_every_derived_id() {
+        let evs = translate(
+            &(THREAD.to_owned() + &turn("a") + "{\"type\":\"turn.started\"}\n" + &turn("b")),
+            Some("R"),
+            true,
+        );
+        let ids: Vec<_> = evs
+            .iter()
+            .filter_map(|e| e["runId"].as_str().or(e["messageId"].as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "R",
+                "R-item_0",
+                "R-item_0",
+                "R-item_0",
+                "R",
+                "R-2",
+                "R-2-item_0",
+                "R-2-item_0",
+                "R-2-item_0",
+                "R-2"
+            ]
+        );
+        let legacy = translate(&legacy_input("hi"), Some("R"), true);
+        assert_eq!(
+            (&legacy[0]["threadId"], &legacy[0]["runId"]),
+            (&"thread-R".into(), &"R".into())
+        );
+        assert_eq!(legacy[2]["messageId"], "R-user-1");
+    }
+
+    fn legacy_input(prompt: &str) -> String {
+        format!(
+            "{{\"model\":\"gpt-5-codex\",\"provider\":\"openai\"}}\n\
+             {{\"prompt\":\"{prompt}\"}}\n\
+             {{\"id\":\"0\",\"msg\":{{\"type\":\"task_started\"}}}}\n\
+             {{\"id\":\"0\",\"msg\":{{\"type\":\"agent_message\",\"message\":\"ok\"}}}}\n"
+        )
+    }
+
+    #[test]
+    fn legacy_runs_take_their_ids_from_the_preamble() {
+        let a = translate(&legacy_input("one"), None, true);
+        let b = translate(&legacy_input("two"), None, true);
+        let run = a[0]["runId"].as_str().unwrap();
+        assert_ne!(a[0]["runId"], b[0]["runId"]);
+        assert_ne!(a[0]["threadId"], b[0]["threadId"]);
+        let user = a.iter().find(|e| e["role"] == "user").unwrap();
+        assert_eq!(user["messageId"], format!("{run}-user-1"));
+    }
+
+    #[test]
+    fn old_token_counts_are_the_events_own_fields() {
+        let usage = |counts: &str| {
+            let input = format!(
+                "{{\"id\":\"0\",\"msg\":{{\"type\":\"token_count\",{counts}}}}}\n\
+                 {{\"id\":\"0\",\"msg\":{{\"type\":\"task_complete\"}}}}\n"
+            );
+            translate(&input, None, true).last().unwrap()["usage"].clone()
+        };
+        let u = usage(r#""input_tokens":10,"output_tokens":3,"total_tokens":null"#);
+        assert_eq!(u[0]["inputTokens"], 10);
+        assert_eq!(u[0]["outputTokens"], 3);
+        assert_eq!(u[0]["totalTokens"], 13);
+        // Not all numbers: not counts.
+        assert!(usage(r#""input_tokens":10,"output_tokens":"3""#).is_null());
+        assert!(usage(r#""model_context_window":5"#).is_null());
+    }
+
+    #[test]
+    fn without_user_messages_the_legacy_prompt_stays_raw() {
+        let with = translate(&legacy_input("hi"), None, true);
+        let without = translate(&legacy_input("hi"), None, false);
+        assert!(with.iter().any(|e| e["role"] == "user"));
+        assert!(!without.iter().any(|e| e["role"] == "user"));
+        let raw: Vec<_> = without
+            .iter()
+            .filter(|e| e["type"] == "RAW")
+            .map(|e| &e["event"])
+            .collect();
+        assert!(
+            raw.contains(&&serde_json::json!({"prompt": "hi"})),
+            "{raw:?}"
+        );
+        // Only the prompt's message is gone: the assistant's is still there.
+        let said =
+            |evs: &[serde_json::Value]| evs.iter().filter(|e| e["role"] == "assistant").count();
+        assert_eq!(said(&with), said(&without));
+        assert_eq!(without.first().unwrap()["type"], "RUN_STARTED");
+        assert_eq!(without.last().unwrap()["type"], "RUN_FINISHED");
+    }
 
     #[test]
     fn utf8_stream_keeps_split_characters() {
