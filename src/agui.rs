@@ -105,6 +105,11 @@ pub enum Event<'a> {
         content: Json<'a>,
         replace: Option<bool>,
     },
+    /// An ACTIVITY_SNAPSHOT of type `PLAN` that replaces the last one.
+    PlanSnapshot {
+        message_id: &'a str,
+        plan: &'a crate::plan::Plan<'a>,
+    },
     Raw {
         event: Json<'a>,
         source: &'a str,
@@ -188,7 +193,7 @@ impl Event<'_> {
             Event::ReasoningMessageEnd { .. } => 15,
             Event::ReasoningEnd { .. } => 16,
             Event::ReasoningEncryptedValue { .. } => 17,
-            Event::ActivitySnapshot { .. } => 18,
+            Event::ActivitySnapshot { .. } | Event::PlanSnapshot { .. } => 18,
             Event::Raw { .. } => 19,
             Event::Custom { .. } | Event::ToolOutput { .. } => 20,
             Event::SubagentStarted { .. } => 21,
@@ -1198,6 +1203,13 @@ impl Emitter {
             content,
             replace: Some(true),
         });
+    }
+
+    /// A plan (see [`crate::plan`]) as message `message_id`, replacing the
+    /// last snapshot with that id.
+    pub fn plan_snapshot(&mut self, message_id: &str, plan: &crate::plan::Plan) {
+        self.ensure_run();
+        self.write(&Event::PlanSnapshot { message_id, plan });
     }
 
     /// Write any event as it is (no tracking). For events the methods above do

@@ -2,6 +2,8 @@
 //! as literal bytes, integers formatted in place and only the dynamic strings
 //! escaped. This is the one place that knows how an event looks as JSON.
 
+use crate::plan::{Field, Plan};
+
 use super::{Content, EncryptedSubtype, Event, Json, Outcome, Role, Text, Usage, EVENT_TYPES};
 
 /// Write `ev` as a JSON object without its closing brace (the emitter adds
@@ -135,6 +137,12 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
                 });
             }
         }
+        Event::PlanSnapshot { message_id, plan } => {
+            o.str(b",\"messageId\":", message_id);
+            o.0.extend_from_slice(b",\"activityType\":\"PLAN\",\"content\":");
+            plan_content(o.0, plan);
+            o.0.extend_from_slice(b",\"replace\":true");
+        }
         Event::Raw { event, source } => {
             o.json(b",\"event\":", event);
             o.str(b",\"source\":", source);
@@ -184,6 +192,47 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
             o.str(b",\"message\":", message);
             o.opt_str(b",\"code\":", code);
         }
+    }
+}
+
+/// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.
+fn plan_content(out: &mut Vec<u8>, plan: &Plan) {
+    out.extend_from_slice(b"{\"items\":[");
+    for (i, item) in plan.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"text\":");
+        field(out, &item.text);
+        out.extend_from_slice(b",\"status\":\"");
+        out.extend_from_slice(item.status.as_str().as_bytes());
+        out.push(b'"');
+        if let Some(s) = &item.cli_status {
+            out.extend_from_slice(b",\"cliStatus\":");
+            field(out, s);
+        }
+        for (k, v) in &item.extra {
+            out.push(b',');
+            string(out, k);
+            out.push(b':');
+            field(out, v);
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+    for (k, v) in &plan.extra {
+        out.push(b',');
+        string(out, k);
+        out.push(b':');
+        field(out, v);
+    }
+    out.push(b'}');
+}
+
+fn field(out: &mut Vec<u8>, f: &Field) {
+    match f {
+        Field::Str(s) => string(out, s),
+        Field::Json(j) => out.extend_from_slice(j.get().as_bytes()),
     }
 }
 

@@ -25,6 +25,7 @@ use crate::agui::{
     code, object, string_json, Content, Emitter, EncryptedSubtype, Outcome, Role, Text, Usage,
 };
 use crate::json::{self, text_of, timestamp_ms};
+use crate::plan::{self, Field, Item, Plan};
 
 const SOURCE: &str = "claude";
 
@@ -299,6 +300,8 @@ pub struct Claude {
     deferred: Option<String>,
     scratch: Option<Vec<u8>>,
     buf: String,
+    /// The run's task list (TaskCreate, TaskUpdate, TaskList).
+    tasks: Tasks,
 }
 
 impl Translate for Claude {
@@ -492,6 +495,7 @@ impl Claude {
                 self.close_lanes(em);
                 self.lanes.clear();
                 self.agent_calls.clear();
+                self.tasks = Tasks::default();
                 self.derived = 0;
                 self.session = rec.session_id.as_deref().map(str::to_owned);
                 self.model = rec.model.as_deref().map(str::to_owned);
@@ -861,6 +865,7 @@ impl Claude {
             }
             if let Some(s) = streamed {
                 if self.confirm(s, kind, block, em) {
+                    self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
                     continue;
                 }
             }
@@ -877,8 +882,29 @@ impl Claude {
             };
             let id = block_id(&msg_id, index);
             self.complete_block(kind, block, &id, &msg_id, line, em);
+            self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
         Ok(())
+    }
+
+    /// A complete tool call that changes the plan: TodoWrite's list is
+    /// snapshot now; a TaskCreate/TaskUpdate/TaskList waits for its result.
+    fn plan_call(&mut self, kind: &str, block: &Block, sub: Option<&str>, em: &mut Emitter) {
+        let (Some(id), Some(name), Some(input)) =
+            (block.id.as_deref(), block.name.as_deref(), block.input)
+        else {
+            return;
+        };
+        if kind != "tool_use" {
+            return;
+        }
+        match name {
+            "TodoWrite" => plan::todos(em, sub, input, plan::CLAUDE),
+            "TaskCreate" => self.tasks.call(id, TaskTool::Create, input),
+            "TaskUpdate" => self.tasks.call(id, TaskTool::Update, input),
+            "TaskList" => self.tasks.call(id, TaskTool::List, input),
+            _ => {}
+        }
     }
 
     /// Match a complete block with the streamed one of lane `l` it repeats;
@@ -1034,6 +1060,10 @@ impl Claude {
                         }
                     }
                     self.tool_result(tid, block, rec.tool_use_result, em);
+                    if block.is_error != Some(true) && self.tasks.result(tid, rec.tool_use_result) {
+                        let id = plan::id(em, None);
+                        self.tasks.snapshot(&id, em);
+                    }
                 }
                 Some("text") => {
                     let id = if texts == 0 {
@@ -1485,5 +1515,231 @@ mod tests {
         );
         assert_eq!(got[4], ["record type \"something_new\""]);
         assert_eq!(got[5], ["content block type \"hologram\""]);
+    }
+}
+
+// ---- the task list ---------------------------------------------------------
+
+/// At most this many tasks, and calls waiting for their result, are kept per
+/// run; more are left out of the plan.
+const MAX_TASKS: usize = 1000;
+
+#[derive(Clone, Copy)]
+enum TaskTool {
+    Create,
+    Update,
+    List,
+}
+
+/// One task of the list: its subject and status as the CLI gave them, and
+/// its other fields (`description`, `activeForm`, `owner`, `blockedBy`).
+struct Task {
+    id: String,
+    subject: Option<Box<RawValue>>,
+    status: Option<Box<RawValue>>,
+    extra: Vec<(String, Box<RawValue>)>,
+    /// Deleted (`status: "deleted"`).
+    gone: bool,
+}
+
+impl Task {
+    /// Set field `key` of the task from a tool's input or result.
+    fn set(&mut self, key: &str, v: &RawValue) {
+        let v = v.to_owned();
+        match key {
+            "subject" => self.subject = Some(v),
+            "status" => {
+                self.gone = v.get() == "\"deleted\"";
+                self.status = Some(v);
+            }
+            // The list's own, or changes to other tasks.
+            "id" | "taskId" | "metadata" | "addBlocks" | "addBlockedBy" => {}
+            _ => match self.extra.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v,
+                None => self.extra.push((key.to_owned(), v)),
+            },
+        }
+    }
+}
+
+/// Claude Code's task list (2.1.16 and later), rebuilt from its tools: a
+/// task is added when TaskCreate's result gives its id, changed when
+/// TaskUpdate's result says it was, and the list is replaced by TaskList's
+/// result.
+#[derive(Default)]
+struct Tasks {
+    /// Calls waiting for their result: tool call id → tool and input.
+    calls: std::collections::HashMap<String, (TaskTool, Box<RawValue>)>,
+    /// In order of creation.
+    list: Vec<Task>,
+    /// Task id → position in `list`.
+    index: std::collections::HashMap<String, usize>,
+}
+
+/// A task tool's structured result (`tool_use_result`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskResult<'a> {
+    /// TaskCreate: `{id, subject}`.
+    #[serde(borrow)]
+    task: Option<&'a RawValue>,
+    /// TaskUpdate.
+    success: Option<bool>,
+    /// TaskList: `[{id, subject, status, owner, blockedBy}]`.
+    #[serde(borrow)]
+    tasks: Option<Vec<&'a RawValue>>,
+}
+
+impl Tasks {
+    fn call(&mut self, id: &str, tool: TaskTool, input: &RawValue) {
+        if self.calls.len() < MAX_TASKS {
+            self.calls.insert(id.to_owned(), (tool, input.to_owned()));
+        }
+    }
+
+    /// Apply the result of call `tid`; true if the list changed.
+    fn result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
+        let Some((tool, input)) = self.calls.remove(tid) else {
+            return false;
+        };
+        let Some(result) = result.and_then(|r| serde_json::from_str::<TaskResult>(r.get()).ok())
+        else {
+            return false;
+        };
+        match tool {
+            TaskTool::Create => {
+                let Some(task) = result.task else {
+                    return false;
+                };
+                let created = plan::fields(task);
+                let Some(id) = created
+                    .iter()
+                    .find(|(k, _)| k == "id")
+                    .map(|(_, v)| text_of(v))
+                else {
+                    return false;
+                };
+                self.add(&id, &input, &created)
+            }
+            TaskTool::Update => {
+                if result.success != Some(true) {
+                    return false;
+                }
+                let fields = plan::fields(&input);
+                let Some(id) = fields
+                    .iter()
+                    .find(|(k, _)| k == "taskId")
+                    .map(|(_, v)| text_of(v))
+                else {
+                    return false;
+                };
+                let Some(&i) = self.index.get(&*id) else {
+                    return false;
+                };
+                for (k, v) in &fields {
+                    self.list[i].set(k, v);
+                }
+                if self.list[i].gone {
+                    self.index.remove(&*id);
+                }
+                true
+            }
+            TaskTool::List => {
+                let Some(listed) = result.tasks else {
+                    return false;
+                };
+                let mut old = std::mem::take(&mut self.list);
+                let old_index = std::mem::take(&mut self.index);
+                for t in listed.into_iter().take(MAX_TASKS) {
+                    let fields = plan::fields(t);
+                    let Some(id) = fields
+                        .iter()
+                        .find(|(k, _)| k == "id")
+                        .map(|(_, v)| text_of(v))
+                    else {
+                        continue;
+                    };
+                    if self.index.contains_key(&*id) {
+                        continue;
+                    }
+                    let mut task = match old_index.get(&*id) {
+                        Some(&i) => std::mem::replace(&mut old[i], Task::new(&id)),
+                        None => Task::new(&id),
+                    };
+                    for (k, v) in &fields {
+                        task.set(k, v);
+                    }
+                    self.index.insert(id.into_owned(), self.list.len());
+                    self.list.push(task);
+                }
+                true
+            }
+        }
+    }
+
+    /// A new task `id` from TaskCreate's input and result.
+    fn add(&mut self, id: &str, input: &RawValue, created: &[(Cow<str>, &RawValue)]) -> bool {
+        if self.index.contains_key(id) {
+            return false;
+        }
+        if self.list.len() >= MAX_TASKS {
+            // Room is made by leaving out the deleted ones.
+            self.list.retain(|t| !t.gone);
+            self.index.clear();
+            for (i, t) in self.list.iter().enumerate() {
+                self.index.insert(t.id.clone(), i);
+            }
+            if self.list.len() >= MAX_TASKS {
+                return false;
+            }
+        }
+        let mut task = Task::new(id);
+        for (k, v) in plan::fields(input).iter().chain(created) {
+            task.set(k, v);
+        }
+        self.index.insert(id.to_owned(), self.list.len());
+        self.list.push(task);
+        true
+    }
+
+    fn snapshot(&self, id: &str, em: &mut Emitter) {
+        let id_key = Cow::Borrowed("id");
+        let items = self
+            .list
+            .iter()
+            .filter(|t| !t.gone)
+            .map(|t| {
+                let text = t
+                    .subject
+                    .as_deref()
+                    .map_or(Field::Str(Cow::Borrowed("")), |s| Field::Str(text_of(s)));
+                let mut item = Item::new(text, t.status.as_deref());
+                item.extra
+                    .push((id_key.clone(), Field::Str(Cow::Borrowed(&t.id))));
+                for (k, v) in &t.extra {
+                    item.extra.push((Cow::Borrowed(k), Field::Json(v)));
+                }
+                item
+            })
+            .collect();
+        em.plan_snapshot(
+            id,
+            &Plan {
+                items,
+                extra: Vec::new(),
+            },
+        );
+    }
+}
+
+impl Task {
+    fn new(id: &str) -> Self {
+        Task {
+            id: id.to_owned(),
+            subject: None,
+            status: None,
+            extra: Vec::new(),
+            gone: false,
+        }
     }
 }
