@@ -246,3 +246,50 @@ pub fn todos(em: &mut Emitter, sub: Option<&str>, input: &RawValue, shape: Shape
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_the_vocabulary() {
+        for (word, want, known) in [
+            ("pending", Status::Pending, true),
+            ("in_progress", Status::InProgress, true),
+            ("inProgress", Status::InProgress, true),
+            ("completed", Status::Completed, true),
+            ("cancelled", Status::Completed, false),
+            ("canceled", Status::Completed, false),
+            ("blocked", Status::Pending, false),
+        ] {
+            assert_eq!(Status::of(word), (want, known), "{word}");
+        }
+    }
+
+    fn raw(s: &str) -> &RawValue {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn items_keep_the_other_fields_and_skip_what_is_not_an_object() {
+        let list = raw(
+            r#"[{"status":"cancelled","content":"a\"b","id":7,"text":"x"},3,{"content":"c"},{"step":"d","completed":true}]"#,
+        );
+        let got = items(list, CLAUDE).unwrap();
+        assert_eq!(got.len(), 3);
+        let a = &got[0];
+        assert!(matches!(&a.text, Field::Json(j) if j.get() == r#""a\"b""#));
+        assert_eq!(a.status, Status::Completed);
+        assert!(matches!(&a.cli_status, Some(Field::Json(j)) if j.get() == r#""cancelled""#));
+        // `text` is the content's own key: the CLI's field of that name is
+        // not copied beside it.
+        let keys: Vec<&str> = a.extra.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, ["id"]);
+        assert_eq!(got[1].status, Status::Pending);
+        assert!(got[1].cli_status.is_none());
+        let d = &items(list, CODEX_TODO).unwrap()[2];
+        assert!(matches!(&d.text, Field::Str(s) if s.is_empty()));
+        assert_eq!(d.status, Status::Completed);
+        assert!(items(raw(r#"{"todos":[]}"#), CLAUDE).is_none());
+    }
+}
