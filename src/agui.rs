@@ -653,7 +653,7 @@ impl Emitter {
         } else {
             std::mem::take(&mut self.out)
         };
-        self.frame(body, &mut buf, None);
+        self.frame(body, &mut buf, Meta::None);
         self.counts[index] += 1;
         if !matches!(self.state, RunState::Idle) {
             self.out = buf;
@@ -694,7 +694,7 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, None);
+        self.frame(&ev, &mut buf, Meta::None);
         self.terminal = buf;
         self.state = RunState::Ending;
     }
@@ -717,7 +717,7 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, metadata);
+        self.frame(&ev, &mut buf, metadata.into());
         self.terminal = buf;
         self.state = RunState::Ending;
     }
@@ -1042,6 +1042,32 @@ impl Emitter {
         self.scratch = message_id;
     }
 
+    /// [`tool_result`](Self::tool_result) with `metadata` made of `fields`
+    /// (left out when there are none), written as they are.
+    pub fn tool_result_fields(
+        &mut self,
+        tool_call_id: &str,
+        content: Content,
+        fields: &[(&str, Json)],
+    ) {
+        self.ensure_run();
+        self.tool_end(tool_call_id);
+        self.scratch.clear();
+        self.scratch.push_str(tool_call_id);
+        self.scratch.push_str("-result");
+        let message_id = std::mem::take(&mut self.scratch);
+        self.write_meta(
+            &Event::ToolCallResult {
+                message_id: &message_id,
+                tool_call_id,
+                content,
+                role: "tool",
+            },
+            Meta::Fields(fields),
+        );
+        self.scratch = message_id;
+    }
+
     // ---- reasoning -----------------------------------------------------
 
     /// Open a reasoning span and its message (both with id `id`).
@@ -1226,6 +1252,10 @@ impl Emitter {
     }
 
     fn write_with(&mut self, ev: &Event, metadata: Option<Json>) {
+        self.write_meta(ev, metadata.into());
+    }
+
+    fn write_meta(&mut self, ev: &Event, metadata: Meta) {
         let mut out = std::mem::take(&mut self.out);
         self.frame(ev, &mut out, metadata);
         self.out = out;
@@ -1235,12 +1265,7 @@ impl Emitter {
 
     /// Serialize one event with its framing, adding the context fields
     /// (`timestamp`, `subagentRunId`) and `metadata` before the closing brace.
-    fn frame<'e, 'a: 'e>(
-        &self,
-        body: impl Into<Body<'e, 'a>>,
-        out: &mut Vec<u8>,
-        metadata: Option<Json>,
-    ) {
+    fn frame<'e, 'a: 'e>(&self, body: impl Into<Body<'e, 'a>>, out: &mut Vec<u8>, metadata: Meta) {
         if self.format == Format::Sse {
             out.extend_from_slice(b"data: ");
         }
@@ -1267,9 +1292,13 @@ impl Emitter {
                 wire::string(out, sub);
             }
         }
-        if let Some(meta) = metadata {
-            out.extend_from_slice(b",\"metadata\":");
-            out.extend_from_slice(meta.get().as_bytes());
+        match metadata {
+            Meta::None => {}
+            Meta::Json(meta) => {
+                out.extend_from_slice(b",\"metadata\":");
+                out.extend_from_slice(meta.get().as_bytes());
+            }
+            Meta::Fields(fields) => wire::metadata_fields(out, fields),
         }
         out.push(b'}');
         out.extend_from_slice(match self.format {
@@ -1300,6 +1329,19 @@ impl RecentSet {
         self.set.insert(id.to_owned());
         self.order.push_back(id.to_owned());
         true
+    }
+}
+
+/// An event's `metadata`: none, a JSON object, or an object of fields.
+enum Meta<'a> {
+    None,
+    Json(Json<'a>),
+    Fields(&'a [(&'a str, Json<'a>)]),
+}
+
+impl<'a> From<Option<Json<'a>>> for Meta<'a> {
+    fn from(j: Option<Json<'a>>) -> Self {
+        j.map_or(Meta::None, Meta::Json)
     }
 }
 

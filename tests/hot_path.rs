@@ -221,7 +221,7 @@ fn allocations_per_line_stay_bounded() {
         (
             Dialect::named("claude").unwrap(),
             &["claude/2.1.328"][..],
-            4.5,
+            2.8,
         ),
         (
             Dialect::named("codex-app-server").unwrap(),

@@ -195,6 +195,24 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
     }
 }
 
+/// `,"metadata":{…}` made of `fields` (keys escaped, values as they are);
+/// nothing when there are none.
+pub(super) fn metadata_fields(out: &mut Vec<u8>, fields: &[(&str, Json)]) {
+    if fields.is_empty() {
+        return;
+    }
+    out.extend_from_slice(b",\"metadata\":{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, k);
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+}
+
 /// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.
 fn plan_content(out: &mut Vec<u8>, plan: &Plan) {
     out.extend_from_slice(b"{\"items\":[");

@@ -91,9 +91,22 @@ struct Message<'a> {
 
 /// A message's content: a plain string, or content blocks, parsed in the
 /// same pass as the line.
+#[allow(clippy::large_enum_variant)]
 enum MsgContent<'a> {
     Text(Cow<'a, str>),
+    One(Block<'a>),
     Blocks(Vec<Block<'a>>),
+}
+
+impl<'a> MsgContent<'a> {
+    /// The content blocks (none for a plain string).
+    fn blocks(&self) -> &[Block<'a>] {
+        match self {
+            MsgContent::Text(_) => &[],
+            MsgContent::One(b) => std::slice::from_ref(b),
+            MsgContent::Blocks(b) => b,
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
@@ -117,7 +130,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
                 self,
                 mut seq: S,
             ) -> Result<Self::Value, S::Error> {
-                let mut blocks = Vec::new();
+                // Most messages hold one block: kept without a Vec.
+                let Some(first) = seq.next_element::<Block<'a>>()? else {
+                    return Ok(MsgContent::Blocks(Vec::new()));
+                };
+                let Some(second) = seq.next_element::<Block<'a>>()? else {
+                    return Ok(MsgContent::One(first));
+                };
+                let mut blocks = vec![first, second];
                 while let Some(b) = seq.next_element::<Block<'a>>()? {
                     blocks.push(b);
                 }
@@ -833,7 +853,7 @@ impl Claude {
             return Err(LineError::Shape("assistant without message".into()));
         };
         let blocks: &[Block] = match &msg.content {
-            Some(MsgContent::Blocks(b)) => b,
+            Some(c @ (MsgContent::Blocks(_) | MsgContent::One(_))) => c.blocks(),
             Some(MsgContent::Text(t)) => {
                 // Content as a plain string.
                 let id = match msg.id.as_deref() {
@@ -1008,8 +1028,8 @@ impl Claude {
                 // Its failure is a content object of type `…_tool_result_error`.
                 let failed = content.trim_start().starts_with('{')
                     && content.contains("_tool_result_error\"");
-                let meta = failed.then(|| object(&[("isError", Some("true"))]));
-                em.tool_result(tid, Content::Text(content), meta.as_deref());
+                let meta = [("isError", json_true())];
+                em.tool_result_fields(tid, Content::Text(content), &meta[..usize::from(failed)]);
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
@@ -1025,7 +1045,7 @@ impl Claude {
         let has_text = match &msg.content {
             None => return Ok(()),
             Some(MsgContent::Text(_)) => true,
-            Some(MsgContent::Blocks(b)) => b.iter().any(|b| b.kind.as_deref() == Some("text")),
+            Some(c) => c.blocks().iter().any(|b| b.kind.as_deref() == Some("text")),
         };
         // The id of the line's text (the record's uuid), made only if needed.
         let uuid = match rec.uuid.as_deref() {
@@ -1039,7 +1059,7 @@ impl Claude {
                 em.text_message(&uuid, Role::User, t);
                 return Ok(());
             }
-            Some(MsgContent::Blocks(b)) => b,
+            Some(c) => c.blocks(),
         };
         let mut texts = 0;
         for block in blocks {
@@ -1097,21 +1117,26 @@ impl Claude {
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
-        let is_error = block.is_error == Some(true);
-        let meta = object(&[
-            ("isError", is_error.then_some("true")),
-            ("toolUseResult", extra.map(RawValue::get)),
-        ]);
-        let meta = (meta.get() != "{}").then_some(meta);
+        let mut fields: [(&str, &RawValue); 2] = [("", json_true()); 2];
+        let mut n = 0;
+        if block.is_error == Some(true) {
+            fields[n] = ("isError", json_true());
+            n += 1;
+        }
+        if let Some(extra) = extra {
+            fields[n] = ("toolUseResult", extra);
+            n += 1;
+        }
+        let meta = &fields[..n];
         match block.content {
-            None => em.tool_result(tid, Content::Text(""), meta.as_deref()),
+            None => em.tool_result_fields(tid, Content::Text(""), meta),
             Some(c) if c.get().starts_with('"') => match json::literal(c) {
-                Some(l) => em.tool_result(tid, Content::Parts(l), meta.as_deref()),
-                None => em.tool_result(tid, Content::Text(&text_of(c)), meta.as_deref()),
+                Some(l) => em.tool_result_fields(tid, Content::Parts(l), meta),
+                None => em.tool_result_fields(tid, Content::Text(&text_of(c)), meta),
             },
             Some(c) => match content_parts(c, &mut self.buf) {
-                Some(parts) => em.tool_result(tid, Content::Parts(&parts), meta.as_deref()),
-                None => em.tool_result(tid, Content::Text(c.get()), meta.as_deref()),
+                Some(parts) => em.tool_result_fields(tid, Content::Parts(&parts), meta),
+                None => em.tool_result_fields(tid, Content::Text(c.get()), meta),
             },
         }
     }
@@ -1163,7 +1188,7 @@ impl Claude {
             .errors
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
-        let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        let meta = || result.map(|r| object(&[("result", Some(r.get()))]));
         let reason = rec.terminal_reason.as_deref().unwrap_or("");
         let cancelled = |s: &str| {
             let s = s.to_ascii_lowercase();
@@ -1176,7 +1201,7 @@ impl Claude {
                     .first()
                     .cloned()
                     .unwrap_or_else(|| "reached the maximum number of turns".into());
-                em.fail_run(&msg, code::MAX_TURNS, &usage, meta.as_deref());
+                em.fail_run(&msg, code::MAX_TURNS, &usage, meta().as_deref());
             }
             "error_during_execution"
                 if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
@@ -1212,7 +1237,7 @@ impl Claude {
                 } else {
                     code::CLI_ERROR
                 };
-                em.fail_run(&msg, code, &usage, meta.as_deref());
+                em.fail_run(&msg, code, &usage, meta().as_deref());
             }
         }
     }
@@ -1742,4 +1767,9 @@ impl Task {
             gone: false,
         }
     }
+}
+
+/// `true`, as JSON.
+fn json_true() -> &'static RawValue {
+    serde_json::from_str("true").expect("`true` is JSON")
 }
