@@ -129,8 +129,8 @@ pub fn str_of(v: &RawValue) -> Option<Cow<'_, str>> {
     if !s.starts_with('"') {
         return None;
     }
-    match serde_json::from_str::<Cow<str>>(s) {
-        Ok(text) => Some(text),
+    match serde_json::from_str::<Borrowed>(s) {
+        Ok(text) => Some(text.0),
         Err(_) => serde_json::from_slice::<String>(&replace_lone_surrogates(s.as_bytes()))
             .ok()
             .map(Cow::Owned),

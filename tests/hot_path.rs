@@ -221,7 +221,7 @@ fn allocations_per_line_stay_bounded() {
         (
             Dialect::named("claude").unwrap(),
             &["claude/2.1.328"][..],
-            2.8,
+            2.3,
         ),
         (
             Dialect::named("codex-app-server").unwrap(),

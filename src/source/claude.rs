@@ -517,8 +517,8 @@ impl Claude {
                 self.agent_calls.clear();
                 self.tasks = Tasks::default();
                 self.derived = 0;
-                self.session = rec.session_id.as_deref().map(str::to_owned);
-                self.model = rec.model.as_deref().map(str::to_owned);
+                set_opt(&mut self.session, rec.session_id.as_deref());
+                set_opt(&mut self.model, rec.model.as_deref());
                 self.last_result = None;
                 self.finished.clear();
                 self.background.clear();
@@ -593,14 +593,10 @@ impl Claude {
         match &*ev.kind {
             "message_start" => {
                 self.close_lane(l, em);
-                let id = ev
-                    .message
-                    .as_ref()
-                    .and_then(|m| m.id.as_deref())
-                    .map(str::to_owned);
+                let id = ev.message.as_ref().and_then(|m| m.id.as_deref());
                 let lane = &mut self.lanes[l];
                 lane.blocks.clear();
-                lane.msg = id;
+                set_opt(&mut lane.msg, id);
                 lane.streaming = true;
             }
             "content_block_start" => {
@@ -865,23 +861,24 @@ impl Claude {
             }
             None => &[],
         };
-        let msg_id = match msg.id.as_deref() {
-            Some(id) => id.to_owned(),
-            None => self.derived_id(em, "msg"),
+        let msg_id: Cow<str> = match msg.id.as_deref() {
+            Some(id) => Cow::Borrowed(id),
+            None => Cow::Owned(self.derived_id(em, "msg")),
         };
+        let msg_id = &*msg_id;
         let l = self.lane(rec.parent_tool_use_id.as_deref());
         // The lane that streamed this message, if any (its own, normally).
-        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id.as_str()) {
+        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id) {
             Some(l)
         } else {
             self.lanes
                 .iter()
-                .position(|x| x.msg.as_deref() == Some(msg_id.as_str()))
+                .position(|x| x.msg.as_deref() == Some(msg_id))
         };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
             if kind == "tool_use" {
-                self.note_agent_call(block, &msg_id);
+                self.note_agent_call(block, msg_id);
             }
             if let Some(s) = streamed {
                 if self.confirm(s, kind, block, em) {
@@ -895,13 +892,20 @@ impl Claude {
                     *n += 1;
                     *n
                 }
+                Some((m, n)) => {
+                    // The lane's next message: its string is reused.
+                    m.clear();
+                    m.push_str(msg_id);
+                    *n = 0;
+                    0
+                }
                 other => {
-                    *other = Some((msg_id.clone(), 0));
+                    *other = Some((msg_id.to_owned(), 0));
                     0
                 }
             };
-            let id = block_id(&msg_id, index);
-            self.complete_block(kind, block, &id, &msg_id, line, em);
+            let id = block_id(msg_id, index);
+            self.complete_block(kind, block, &id, msg_id, line, em);
             self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
         Ok(())
@@ -1772,4 +1776,15 @@ impl Task {
 /// `true`, as JSON.
 fn json_true() -> &'static RawValue {
     serde_json::from_str("true").expect("`true` is JSON")
+}
+
+/// Set `slot` to `v`, reusing the string it holds.
+fn set_opt(slot: &mut Option<String>, v: Option<&str>) {
+    match (slot.as_mut(), v) {
+        (Some(s), Some(v)) => {
+            s.clear();
+            s.push_str(v);
+        }
+        (_, v) => *slot = v.map(str::to_owned),
+    }
 }
