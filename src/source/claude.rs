@@ -322,6 +322,8 @@ pub struct Claude {
     buf: String,
     /// The run's task list (TaskCreate, TaskUpdate, TaskList).
     tasks: Tasks,
+    /// A delta's decoded text.
+    text: String,
 }
 
 impl Translate for Claude {
@@ -678,7 +680,7 @@ impl Claude {
                     Some("thinking_delta") => {
                         if let Some(t) = delta.thinking {
                             let b = &mut self.lanes[l].blocks[i];
-                            with_delta_text(&mut b.pending_surrogate, t, |text| {
+                            with_delta_text(&mut b.pending_surrogate, t, &mut self.text, |text| {
                                 em.reasoning_content(&b.id, text);
                             });
                         }
@@ -692,9 +694,10 @@ impl Claude {
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
                             let b = &mut self.lanes[l].blocks[i];
-                            let taken = with_delta_text(&mut b.pending_surrogate, p, |p| {
-                                em.tool_args(&b.id, p)
-                            });
+                            let taken =
+                                with_delta_text(&mut b.pending_surrogate, p, &mut self.text, |p| {
+                                    em.tool_args(&b.id, p)
+                                });
                             match taken {
                                 Some(true) => b.args = true,
                                 // Not a continuation of the arguments so far.
@@ -1333,12 +1336,14 @@ fn join_surrogates<'a>(pending: &mut Option<String>, delta: &'a RawValue) -> Cow
 fn with_delta_text<R>(
     pending: &mut Option<String>,
     delta: &RawValue,
+    text: &mut String,
     f: impl FnOnce(&str) -> R,
 ) -> Option<R> {
     let lit = join_surrogates(pending, delta);
-    let v = serde_json::from_str::<&RawValue>(&lit).ok()?;
-    let text = text_of(v);
-    (!text.is_empty()).then(|| f(&text))
+    if !json::decode_into(&lit, text) {
+        return None;
+    }
+    (!text.is_empty()).then(|| f(text))
 }
 
 /// The AG-UI id of block `index` of message `msg`: the message id for the
