@@ -228,6 +228,39 @@ struct ModelUsage {
     thinking_tokens: Option<u64>,
 }
 
+/// `modelUsage`: one usage entry per model, read straight into the entries.
+struct PerModel(Vec<Usage>);
+
+impl<'de> Deserialize<'de> for PerModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PerModel;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("usage by model")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut out = Vec::new();
+                while let Some((model, u)) = map.next_entry::<json::Borrowed, ModelUsage>()? {
+                    out.push(usage(
+                        Some(&model.0),
+                        u.input_tokens,
+                        u.cache_read_input_tokens,
+                        u.cache_creation_input_tokens,
+                        u.output_tokens,
+                        u.thinking_tokens.filter(|&t| t > 0),
+                    ));
+                }
+                Ok(PerModel(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Text,
@@ -1180,13 +1213,13 @@ impl Claude {
             // after the first): the run goes on to this one; the first
             // result is kept as RAW.
             em.reopen_run();
-            if let Some(prev) = self.last_result.take() {
+            if let Some(prev) = self.last_result.as_deref() {
                 if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
                     em.raw(v, SOURCE);
                 }
             }
         }
-        self.last_result = std::str::from_utf8(line).ok().map(str::to_owned);
+        set_opt(&mut self.last_result, std::str::from_utf8(line).ok());
         let usage = self.usage(rec);
         let result = line_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
@@ -1252,26 +1285,22 @@ impl Claude {
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
     /// `inputTokens` is the whole input, with the cache parts inside it.
     fn usage(&self, rec: &Record) -> Vec<Usage> {
-        if let Some(per_model) = rec
+        if let Some(PerModel(mut per_model)) = rec
             .model_usage
-            .and_then(|m| {
-                serde_json::from_str::<std::collections::BTreeMap<String, ModelUsage>>(m.get()).ok()
-            })
-            .filter(|m| !m.is_empty())
+            .and_then(|m| serde_json::from_str::<PerModel>(m.get()).ok())
+            .filter(|m| !m.0.is_empty())
         {
-            return per_model
-                .iter()
-                .map(|(model, u)| {
-                    usage(
-                        Some(model),
-                        u.input_tokens,
-                        u.cache_read_input_tokens,
-                        u.cache_creation_input_tokens,
-                        u.output_tokens,
-                        u.thinking_tokens.filter(|&t| t > 0),
-                    )
-                })
-                .collect();
+            // In the order of the models' names; of a model named twice,
+            // the last entry.
+            per_model.sort_by(|a, b| a.model.cmp(&b.model));
+            per_model.dedup_by(|later, kept| {
+                let same = later.model == kept.model;
+                if same {
+                    std::mem::swap(later, kept);
+                }
+                same
+            });
+            return per_model;
         }
         let Some(u) = rec
             .usage
