@@ -1214,7 +1214,7 @@ impl Claude {
             // result is kept as RAW.
             em.reopen_run();
             if let Some(prev) = self.last_result.as_deref() {
-                if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
+                if let Ok(v) = serde_json::from_str::<&RawValue>(prev) {
                     em.raw(v, SOURCE);
                 }
             }
