@@ -262,7 +262,7 @@ fn allocations_per_line_stay_bounded() {
         (
             Dialect::named("claude").unwrap(),
             &["claude/2.1.328"][..],
-            2.0,
+            1.7,
         ),
         (
             Dialect::named("codex-app-server").unwrap(),

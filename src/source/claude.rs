@@ -554,7 +554,8 @@ impl Claude {
                 self.derived = 0;
                 set_opt(&mut self.session, rec.session_id.as_deref());
                 set_opt(&mut self.model, rec.model.as_deref());
-                self.last_result = None;
+                // The last result's string is kept for reuse: it is read
+                // only once this run has ended.
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
@@ -651,7 +652,7 @@ impl Claude {
                         m
                     }
                 };
-                let id = block_id(&msg, index);
+                let id = block_id(&msg, index).into_owned();
                 match block.kind.as_deref() {
                     Some("text") => {
                         em.text_start(&id, Role::Assistant);
@@ -1088,10 +1089,10 @@ impl Claude {
             Some(c) => c.blocks().iter().any(|b| b.kind.as_deref() == Some("text")),
         };
         // The id of the line's text (the record's uuid), made only if needed.
-        let uuid = match rec.uuid.as_deref() {
-            Some(u) => u.to_owned(),
-            None if has_text => self.derived_id(em, "user"),
-            None => String::new(),
+        let uuid: Cow<str> = match rec.uuid.as_deref() {
+            Some(u) => Cow::Borrowed(u),
+            None if has_text => Cow::Owned(self.derived_id(em, "user")),
+            None => Cow::Borrowed(""),
         };
         let blocks: &[Block] = match &msg.content {
             None => return Ok(()),
@@ -1129,7 +1130,7 @@ impl Claude {
                     let id = if texts == 0 {
                         uuid.clone()
                     } else {
-                        format!("{uuid}-{texts}")
+                        Cow::Owned(format!("{uuid}-{texts}"))
                     };
                     texts += 1;
                     em.text_message(
@@ -1377,11 +1378,11 @@ fn with_delta_text<R>(
 
 /// The AG-UI id of block `index` of message `msg`: the message id for the
 /// first block, `<msg>-<index>` for the rest.
-fn block_id(msg: &str, index: u64) -> String {
+fn block_id(msg: &str, index: u64) -> Cow<'_, str> {
     if index == 0 {
-        msg.to_owned()
+        Cow::Borrowed(msg)
     } else {
-        format!("{msg}-{index}")
+        Cow::Owned(format!("{msg}-{index}"))
     }
 }
 
