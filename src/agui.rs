@@ -21,6 +21,7 @@ mod open;
 mod wire;
 pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
+use wire::Meta;
 
 use serde_json::value::RawValue;
 
@@ -107,6 +108,11 @@ pub enum Event<'a> {
         content: Json<'a>,
         replace: Option<bool>,
     },
+    /// An ACTIVITY_SNAPSHOT of type `PLAN` that replaces the last one.
+    PlanSnapshot {
+        message_id: &'a str,
+        plan: &'a crate::plan::Plan<'a>,
+    },
     Raw {
         event: Json<'a>,
         source: &'a str,
@@ -190,7 +196,7 @@ impl Event<'_> {
             Event::ReasoningMessageEnd { .. } => 15,
             Event::ReasoningEnd { .. } => 16,
             Event::ReasoningEncryptedValue { .. } => 17,
-            Event::ActivitySnapshot { .. } => 18,
+            Event::ActivitySnapshot { .. } | Event::PlanSnapshot { .. } => 18,
             Event::Raw { .. } => 19,
             Event::Custom { .. } | Event::ToolOutput { .. } => 20,
             Event::SubagentStarted { .. } => 21,
@@ -691,7 +697,7 @@ impl Emitter {
         } else {
             std::mem::take(&mut self.out)
         };
-        self.frame(body, &mut buf, None);
+        self.frame(body, &mut buf, Meta::None);
         self.counts[index] += 1;
         if !matches!(self.state, RunState::Idle) {
             self.out = buf;
@@ -732,7 +738,7 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, None);
+        self.frame(&ev, &mut buf, Meta::None);
         self.terminal = buf;
         self.state = RunState::Ending;
     }
@@ -755,7 +761,7 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, metadata);
+        self.frame(&ev, &mut buf, metadata.into());
         self.terminal = buf;
         self.state = RunState::Ending;
     }
@@ -1080,6 +1086,32 @@ impl Emitter {
         self.scratch = message_id;
     }
 
+    /// [`tool_result`](Self::tool_result) with `metadata` made of `fields`
+    /// (left out when there are none), written as they are.
+    pub fn tool_result_fields(
+        &mut self,
+        tool_call_id: &str,
+        content: Content,
+        fields: &[(&str, Json)],
+    ) {
+        self.ensure_run();
+        self.tool_end(tool_call_id);
+        self.scratch.clear();
+        self.scratch.push_str(tool_call_id);
+        self.scratch.push_str("-result");
+        let message_id = std::mem::take(&mut self.scratch);
+        self.write_meta(
+            &Event::ToolCallResult {
+                message_id: &message_id,
+                tool_call_id,
+                content,
+                role: "tool",
+            },
+            Meta::Fields(fields),
+        );
+        self.scratch = message_id;
+    }
+
     // ---- reasoning -----------------------------------------------------
 
     /// Open a reasoning span and its message (both with id `id`).
@@ -1243,6 +1275,13 @@ impl Emitter {
         });
     }
 
+    /// A plan (see [`crate::plan`]) as message `message_id`, replacing the
+    /// last snapshot with that id.
+    pub fn plan_snapshot(&mut self, message_id: &str, plan: &crate::plan::Plan) {
+        self.ensure_run();
+        self.write(&Event::PlanSnapshot { message_id, plan });
+    }
+
     /// Write any event as it is (no tracking). For events the methods above do
     /// not cover; prefer those.
     pub fn event(&mut self, ev: &Event, metadata: Option<Json>) {
@@ -1257,6 +1296,10 @@ impl Emitter {
     }
 
     fn write_with(&mut self, ev: &Event, metadata: Option<Json>) {
+        self.write_meta(ev, metadata.into());
+    }
+
+    fn write_meta(&mut self, ev: &Event, metadata: Meta) {
         let mut out = std::mem::take(&mut self.out);
         self.frame(ev, &mut out, metadata);
         self.out = out;
@@ -1266,12 +1309,7 @@ impl Emitter {
 
     /// Serialize one event with its framing, adding the context fields
     /// (`timestamp`, `subagentRunId`) and `metadata` before the closing brace.
-    fn frame<'e, 'a: 'e>(
-        &self,
-        body: impl Into<Body<'e, 'a>>,
-        out: &mut Vec<u8>,
-        metadata: Option<Json>,
-    ) {
+    fn frame<'e, 'a: 'e>(&self, body: impl Into<Body<'e, 'a>>, out: &mut Vec<u8>, metadata: Meta) {
         if self.format == Format::Sse {
             out.extend_from_slice(b"data: ");
         }

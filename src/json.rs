@@ -129,8 +129,8 @@ pub fn str_of(v: &RawValue) -> Option<Cow<'_, str>> {
     if !s.starts_with('"') {
         return None;
     }
-    match serde_json::from_str::<Cow<str>>(s) {
-        Ok(text) => Some(text),
+    match serde_json::from_str::<Borrowed>(s) {
+        Ok(text) => Some(text.0),
         Err(_) => serde_json::from_slice::<String>(&replace_lone_surrogates(s.as_bytes()))
             .ok()
             .map(Cow::Owned),
@@ -341,5 +341,92 @@ mod tests {
         assert_eq!(preview(b"ab\xffc"), "ab\u{fffd}c");
         let v: &RawValue = serde_json::from_str(r#""a\ud83d""#).unwrap();
         assert_eq!(text_of(v), "a\u{fffd}");
+    }
+}
+
+/// Decode the JSON string literal `lit` (quotes included) into `out`,
+/// replacing what it held: no allocation once `out` is large enough. Lone
+/// surrogate escapes become U+FFFD. False, with `out` unspecified, if `lit`
+/// is not a string literal.
+pub fn decode_into(lit: &str, out: &mut String) -> bool {
+    out.clear();
+    let Some(body) = lit.strip_prefix('"').and_then(|l| l.strip_suffix('"')) else {
+        return false;
+    };
+    let b = body.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + off;
+        out.push_str(&body[start..at]);
+        let Some(&esc) = b.get(at + 1) else {
+            return false;
+        };
+        i = at + 2;
+        match esc {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            b'/' => out.push('/'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let Some(unit) = hex4(&b[i..]) else {
+                    return false;
+                };
+                i += 4;
+                let c = match unit {
+                    0xD800..=0xDBFF => {
+                        let lo = if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
+                            hex4(&b[i + 2..]).filter(|lo| (0xDC00..=0xDFFF).contains(lo))
+                        } else {
+                            None
+                        };
+                        match lo {
+                            Some(lo) => {
+                                i += 6;
+                                char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (lo - 0xDC00))
+                            }
+                            None => None,
+                        }
+                    }
+                    u => char::from_u32(u),
+                };
+                out.push(c.unwrap_or('\u{fffd}'));
+            }
+            _ => return false,
+        }
+        start = i;
+    }
+    out.push_str(&body[start..]);
+    true
+}
+
+#[cfg(test)]
+mod decode_tests {
+    use super::*;
+
+    #[test]
+    fn decode_into_matches_serde_json() {
+        let mut out = String::from("old");
+        for s in ["", "plain", "a\"b\\c/d\u{8}\u{c}\n\r\t", "é☃🚀\u{1}\u{7f}"] {
+            let lit = serde_json::to_string(s).unwrap();
+            assert!(decode_into(&lit, &mut out));
+            assert_eq!(out, s);
+        }
+        for (lit, want) in [
+            (r#""\u00e9\ud83d\ude80\/""#, "é🚀/"),
+            (r#""x\ud83dy""#, "x\u{fffd}y"),
+            (r#""\ude80""#, "\u{fffd}"),
+            (r#""\ud83d""#, "\u{fffd}"),
+        ] {
+            assert!(decode_into(lit, &mut out));
+            assert_eq!(out, want, "{lit}");
+        }
+        for bad in ["x", r#""\"#, r#""\q""#, r#""\u12""#, "12"] {
+            assert!(!decode_into(bad, &mut out), "{bad}");
+        }
     }
 }

@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod jobs;
 pub mod json;
 pub mod lines;
+pub mod plan;
 pub mod redact;
 pub mod run;
 pub mod schema;

@@ -81,6 +81,47 @@ fn claude_text_deltas_allocate_nothing() {
     );
 }
 
+#[test]
+fn claude_thinking_and_argument_deltas_allocate_nothing_per_delta() {
+    let start = |block: &str| {
+        format!(
+            r#"{{"type":"stream_event","event":{{"type":"content_block_start","index":0,"content_block":{block}}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}}"#
+        )
+    };
+    let delta = |delta: String| {
+        format!(
+            r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{delta}}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}}"#
+        )
+    };
+    let init = r#"{"type":"system","subtype":"init","session_id":"s","model":"m","uuid":"u"}"#;
+    let message = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}"#;
+    let thinking = start(r#"{"type":"thinking","thinking":""}"#);
+    let tool = start(r#"{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}"#);
+    let thoughts: Vec<String> = (0..500)
+        .map(|i| {
+            delta(format!(
+                r#"{{"type":"thinking_delta","thinking":"step {i}: \"why\"\n"}}"#
+            ))
+        })
+        .collect();
+    let mut args = vec![delta(
+        r#"{"type":"input_json_delta","partial_json":"{\"command\": \""}"#.to_owned(),
+    )];
+    args.extend((0..500).map(|i| {
+        delta(format!(
+            r#"{{"type":"input_json_delta","partial_json":"echo \\\"{i}\\\" "}}"#
+        ))
+    }));
+    let claude = Dialect::named("claude").unwrap();
+    assert_eq!(
+        allocations(claude, &[init, message, &thinking], &thoughts),
+        0
+    );
+    // The arguments' closing state (src/closer.rs) may grow once.
+    let n = allocations(claude, &[init, message, &tool], &args);
+    assert!(n <= 1, "{n} allocations for {} argument deltas", args.len());
+}
+
 /// A Gemini text delta as the CLI streams it (with escapes in the text).
 fn gemini_delta(i: usize) -> String {
     format!(
@@ -221,7 +262,7 @@ fn allocations_per_line_stay_bounded() {
         (
             Dialect::named("claude").unwrap(),
             &["claude/2.1.328"][..],
-            4.5,
+            1.7,
         ),
         (
             Dialect::named("codex-app-server").unwrap(),

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use crate::plan::{Field, Plan};
+
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -191,6 +193,12 @@ pub(super) fn event_open_for<'a>(
                 });
             }
         }
+        Event::PlanSnapshot { message_id, plan } => {
+            o.str(b",\"messageId\":", message_id);
+            o.0.extend_from_slice(b",\"activityType\":\"PLAN\",\"content\":");
+            plan_content(o.0, plan);
+            o.0.extend_from_slice(b",\"replace\":true");
+        }
         Event::Raw { event, source } => {
             o.json(b",\"event\":", event);
             o.str(b",\"source\":", source);
@@ -244,13 +252,30 @@ pub(super) fn event_open_for<'a>(
     kept
 }
 
-/// `,"metadata":{…}`: the entries of `given` (a JSON object), and what an
-/// AG-UI 0.0 event keeps there (which replaces a given entry of its name).
-pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Option<Json>) {
+/// An event's `metadata`: none, a JSON object, or an object of fields.
+pub(super) enum Meta<'a> {
+    None,
+    Json(Json<'a>),
+    Fields(&'a [(&'a str, Json<'a>)]),
+}
+
+impl<'a> From<Option<Json<'a>>> for Meta<'a> {
+    fn from(j: Option<Json<'a>>) -> Self {
+        j.map_or(Meta::None, Meta::Json)
+    }
+}
+
+/// `,"metadata":{…}`: the entries of `given`, and what an AG-UI 0.0 event
+/// keeps there (which replaces a given entry of its name).
+pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Meta) {
     if kept.is_empty() {
-        if let Some(m) = given {
-            out.extend_from_slice(b",\"metadata\":");
-            out.extend_from_slice(m.get().as_bytes());
+        match given {
+            Meta::None => {}
+            Meta::Json(m) => {
+                out.extend_from_slice(b",\"metadata\":");
+                out.extend_from_slice(m.get().as_bytes());
+            }
+            Meta::Fields(fields) => metadata_fields(out, fields),
         }
         return;
     }
@@ -265,23 +290,32 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Option<Json>) {
     o.usage(kept.usage, false);
     // `kept` is not empty: drop the comma before its first entry.
     o.0.remove(start + 1);
-    if let Some(given) = given {
-        match serde_json::from_str::<Entries>(given.get()) {
+    let entry = |o: &mut Obj, key: &str, value: &str| {
+        if !kept.has(key) {
+            o.0.push(b',');
+            string(o.0, key);
+            o.0.push(b':');
+            o.0.extend_from_slice(value.as_bytes());
+        }
+    };
+    match given {
+        Meta::None => {}
+        Meta::Fields(fields) => {
+            for (key, value) in fields {
+                entry(&mut o, key, value.get());
+            }
+        }
+        Meta::Json(given) => match serde_json::from_str::<Entries>(given.get()) {
             Ok(entries) => {
                 for (key, value) in &entries.0 {
-                    if !kept.has(key) {
-                        o.0.push(b',');
-                        string(o.0, key);
-                        o.0.push(b':');
-                        o.0.extend_from_slice(value.get().as_bytes());
-                    }
+                    entry(&mut o, key, value.get());
                 }
             }
             Err(_) => {
                 debug_assert!(false, "metadata is not a JSON object: {}", given.get());
                 o.json(b",\"metadata\":", given);
             }
-        }
+        },
     }
     o.0.push(b'}');
 }
@@ -320,6 +354,65 @@ fn parts_text(parts: Json) -> String {
     let parts: Vec<Part> = serde_json::from_str(parts.get()).unwrap_or_default();
     let texts: Vec<Cow<str>> = parts.into_iter().filter_map(|p| p.text).collect();
     texts.join("\n")
+}
+
+/// `,"metadata":{…}` made of `fields` (keys escaped, values as they are);
+/// nothing when there are none.
+pub(super) fn metadata_fields(out: &mut Vec<u8>, fields: &[(&str, Json)]) {
+    if fields.is_empty() {
+        return;
+    }
+    out.extend_from_slice(b",\"metadata\":{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, k);
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+}
+
+/// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.
+fn plan_content(out: &mut Vec<u8>, plan: &Plan) {
+    out.extend_from_slice(b"{\"items\":[");
+    for (i, item) in plan.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"text\":");
+        field(out, &item.text);
+        out.extend_from_slice(b",\"status\":\"");
+        out.extend_from_slice(item.status.as_str().as_bytes());
+        out.push(b'"');
+        if let Some(s) = &item.cli_status {
+            out.extend_from_slice(b",\"cliStatus\":");
+            field(out, s);
+        }
+        for (k, v) in &item.extra {
+            out.push(b',');
+            string(out, k);
+            out.push(b':');
+            field(out, v);
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+    for (k, v) in &plan.extra {
+        out.push(b',');
+        string(out, k);
+        out.push(b':');
+        field(out, v);
+    }
+    out.push(b'}');
+}
+
+fn field(out: &mut Vec<u8>, f: &Field) {
+    match f {
+        Field::Str(s) => string(out, s),
+        Field::Json(j) => out.extend_from_slice(j.get().as_bytes()),
+    }
 }
 
 /// The fields of an object being written; each key comes with its comma.

@@ -25,6 +25,7 @@ use crate::agui::{
     code, object, string_json, Content, Emitter, EncryptedSubtype, Outcome, Role, Text, Usage,
 };
 use crate::json::{self, text_of, timestamp_ms};
+use crate::plan::{self, Field, Item, Plan};
 
 const SOURCE: &str = "claude";
 
@@ -90,9 +91,22 @@ struct Message<'a> {
 
 /// A message's content: a plain string, or content blocks, parsed in the
 /// same pass as the line.
+#[allow(clippy::large_enum_variant)]
 enum MsgContent<'a> {
     Text(Cow<'a, str>),
+    One(Block<'a>),
     Blocks(Vec<Block<'a>>),
+}
+
+impl<'a> MsgContent<'a> {
+    /// The content blocks (none for a plain string).
+    fn blocks(&self) -> &[Block<'a>] {
+        match self {
+            MsgContent::Text(_) => &[],
+            MsgContent::One(b) => std::slice::from_ref(b),
+            MsgContent::Blocks(b) => b,
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
@@ -116,7 +130,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for MsgContent<'a> {
                 self,
                 mut seq: S,
             ) -> Result<Self::Value, S::Error> {
-                let mut blocks = Vec::new();
+                // Most messages hold one block: kept without a Vec.
+                let Some(first) = seq.next_element::<Block<'a>>()? else {
+                    return Ok(MsgContent::Blocks(Vec::new()));
+                };
+                let Some(second) = seq.next_element::<Block<'a>>()? else {
+                    return Ok(MsgContent::One(first));
+                };
+                let mut blocks = vec![first, second];
                 while let Some(b) = seq.next_element::<Block<'a>>()? {
                     blocks.push(b);
                 }
@@ -205,6 +226,39 @@ struct ModelUsage {
     cache_read_input_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
     thinking_tokens: Option<u64>,
+}
+
+/// `modelUsage`: one usage entry per model, read straight into the entries.
+struct PerModel(Vec<Usage>);
+
+impl<'de> Deserialize<'de> for PerModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PerModel;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("usage by model")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut out = Vec::new();
+                while let Some((model, u)) = map.next_entry::<json::Borrowed, ModelUsage>()? {
+                    out.push(usage(
+                        Some(&model.0),
+                        u.input_tokens,
+                        u.cache_read_input_tokens,
+                        u.cache_creation_input_tokens,
+                        u.output_tokens,
+                        u.thinking_tokens.filter(|&t| t > 0),
+                    ));
+                }
+                Ok(PerModel(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -299,6 +353,10 @@ pub struct Claude {
     deferred: Option<String>,
     scratch: Option<Vec<u8>>,
     buf: String,
+    /// The run's task list (TaskCreate, TaskUpdate, TaskList).
+    tasks: Tasks,
+    /// A delta's decoded text.
+    text: String,
 }
 
 impl Translate for Claude {
@@ -492,10 +550,12 @@ impl Claude {
                 self.close_lanes(em);
                 self.lanes.clear();
                 self.agent_calls.clear();
+                self.tasks = Tasks::default();
                 self.derived = 0;
-                self.session = rec.session_id.as_deref().map(str::to_owned);
-                self.model = rec.model.as_deref().map(str::to_owned);
-                self.last_result = None;
+                set_opt(&mut self.session, rec.session_id.as_deref());
+                set_opt(&mut self.model, rec.model.as_deref());
+                // The last result's string is kept for reuse: it is read
+                // only once this run has ended.
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
@@ -569,14 +629,10 @@ impl Claude {
         match &*ev.kind {
             "message_start" => {
                 self.close_lane(l, em);
-                let id = ev
-                    .message
-                    .as_ref()
-                    .and_then(|m| m.id.as_deref())
-                    .map(str::to_owned);
+                let id = ev.message.as_ref().and_then(|m| m.id.as_deref());
                 let lane = &mut self.lanes[l];
                 lane.blocks.clear();
-                lane.msg = id;
+                set_opt(&mut lane.msg, id);
                 lane.streaming = true;
             }
             "content_block_start" => {
@@ -596,7 +652,7 @@ impl Claude {
                         m
                     }
                 };
-                let id = block_id(&msg, index);
+                let id = block_id(&msg, index).into_owned();
                 match block.kind.as_deref() {
                     Some("text") => {
                         em.text_start(&id, Role::Assistant);
@@ -658,7 +714,7 @@ impl Claude {
                     Some("thinking_delta") => {
                         if let Some(t) = delta.thinking {
                             let b = &mut self.lanes[l].blocks[i];
-                            with_delta_text(&mut b.pending_surrogate, t, |text| {
+                            with_delta_text(&mut b.pending_surrogate, t, &mut self.text, |text| {
                                 em.reasoning_content(&b.id, text);
                             });
                         }
@@ -672,9 +728,10 @@ impl Claude {
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
                             let b = &mut self.lanes[l].blocks[i];
-                            let taken = with_delta_text(&mut b.pending_surrogate, p, |p| {
-                                em.tool_args(&b.id, p)
-                            });
+                            let taken =
+                                with_delta_text(&mut b.pending_surrogate, p, &mut self.text, |p| {
+                                    em.tool_args(&b.id, p)
+                                });
                             match taken {
                                 Some(true) => b.args = true,
                                 // Not a continuation of the arguments so far.
@@ -829,7 +886,7 @@ impl Claude {
             return Err(LineError::Shape("assistant without message".into()));
         };
         let blocks: &[Block] = match &msg.content {
-            Some(MsgContent::Blocks(b)) => b,
+            Some(c @ (MsgContent::Blocks(_) | MsgContent::One(_))) => c.blocks(),
             Some(MsgContent::Text(t)) => {
                 // Content as a plain string.
                 let id = match msg.id.as_deref() {
@@ -841,26 +898,28 @@ impl Claude {
             }
             None => &[],
         };
-        let msg_id = match msg.id.as_deref() {
-            Some(id) => id.to_owned(),
-            None => self.derived_id(em, "msg"),
+        let msg_id: Cow<str> = match msg.id.as_deref() {
+            Some(id) => Cow::Borrowed(id),
+            None => Cow::Owned(self.derived_id(em, "msg")),
         };
+        let msg_id = &*msg_id;
         let l = self.lane(rec.parent_tool_use_id.as_deref());
         // The lane that streamed this message, if any (its own, normally).
-        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id.as_str()) {
+        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id) {
             Some(l)
         } else {
             self.lanes
                 .iter()
-                .position(|x| x.msg.as_deref() == Some(msg_id.as_str()))
+                .position(|x| x.msg.as_deref() == Some(msg_id))
         };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
             if kind == "tool_use" {
-                self.note_agent_call(block, &msg_id);
+                self.note_agent_call(block, msg_id);
             }
             if let Some(s) = streamed {
                 if self.confirm(s, kind, block, em) {
+                    self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
                     continue;
                 }
             }
@@ -870,15 +929,43 @@ impl Claude {
                     *n += 1;
                     *n
                 }
+                Some((m, n)) => {
+                    // The lane's next message: its string is reused.
+                    m.clear();
+                    m.push_str(msg_id);
+                    *n = 0;
+                    0
+                }
                 other => {
-                    *other = Some((msg_id.clone(), 0));
+                    *other = Some((msg_id.to_owned(), 0));
                     0
                 }
             };
-            let id = block_id(&msg_id, index);
-            self.complete_block(kind, block, &id, &msg_id, line, em);
+            let id = block_id(msg_id, index);
+            self.complete_block(kind, block, &id, msg_id, line, em);
+            self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
         Ok(())
+    }
+
+    /// A complete tool call that changes the plan: TodoWrite's list is
+    /// snapshot now; a TaskCreate/TaskUpdate/TaskList waits for its result.
+    fn plan_call(&mut self, kind: &str, block: &Block, sub: Option<&str>, em: &mut Emitter) {
+        let (Some(id), Some(name), Some(input)) =
+            (block.id.as_deref(), block.name.as_deref(), block.input)
+        else {
+            return;
+        };
+        if kind != "tool_use" {
+            return;
+        }
+        match name {
+            "TodoWrite" => plan::todos(em, sub, input, plan::CLAUDE),
+            "TaskCreate" => self.tasks.call(id, TaskTool::Create, input),
+            "TaskUpdate" => self.tasks.call(id, TaskTool::Update, input),
+            "TaskList" => self.tasks.call(id, TaskTool::List, input),
+            _ => {}
+        }
     }
 
     /// Match a complete block with the streamed one of lane `l` it repeats;
@@ -982,8 +1069,8 @@ impl Claude {
                 // Its failure is a content object of type `…_tool_result_error`.
                 let failed = content.trim_start().starts_with('{')
                     && content.contains("_tool_result_error\"");
-                let meta = failed.then(|| object(&[("isError", Some("true"))]));
-                em.tool_result(tid, Content::Text(content), meta.as_deref());
+                let meta = [("isError", json_true())];
+                em.tool_result_fields(tid, Content::Text(content), &meta[..usize::from(failed)]);
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
@@ -999,13 +1086,13 @@ impl Claude {
         let has_text = match &msg.content {
             None => return Ok(()),
             Some(MsgContent::Text(_)) => true,
-            Some(MsgContent::Blocks(b)) => b.iter().any(|b| b.kind.as_deref() == Some("text")),
+            Some(c) => c.blocks().iter().any(|b| b.kind.as_deref() == Some("text")),
         };
         // The id of the line's text (the record's uuid), made only if needed.
-        let uuid = match rec.uuid.as_deref() {
-            Some(u) => u.to_owned(),
-            None if has_text => self.derived_id(em, "user"),
-            None => String::new(),
+        let uuid: Cow<str> = match rec.uuid.as_deref() {
+            Some(u) => Cow::Borrowed(u),
+            None if has_text => Cow::Owned(self.derived_id(em, "user")),
+            None => Cow::Borrowed(""),
         };
         let blocks: &[Block] = match &msg.content {
             None => return Ok(()),
@@ -1013,7 +1100,7 @@ impl Claude {
                 em.text_message(&uuid, Role::User, t);
                 return Ok(());
             }
-            Some(MsgContent::Blocks(b)) => b,
+            Some(c) => c.blocks(),
         };
         let mut texts = 0;
         for block in blocks {
@@ -1034,12 +1121,16 @@ impl Claude {
                         }
                     }
                     self.tool_result(tid, block, rec.tool_use_result, em);
+                    if block.is_error != Some(true) && self.tasks.result(tid, rec.tool_use_result) {
+                        let id = plan::id(em, None);
+                        self.tasks.snapshot(&id, em);
+                    }
                 }
                 Some("text") => {
                     let id = if texts == 0 {
                         uuid.clone()
                     } else {
-                        format!("{uuid}-{texts}")
+                        Cow::Owned(format!("{uuid}-{texts}"))
                     };
                     texts += 1;
                     em.text_message(
@@ -1067,21 +1158,26 @@ impl Claude {
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
-        let is_error = block.is_error == Some(true);
-        let meta = object(&[
-            ("isError", is_error.then_some("true")),
-            ("toolUseResult", extra.map(RawValue::get)),
-        ]);
-        let meta = (meta.get() != "{}").then_some(meta);
+        let mut fields: [(&str, &RawValue); 2] = [("", json_true()); 2];
+        let mut n = 0;
+        if block.is_error == Some(true) {
+            fields[n] = ("isError", json_true());
+            n += 1;
+        }
+        if let Some(extra) = extra {
+            fields[n] = ("toolUseResult", extra);
+            n += 1;
+        }
+        let meta = &fields[..n];
         match block.content {
-            None => em.tool_result(tid, Content::Text(""), meta.as_deref()),
+            None => em.tool_result_fields(tid, Content::Text(""), meta),
             Some(c) if c.get().starts_with('"') => match json::literal(c) {
-                Some(l) => em.tool_result(tid, Content::Parts(l), meta.as_deref()),
-                None => em.tool_result(tid, Content::Text(&text_of(c)), meta.as_deref()),
+                Some(l) => em.tool_result_fields(tid, Content::Parts(l), meta),
+                None => em.tool_result_fields(tid, Content::Text(&text_of(c)), meta),
             },
             Some(c) => match content_parts(c, &mut self.buf) {
-                Some(parts) => em.tool_result(tid, Content::Parts(&parts), meta.as_deref()),
-                None => em.tool_result(tid, Content::Text(c.get()), meta.as_deref()),
+                Some(parts) => em.tool_result_fields(tid, Content::Parts(&parts), meta),
+                None => em.tool_result_fields(tid, Content::Text(c.get()), meta),
             },
         }
     }
@@ -1118,13 +1214,13 @@ impl Claude {
             // after the first): the run goes on to this one; the first
             // result is kept as RAW.
             em.reopen_run();
-            if let Some(prev) = self.last_result.take() {
-                if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
+            if let Some(prev) = self.last_result.as_deref() {
+                if let Ok(v) = serde_json::from_str::<&RawValue>(prev) {
                     em.raw(v, SOURCE);
                 }
             }
         }
-        self.last_result = std::str::from_utf8(line).ok().map(str::to_owned);
+        set_opt(&mut self.last_result, std::str::from_utf8(line).ok());
         let usage = self.usage(rec);
         let result = line_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
@@ -1133,7 +1229,7 @@ impl Claude {
             .errors
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
-        let meta = result.map(|r| object(&[("result", Some(r.get()))]));
+        let meta = || result.map(|r| object(&[("result", Some(r.get()))]));
         let reason = rec.terminal_reason.as_deref().unwrap_or("");
         let cancelled = |s: &str| {
             let s = s.to_ascii_lowercase();
@@ -1146,7 +1242,7 @@ impl Claude {
                     .first()
                     .cloned()
                     .unwrap_or_else(|| "reached the maximum number of turns".into());
-                em.fail_run(&msg, code::MAX_TURNS, &usage, meta.as_deref());
+                em.fail_run(&msg, code::MAX_TURNS, &usage, meta().as_deref());
             }
             "error_during_execution"
                 if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
@@ -1182,7 +1278,7 @@ impl Claude {
                 } else {
                     code::CLI_ERROR
                 };
-                em.fail_run(&msg, code, &usage, meta.as_deref());
+                em.fail_run(&msg, code, &usage, meta().as_deref());
             }
         }
     }
@@ -1190,26 +1286,22 @@ impl Claude {
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
     /// `inputTokens` is the whole input, with the cache parts inside it.
     fn usage(&self, rec: &Record) -> Vec<Usage> {
-        if let Some(per_model) = rec
+        if let Some(PerModel(mut per_model)) = rec
             .model_usage
-            .and_then(|m| {
-                serde_json::from_str::<std::collections::BTreeMap<String, ModelUsage>>(m.get()).ok()
-            })
-            .filter(|m| !m.is_empty())
+            .and_then(|m| serde_json::from_str::<PerModel>(m.get()).ok())
+            .filter(|m| !m.0.is_empty())
         {
-            return per_model
-                .iter()
-                .map(|(model, u)| {
-                    usage(
-                        Some(model),
-                        u.input_tokens,
-                        u.cache_read_input_tokens,
-                        u.cache_creation_input_tokens,
-                        u.output_tokens,
-                        u.thinking_tokens.filter(|&t| t > 0),
-                    )
-                })
-                .collect();
+            // In the order of the models' names; of a model named twice,
+            // the last entry.
+            per_model.sort_by(|a, b| a.model.cmp(&b.model));
+            per_model.dedup_by(|later, kept| {
+                let same = later.model == kept.model;
+                if same {
+                    std::mem::swap(later, kept);
+                }
+                same
+            });
+            return per_model;
         }
         let Some(u) = rec
             .usage
@@ -1274,21 +1366,23 @@ fn join_surrogates<'a>(pending: &mut Option<String>, delta: &'a RawValue) -> Cow
 fn with_delta_text<R>(
     pending: &mut Option<String>,
     delta: &RawValue,
+    text: &mut String,
     f: impl FnOnce(&str) -> R,
 ) -> Option<R> {
     let lit = join_surrogates(pending, delta);
-    let v = serde_json::from_str::<&RawValue>(&lit).ok()?;
-    let text = text_of(v);
-    (!text.is_empty()).then(|| f(&text))
+    if !json::decode_into(&lit, text) {
+        return None;
+    }
+    (!text.is_empty()).then(|| f(text))
 }
 
 /// The AG-UI id of block `index` of message `msg`: the message id for the
 /// first block, `<msg>-<index>` for the rest.
-fn block_id(msg: &str, index: u64) -> String {
+fn block_id(msg: &str, index: u64) -> Cow<'_, str> {
     if index == 0 {
-        msg.to_owned()
+        Cow::Borrowed(msg)
     } else {
-        format!("{msg}-{index}")
+        Cow::Owned(format!("{msg}-{index}"))
     }
 }
 
@@ -1485,5 +1579,247 @@ mod tests {
         );
         assert_eq!(got[4], ["record type \"something_new\""]);
         assert_eq!(got[5], ["content block type \"hologram\""]);
+    }
+}
+
+// ---- the task list ---------------------------------------------------------
+
+/// At most this many tasks, and calls waiting for their result, are kept per
+/// run; more are left out of the plan.
+const MAX_TASKS: usize = 1000;
+
+#[derive(Clone, Copy)]
+enum TaskTool {
+    Create,
+    Update,
+    List,
+}
+
+/// One task of the list: its subject and status as the CLI gave them, and
+/// its other fields (`description`, `activeForm`, `owner`, `blockedBy`).
+struct Task {
+    id: String,
+    subject: Option<Box<RawValue>>,
+    status: Option<Box<RawValue>>,
+    extra: Vec<(String, Box<RawValue>)>,
+    /// Deleted (`status: "deleted"`).
+    gone: bool,
+}
+
+impl Task {
+    /// Set field `key` of the task from a tool's input or result.
+    fn set(&mut self, key: &str, v: &RawValue) {
+        let v = v.to_owned();
+        match key {
+            "subject" => self.subject = Some(v),
+            "status" => {
+                self.gone = v.get() == "\"deleted\"";
+                self.status = Some(v);
+            }
+            // The list's own, or changes to other tasks.
+            "id" | "taskId" | "metadata" | "addBlocks" | "addBlockedBy" => {}
+            _ => match self.extra.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v,
+                None => self.extra.push((key.to_owned(), v)),
+            },
+        }
+    }
+}
+
+/// Claude Code's task list (2.1.16 and later), rebuilt from its tools: a
+/// task is added when TaskCreate's result gives its id, changed when
+/// TaskUpdate's result says it was, and the list is replaced by TaskList's
+/// result.
+#[derive(Default)]
+struct Tasks {
+    /// Calls waiting for their result: tool call id → tool and input.
+    calls: std::collections::HashMap<String, (TaskTool, Box<RawValue>)>,
+    /// In order of creation.
+    list: Vec<Task>,
+    /// Task id → position in `list`.
+    index: std::collections::HashMap<String, usize>,
+}
+
+/// A task tool's structured result (`tool_use_result`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskResult<'a> {
+    /// TaskCreate: `{id, subject}`.
+    #[serde(borrow)]
+    task: Option<&'a RawValue>,
+    /// TaskUpdate.
+    success: Option<bool>,
+    /// TaskList: `[{id, subject, status, owner, blockedBy}]`.
+    #[serde(borrow)]
+    tasks: Option<Vec<&'a RawValue>>,
+}
+
+impl Tasks {
+    fn call(&mut self, id: &str, tool: TaskTool, input: &RawValue) {
+        if self.calls.len() < MAX_TASKS {
+            self.calls.insert(id.to_owned(), (tool, input.to_owned()));
+        }
+    }
+
+    /// Apply the result of call `tid`; true if the list changed.
+    fn result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
+        let Some((tool, input)) = self.calls.remove(tid) else {
+            return false;
+        };
+        let Some(result) = result.and_then(|r| serde_json::from_str::<TaskResult>(r.get()).ok())
+        else {
+            return false;
+        };
+        match tool {
+            TaskTool::Create => {
+                let Some(task) = result.task else {
+                    return false;
+                };
+                let created = plan::fields(task);
+                let Some(id) = created
+                    .iter()
+                    .find(|(k, _)| k == "id")
+                    .map(|(_, v)| text_of(v))
+                else {
+                    return false;
+                };
+                self.add(&id, &input, &created)
+            }
+            TaskTool::Update => {
+                if result.success != Some(true) {
+                    return false;
+                }
+                let fields = plan::fields(&input);
+                let Some(id) = fields
+                    .iter()
+                    .find(|(k, _)| k == "taskId")
+                    .map(|(_, v)| text_of(v))
+                else {
+                    return false;
+                };
+                let Some(&i) = self.index.get(&*id) else {
+                    return false;
+                };
+                for (k, v) in &fields {
+                    self.list[i].set(k, v);
+                }
+                if self.list[i].gone {
+                    self.index.remove(&*id);
+                }
+                true
+            }
+            TaskTool::List => {
+                let Some(listed) = result.tasks else {
+                    return false;
+                };
+                let mut old = std::mem::take(&mut self.list);
+                let old_index = std::mem::take(&mut self.index);
+                for t in listed.into_iter().take(MAX_TASKS) {
+                    let fields = plan::fields(t);
+                    let Some(id) = fields
+                        .iter()
+                        .find(|(k, _)| k == "id")
+                        .map(|(_, v)| text_of(v))
+                    else {
+                        continue;
+                    };
+                    if self.index.contains_key(&*id) {
+                        continue;
+                    }
+                    let mut task = match old_index.get(&*id) {
+                        Some(&i) => std::mem::replace(&mut old[i], Task::new(&id)),
+                        None => Task::new(&id),
+                    };
+                    for (k, v) in &fields {
+                        task.set(k, v);
+                    }
+                    self.index.insert(id.into_owned(), self.list.len());
+                    self.list.push(task);
+                }
+                true
+            }
+        }
+    }
+
+    /// A new task `id` from TaskCreate's input and result.
+    fn add(&mut self, id: &str, input: &RawValue, created: &[(Cow<str>, &RawValue)]) -> bool {
+        if self.index.contains_key(id) {
+            return false;
+        }
+        if self.list.len() >= MAX_TASKS {
+            // Room is made by leaving out the deleted ones.
+            self.list.retain(|t| !t.gone);
+            self.index.clear();
+            for (i, t) in self.list.iter().enumerate() {
+                self.index.insert(t.id.clone(), i);
+            }
+            if self.list.len() >= MAX_TASKS {
+                return false;
+            }
+        }
+        let mut task = Task::new(id);
+        for (k, v) in plan::fields(input).iter().chain(created) {
+            task.set(k, v);
+        }
+        self.index.insert(id.to_owned(), self.list.len());
+        self.list.push(task);
+        true
+    }
+
+    fn snapshot(&self, id: &str, em: &mut Emitter) {
+        let id_key = Cow::Borrowed("id");
+        let items = self
+            .list
+            .iter()
+            .filter(|t| !t.gone)
+            .map(|t| {
+                let text = t
+                    .subject
+                    .as_deref()
+                    .map_or(Field::Str(Cow::Borrowed("")), |s| Field::Str(text_of(s)));
+                let mut item = Item::new(text, t.status.as_deref());
+                item.extra
+                    .push((id_key.clone(), Field::Str(Cow::Borrowed(&t.id))));
+                for (k, v) in &t.extra {
+                    item.extra.push((Cow::Borrowed(k), Field::Json(v)));
+                }
+                item
+            })
+            .collect();
+        em.plan_snapshot(
+            id,
+            &Plan {
+                items,
+                extra: Vec::new(),
+            },
+        );
+    }
+}
+
+impl Task {
+    fn new(id: &str) -> Self {
+        Task {
+            id: id.to_owned(),
+            subject: None,
+            status: None,
+            extra: Vec::new(),
+            gone: false,
+        }
+    }
+}
+
+/// `true`, as JSON.
+fn json_true() -> &'static RawValue {
+    serde_json::from_str("true").expect("`true` is JSON")
+}
+
+/// Set `slot` to `v`, reusing the string it holds.
+fn set_opt(slot: &mut Option<String>, v: Option<&str>) {
+    match (slot.as_mut(), v) {
+        (Some(s), Some(v)) => {
+            s.clear();
+            s.push_str(v);
+        }
+        (_, v) => *slot = v.map(str::to_owned),
     }
 }

@@ -673,8 +673,7 @@ impl Codex {
                 }
             }
             "todo_list" => {
-                let content = object(&[("items", Some(it.items.map_or("[]", RawValue::get)))]);
-                em.activity_snapshot(id, "PLAN", &content);
+                crate::plan::snapshot(em, id, it.items, crate::plan::CODEX_TODO, &[]);
             }
             "error" => {
                 // A non-fatal error: kept as it is.
@@ -1066,11 +1065,8 @@ impl Codex {
             }
             "plan_update" => {
                 let id = self.plan_id(em);
-                let content = object(&[
-                    ("explanation", msg.explanation.map(RawValue::get)),
-                    ("plan", msg.plan.map(RawValue::get)),
-                ]);
-                em.activity_snapshot(&id, "PLAN", &content);
+                let extra = [("explanation", msg.explanation)];
+                crate::plan::snapshot(em, &id, msg.plan, crate::plan::CODEX_PLAN, &extra);
             }
             "error" => {
                 raw(em, line);

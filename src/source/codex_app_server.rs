@@ -507,13 +507,10 @@ impl CodexAppServer {
             }
             Some(Params::Plan(ev)) => {
                 self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
-                let content = object(&[
-                    ("explanation", ev.explanation.map(RawValue::get)),
-                    ("plan", ev.plan.map(RawValue::get)),
-                ]);
                 let scope = ev.thread_id.as_deref().filter(|_| child);
                 let id = format!("{}-plan", scope.unwrap_or(em.run_id()));
-                em.activity_snapshot(&id, "PLAN", &content);
+                let extra = [("explanation", ev.explanation)];
+                crate::plan::snapshot(em, &id, ev.plan, crate::plan::CODEX_PLAN, &extra);
             }
             Some(Params::Thread(ev)) => {
                 if self.thread.is_none() {

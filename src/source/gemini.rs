@@ -256,6 +256,9 @@ impl Gemini {
         }
         if let Some(params) = rec.parameters {
             em.tool_args(id, params.get());
+            if name == "write_todos" {
+                crate::plan::todos(em, None, params, crate::plan::GEMINI);
+            }
         }
         Ok(())
     }
