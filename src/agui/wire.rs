@@ -663,7 +663,7 @@ mod tests {
         let given = given.map(|g| RawValue::from_string(g.to_owned()).unwrap());
         let mut out = Vec::new();
         let kept = event_open_for(&mut out, ev, version);
-        metadata(&mut out, &kept, given.as_deref());
+        metadata(&mut out, &kept, given.as_deref().into());
         out.push(b'}');
         String::from_utf8(out).unwrap()
     }
