@@ -561,3 +561,83 @@ fn agui_version_0_0_changes_only_what_0_0_refuses() {
         ["RUN_FINISHED", "TOOL_CALL_RESULT", "RUN_FINISHED"]
     );
 }
+
+/// The events of translating `file` with `args`, parsed.
+fn events_of(file: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let out = cmd().args(args).arg(testdata(file)).output().expect("runs");
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect()
+}
+
+#[test]
+fn without_user_messages_the_gemini_prompt_stays_raw() {
+    let file = "gemini/0.61.0/b_shell.jsonl";
+    let with = events_of(file, &["--from", "gemini"]);
+    let without = events_of(file, &["--from", "gemini", "--no-user-messages"]);
+    let user_texts = |evs: &[serde_json::Value]| {
+        evs.iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_START" && e["role"] == "user")
+            .count()
+    };
+    assert_eq!(user_texts(&with), 1, "the echoed prompt is a user message");
+    assert_eq!(user_texts(&without), 0);
+    let prompt = with
+        .iter()
+        .find(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].clone())
+        .expect("the prompt's text");
+    assert!(
+        without.iter().any(|e| e["type"] == "RAW"
+            && e["event"]["role"] == "user"
+            && e["event"]["content"] == prompt),
+        "the prompt is kept in RAW"
+    );
+    // Nothing else changes: the other events are the same, in order.
+    let others = |evs: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        evs.iter()
+            .filter(|e| !(e["type"] == "RAW" && e["event"]["role"] == "user"))
+            .filter(|e| {
+                !e["messageId"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("-user-1"))
+            })
+            .cloned()
+            .collect()
+    };
+    assert_eq!(others(&with), others(&without));
+}
+
+#[test]
+fn a_failed_gemini_tool_says_what_failed() {
+    let evs = events_of("gemini/0.61.0/d_tool_failures.jsonl", &["--from", "gemini"]);
+    let failed: Vec<_> = evs
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_RESULT" && e["metadata"]["isError"] == true)
+        .collect();
+    assert!(!failed.is_empty());
+    for r in failed {
+        let message = &r["metadata"]["error"]["message"];
+        if message.is_string() {
+            assert_eq!(
+                &r["content"], message,
+                "the error's message is the content: {r}"
+            );
+        }
+    }
+    let read = evs
+        .iter()
+        .find(|e| {
+            e["type"] == "TOOL_CALL_RESULT"
+                && e["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("does_not_exist.txt"))
+        })
+        .expect("the failed read names its file");
+    assert_eq!(
+        read["metadata"]["output"], "File not found.",
+        "the CLI's output is kept"
+    );
+}

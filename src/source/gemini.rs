@@ -220,7 +220,12 @@ impl Gemini {
                 self.unanswered = true;
                 self.close_text(em);
                 let id = self.next_id(em, "user").to_owned();
-                em.text_message(&id, Role::User, &text);
+                if em.user_messages() {
+                    em.text_message(&id, Role::User, &text);
+                } else {
+                    // `--no-user-messages`: the echoed prompt stays in RAW.
+                    raw(em, line);
+                }
             }
             role => {
                 em.unknown(format!("message role {:?}", role.unwrap_or("")));
@@ -294,14 +299,21 @@ impl Gemini {
             em.tool_result(id, content, meta.as_deref());
             return Ok(());
         }
+        // The error's message says what failed ("File not found: PATH"),
+        // where the output may only say that something did ("File not
+        // found."): the message is the content, the output is kept beside
+        // in metadata when it says something else.
         let output = rec.output.map(text_of);
         let err = rec.error.and_then(error_info);
         let err_msg = err.as_ref().and_then(|e| e.message.as_deref());
-        let content = output.as_deref().or(err_msg).unwrap_or("");
+        let err_msg = err_msg.filter(|m| !m.is_empty());
+        let content = err_msg.or(output.as_deref()).unwrap_or("");
+        let other_output = rec.output.filter(|_| output.as_deref() != Some(content));
         let status = string_json(rec.status.as_deref().unwrap_or("error"));
         let meta = object(&[
             ("status", Some(&status)),
             ("error", rec.error.map(RawValue::get)),
+            ("output", other_output.map(RawValue::get)),
             ("isError", Some("true")),
         ]);
         em.tool_result(id, Content::Text(content), Some(&meta));
