@@ -387,6 +387,9 @@ pub struct Emitter {
     /// What the current line held that the translator does not know.
     unknown: Vec<String>,
     tool_names: ToolNames,
+    /// The session id the input gave last (whatever `--thread-id` says):
+    /// what resumes the CLI's session.
+    cli_thread: String,
     /// The AG-UI release the output is written for.
     version: AguiVersion,
     /// Whether the prompt a CLI echoes becomes a user TEXT_MESSAGE (else it
@@ -439,6 +442,7 @@ impl Emitter {
             bytes_out: 0,
             unknown: Vec::new(),
             tool_names: ToolNames::Native,
+            cli_thread: String::new(),
             version: AguiVersion::V1_0,
             user_messages: true,
             started_tools: RecentSet::default(),
@@ -497,6 +501,12 @@ impl Emitter {
     /// Which tool names TOOL_CALL_START carries.
     pub fn set_tool_names(&mut self, names: ToolNames) {
         self.tool_names = names;
+    }
+
+    /// The session id the input gave last, even when `--thread-id` replaces
+    /// it in the output: what resumes the CLI's session.
+    pub fn cli_thread(&self) -> Option<&str> {
+        Some(self.cli_thread.as_str()).filter(|t| !t.is_empty())
     }
 
     /// The AG-UI release the output is written for.
@@ -642,6 +652,10 @@ impl Emitter {
         let seed = self.seed.take();
         let announced = self.announced.take();
         let thread_id = thread_id.or(announced.as_deref());
+        if let Some(t) = thread_id.filter(|t| !t.is_empty()) {
+            self.cli_thread.clear();
+            self.cli_thread.push_str(t);
+        }
         self.run_id.clear();
         match (&self.run_override, run_id) {
             (Some(r), _) if n == 1 => self.run_id.push_str(r),

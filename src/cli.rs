@@ -78,6 +78,64 @@ pub enum Command {
     /// and the sequence rules.
     #[command(long_about = CHECK_LONG_ABOUT, after_help = CHECK_AFTER_HELP)]
     Check(CheckArgs),
+    /// Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run,
+    /// streamed back as server-sent events.
+    #[command(long_about = SERVE_LONG_ABOUT, after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
+}
+
+const SERVE_LONG_ABOUT: &str = "\
+Serve a coding-agent CLI as an AG-UI endpoint, for front ends such as
+@ag-ui/client's HttpAgent.
+
+Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is the
+prompt of one `agui-translate run`, whose events are streamed back as
+server-sent events as they come, with the request's threadId and runId. A
+later request on the same threadId resumes the CLI's session (claude
+--resume, gemini --resume, codex exec resume or the app-server's
+thread/resume); a thread takes one run at a time (409 while one is going). A
+client that disconnects ends its run as SIGTERM does. Requests on different
+threads run at once, each a CLI of its own.
+
+Options after `--` are given to every run: any option of `agui-translate
+run` but the ones serve sets (--format, --thread-id, --run-id, --resume),
+and after a second `--`, the CLI's own arguments.
+
+A server that listens beyond the loopback interface requires --token: the
+CLI runs tools on this machine for whoever can reach it.";
+
+const SERVE_AFTER_HELP: &str = "\
+Examples:
+  agui-translate serve claude
+  agui-translate serve gemini --listen 127.0.0.1:0 -- --model gemini-2.5-flash
+  agui-translate serve codex --listen 0.0.0.0:8799 --token \"$TOKEN\" -- --timeout 10m
+
+Exit status:
+  0  stopped by SIGINT, SIGTERM or SIGHUP (each run ends as cancelled)
+  1  the address could not be bound
+  2  usage error (a non-loopback --listen without --token, a bad run option)";
+
+/// `agui-translate serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// The CLI that answers.
+    #[arg(value_enum, value_parser = values::<crate::dialect::Dialect>())]
+    pub cli: crate::dialect::Dialect,
+
+    /// Where to listen; port 0 picks a free one. The address is printed on
+    /// standard error.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8799")]
+    pub listen: String,
+
+    /// Require `Authorization: Bearer TOKEN` on every request (required
+    /// when --listen is not a loopback address).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Options given to every run (after `--`): run's own, then, after a
+    /// second `--`, the CLI's.
+    #[arg(last = true, value_name = "RUN OPTIONS")]
+    pub run_options: Vec<String>,
 }
 
 const CHECK_LONG_ABOUT: &str = "\
@@ -450,6 +508,11 @@ pub struct RunArgs {
     /// when one is missing.
     #[arg(long, help_heading = RUN)]
     pub check: bool,
+
+    /// At the end, write the CLI's session id (what `--resume` takes) to
+    /// FILE: how `serve` resumes a thread.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub session_file: Option<PathBuf>,
 
     #[command(flatten)]
     pub output: OutputArgs,

@@ -20,6 +20,7 @@ pub mod plan;
 pub mod redact;
 pub mod run;
 pub mod schema;
+pub mod serve;
 pub mod source;
 pub mod spawn;
 pub mod stderr;

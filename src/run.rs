@@ -22,6 +22,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(Command::Run(run)) => crate::spawn::main(*run),
         Some(Command::Check(c)) => check(c),
+        Some(Command::Serve(s)) => crate::serve::main(s),
         None => translate(args.filter),
     }
 }

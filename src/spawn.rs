@@ -467,6 +467,10 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         Options::default(),
         &mut stats,
     )?;
+    if let (Some(file), Some(session)) = (&a.session_file, em.cli_thread()) {
+        std::fs::write(file, session)
+            .with_context(|| format!("--session-file {}", file.display()))?;
+    }
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
