@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -449,13 +450,27 @@ fn run_one(
         resume.as_deref(),
         &file.0.to_string_lossy(),
     );
-    let mut child = match Command::new(std::env::current_exe()?)
-        .args(&argv)
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(&argv)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-    {
+        .stderr(Stdio::inherit());
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec the closure makes only
+    // async-signal-safe calls (prctl, getppid).
+    unsafe {
+        cmd.pre_exec(move || {
+            // A server that dies, even by SIGKILL, cancels its runs.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("cannot start the run: {e}");
