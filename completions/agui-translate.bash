@@ -25,6 +25,9 @@ _agui__translate() {
             agui__translate,run)
                 cmd="agui__translate__subcmd__run"
                 ;;
+            agui__translate,serve)
+                cmd="agui__translate__subcmd__serve"
+                ;;
             agui__translate__subcmd__help,check)
                 cmd="agui__translate__subcmd__help__subcmd__check"
                 ;;
@@ -34,6 +37,9 @@ _agui__translate() {
             agui__translate__subcmd__help,run)
                 cmd="agui__translate__subcmd__help__subcmd__run"
                 ;;
+            agui__translate__subcmd__help,serve)
+                cmd="agui__translate__subcmd__help__subcmd__serve"
+                ;;
             *)
                 ;;
         esac
@@ -41,7 +47,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --agui-version --no-user-messages --format --strict --quiet --stats --jobs --help --version run check help"
+            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --agui-version --no-user-messages --format --strict --quiet --stats --jobs --help --version run check serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -109,7 +115,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__help)
-            opts="run check help"
+            opts="run check serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -164,8 +170,22 @@ _agui__translate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agui__translate__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --session-file --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -215,6 +235,10 @@ _agui__translate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --thread-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -233,6 +257,28 @@ _agui__translate() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agui__translate__subcmd__serve)
+            opts="-h --listen --token --help gemini codex claude"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

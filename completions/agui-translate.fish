@@ -47,6 +47,7 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -s h -l help
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s V -l version -d 'Print version'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "serve" -d 'Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run, streamed back as server-sent events'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: `gemini`, `codex` or `claude` on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s m -l model -d 'The model the CLI uses' -r
@@ -62,6 +63,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l co
 exec\t''
 app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l session-file -d 'At the end, write the CLI\'s session id (what `--resume` takes) to FILE: how `serve` resumes a thread' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
@@ -74,6 +76,10 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ch
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l no-user-messages -d 'Do not turn the prompt that Gemini CLI and older Codex CLIs echo into a user TEXT_MESSAGE (a front end that sent the prompt would show it twice); it stays in the output as RAW'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l listen -d 'Where to listen; port 0 picks a free one. The address is printed on standard error' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l token -d 'Require `Authorization: Bearer TOKEN` on every request (required when --listen is not a loopback address)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "serve" -d 'Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run, streamed back as server-sent events'
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

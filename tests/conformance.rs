@@ -758,3 +758,44 @@ fn resumed_threads_keep_their_runs_apart() {
     let ok = text.lines().filter(|l| l.starts_with("OK ")).count();
     assert!(ok >= 10 && ok == args.len() / 2, "{text}");
 }
+
+/// `serve` with the official HttpAgent as its client (`tests/conformance/
+/// serve.cjs`): two turns on one thread, two threads at once, a wrong token,
+/// and a run the client aborts, which ends the CLI.
+#[test]
+fn http_agent_speaks_to_serve() {
+    if skipped("http_agent_speaks_to_serve") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let pid_file = std::env::temp_dir().join(format!("agui-serve-agent-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pid_file);
+    let resume = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let answering = common::serve("gemini", &["--token", "t0ken"], &[("FAKE_REPLAY", &resume)]);
+    let hanging = common::serve(
+        "gemini",
+        &["--token", "t0ken"],
+        &[
+            ("FAKE_REPLAY", &resume),
+            ("FAKE_LINES", Path::new("2")),
+            ("FAKE_PID", &pid_file),
+            ("FAKE_HANG", Path::new("60")),
+        ],
+    );
+    let out = Command::new("node")
+        .arg(dir.join("serve.cjs"))
+        .arg(format!("http://{}/agent", answering.addr))
+        .arg(format!("http://{}/agent", hanging.addr))
+        .arg("t0ken")
+        .arg(&pid_file)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let _ = std::fs::remove_file(&pid_file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -4,7 +4,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+mod common;
+use common::serve;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
@@ -17,52 +20,6 @@ fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("agui-serve-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// A running server; stopped when dropped.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SIGTERM, as a service manager stops it: its runs end too.
-        // SAFETY: the server's own process id, not yet waited for.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
-/// `serve CLI --listen 127.0.0.1:0 ARGS -- --cli FAKE`, the fake driven by
-/// `env`; returns once the server says where it listens.
-fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .args(["serve", cli, "--listen", "127.0.0.1:0"])
-        .args(args)
-        .args(["--", "--cli"])
-        .arg(root().join("tests/fake/cli"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let mut child = c.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|a| a.trim().strip_suffix('/'))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    // The rest of stderr (the CLI's, passed through) is drained.
-    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    Server { child, addr }
 }
 
 fn body(thread: &str, run: &str, prompt: &str) -> String {

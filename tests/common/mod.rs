@@ -1,8 +1,9 @@
 //! Shared by the test binaries (each uses a part of it).
 #![allow(dead_code)]
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 /// The `testdata/` folder.
 pub fn testdata() -> PathBuf {
@@ -73,4 +74,50 @@ pub fn report_verdicts<'a>(kind: &str, verdicts: impl IntoIterator<Item = (&'a P
         .open(file)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .expect("AGUI_RESULTS is writable");
+}
+
+/// A running server; stopped when dropped.
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGTERM, as a service manager stops it: its runs end too.
+        // SAFETY: the server's own process id, not yet waited for.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve CLI --listen 127.0.0.1:0 ARGS -- --cli FAKE`, the fake driven by
+/// `env`; returns once the server says where it listens.
+pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agui-translate"));
+    c.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["serve", cli, "--listen", "127.0.0.1:0"])
+        .args(args)
+        .args(["--", "--cli"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/cli"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|a| a.trim().strip_suffix('/'))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    // The rest of stderr (the CLI's, passed through) is drained.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    Server { child, addr }
 }
