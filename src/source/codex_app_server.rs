@@ -26,7 +26,9 @@ use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, McpContent, TokenUsage};
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
+use crate::agui::{
+    code, object, string_json, Content, Digest, Emitter, Outcome, Role, Text, Usage,
+};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex-app-server";
@@ -395,10 +397,24 @@ pub struct CodexAppServer {
     reasoned: Vec<String>,
     reasoning: Option<ReasoningPart>,
     scratch: Option<Vec<u8>>,
+    /// The lines since the last run ended: what a run's id is derived from
+    /// when its turn id is a server's counter (see [`run_id`]).
+    seed: Digest,
+}
+
+/// Whether a turn id can be a run id: servers since 0.100 give UUIDs, older
+/// ones count turns per process (`"0"`, `"1"`), which every resumed half of
+/// a thread repeats. Those runs get an id derived from the lines that led to
+/// the turn (a resumed thread's history among them).
+fn unique(turn_id: &str) -> bool {
+    !turn_id.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl Translate for CodexAppServer {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
+        if !em.in_run() {
+            self.seed.add(line);
+        }
         let mut scratch = self.scratch.take();
         let result = match parse_record::<Message>(line, &mut scratch) {
             Ok((msg, line)) => self.message(msg, line, em),
@@ -563,6 +579,7 @@ impl CodexAppServer {
     }
 
     /// Whether `thread` is a subagent's.
+
     fn is_child(&self, thread: &str) -> bool {
         self.thread.as_deref().is_some_and(|main| main != thread)
     }
@@ -589,7 +606,16 @@ impl CodexAppServer {
                 self.thread = Some(t.to_owned());
             }
         }
-        em.start_run(self.thread.as_deref(), turn_id);
+        let derived;
+        let run_id = match turn_id {
+            Some(t) if unique(t) => Some(t),
+            _ => {
+                derived = self.seed.run_id(em.run_number() + 1);
+                Some(derived.as_str())
+            }
+        };
+        em.start_run(self.thread.as_deref(), run_id);
+        self.seed = Digest::default();
         self.turn = turn_id.map(str::to_owned);
         self.last_error = None;
         self.streamed.clear();

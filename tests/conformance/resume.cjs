@@ -2,7 +2,7 @@
 // Feeds one @ag-ui/client HttpAgent two consecutive runs of one resumed
 // thread, as a front end does that keeps one agent per thread, and checks
 // the message list it ends with: every message comes from one run only, and
-// every message of the second run is there.
+// every message of the second run is there; and the two runs' ids differ.
 //
 //   node resume.cjs FIRST.sse SECOND.sse [FIRST.sse SECOND.sse]...
 //
@@ -50,6 +50,7 @@ async function pair(first, second) {
   // Which runs (0, 1) name each id.
   const runsOf = new Map();
   const started = [new Set(), new Set()];
+  const runIds = [undefined, undefined];
   const problems = [];
   for (let run = 0; run < 2; run++) {
     const subscriber = {
@@ -60,6 +61,7 @@ async function pair(first, second) {
         }
         const id = startsMessage(event);
         if (id !== undefined) started[run].add(id);
+        if (event.type === "RUN_STARTED") runIds[run] = event.runId;
       },
     };
     try {
@@ -85,6 +87,7 @@ async function pair(first, second) {
     if (!present.has(id)) problems.push(`the second run's message ${id} is missing`);
   }
   if (started[1].size === 0) problems.push("the second run has no message");
+  if (runIds[0] === runIds[1]) problems.push(`both runs are runId ${JSON.stringify(runIds[0])}`);
   return problems;
 }
 
