@@ -579,7 +579,6 @@ impl CodexAppServer {
     }
 
     /// Whether `thread` is a subagent's.
-
     fn is_child(&self, thread: &str) -> bool {
         self.thread.as_deref().is_some_and(|main| main != thread)
     }
