@@ -82,6 +82,23 @@ fn until(r: &mut BufReader<TcpStream>, ty: &str) -> serde_json::Value {
     }
 }
 
+/// The stand-in CLI's process id, once it has written it to `file`.
+fn cli_pid(file: &Path) -> i32 {
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the CLI never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 }
@@ -193,19 +210,7 @@ fn a_client_that_goes_away_ends_the_cli() {
     let (code, mut r) = post(&server.addr, &body("t", "r", "Hello"), None);
     assert_eq!(code, 200);
     until(&mut r, "RUN_STARTED");
-    let start = Instant::now();
-    while !pid_file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the CLI never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = cli_pid(&pid_file);
     assert!(alive(pid));
     drop(r); // the client goes away while the CLI is quiet
     let start = Instant::now();
@@ -325,19 +330,7 @@ fn a_stopped_server_ends_its_runs() {
     );
     let (_, mut r) = post(&server.addr, &body("t", "r", "Hello"), None);
     until(&mut r, "RUN_STARTED");
-    let start = Instant::now();
-    while !pid_file.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the CLI never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = cli_pid(&pid_file);
     // SAFETY: the server's own process id, not yet waited for.
     unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
     let status = server.child.wait().unwrap();
