@@ -82,6 +82,22 @@ fn until(r: &mut BufReader<TcpStream>, ty: &str) -> serde_json::Value {
     }
 }
 
+/// A server whose CLI writes its first records, its process id to
+/// `pid_file`, and then hangs (until a signal).
+fn hanging_server(pid_file: &Path) -> common::Server {
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_REPLAY", &recording),
+            ("FAKE_LINES", Path::new("2")),
+            ("FAKE_PID", pid_file),
+            ("FAKE_HANG", Path::new("60")),
+        ],
+    )
+}
+
 /// The stand-in CLI's process id, once it has written it to `file`.
 fn cli_pid(file: &Path) -> i32 {
     let start = Instant::now();
@@ -194,19 +210,7 @@ fn the_stream_is_valid_ag_ui() {
 #[test]
 fn a_client_that_goes_away_ends_the_cli() {
     let pid_file = tmp("gone-pid");
-    let server = serve(
-        "gemini",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/gemini/0.61.0/text.jsonl"),
-            ),
-            ("FAKE_LINES", Path::new("2")),
-            ("FAKE_PID", &pid_file),
-            ("FAKE_HANG", Path::new("60")),
-        ],
-    );
+    let server = hanging_server(&pid_file);
     let (code, mut r) = post(&server.addr, &body("t", "r", "Hello"), None);
     assert_eq!(code, 200);
     until(&mut r, "RUN_STARTED");
@@ -225,18 +229,7 @@ fn a_client_that_goes_away_ends_the_cli() {
 
 #[test]
 fn threads_run_at_once_and_a_busy_thread_refuses() {
-    let server = serve(
-        "gemini",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/gemini/0.61.0/text.jsonl"),
-            ),
-            ("FAKE_LINES", Path::new("2")),
-            ("FAKE_HANG", Path::new("60")),
-        ],
-    );
+    let server = hanging_server(&tmp("at-once-pid"));
     // Neither run can end (the CLI hangs), so both being under way proves
     // they run at once.
     let (_, mut one) = post(&server.addr, &body("one", "r1", "Hello"), None);
@@ -315,19 +308,7 @@ fn a_server_beyond_loopback_needs_a_token() {
 #[test]
 fn a_stopped_server_ends_its_runs() {
     let pid_file = tmp("stopped-pid");
-    let mut server = serve(
-        "gemini",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/gemini/0.61.0/text.jsonl"),
-            ),
-            ("FAKE_LINES", Path::new("2")),
-            ("FAKE_PID", &pid_file),
-            ("FAKE_HANG", Path::new("60")),
-        ],
-    );
+    let mut server = hanging_server(&pid_file);
     let (_, mut r) = post(&server.addr, &body("t", "r", "Hello"), None);
     until(&mut r, "RUN_STARTED");
     let pid = cli_pid(&pid_file);
