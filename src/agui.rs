@@ -21,7 +21,6 @@ mod open;
 mod wire;
 pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
-use wire::Meta;
 
 use serde_json::value::RawValue;
 
@@ -137,7 +136,7 @@ pub enum Event<'a> {
     },
     SubagentFinished {
         subagent_run_id: &'a str,
-        result: Option<Json<'a>>,
+        result: Option<MetaValue<'a>>,
     },
     SubagentError {
         subagent_run_id: &'a str,
@@ -247,6 +246,58 @@ pub enum Outcome {
 pub enum Content<'a> {
     Text(&'a str),
     Parts(Json<'a>),
+}
+
+/// A value in an event's `metadata` (or in tool arguments made of fields),
+/// written as JSON by the typed writer.
+#[derive(Clone, Copy, Debug)]
+pub enum MetaValue<'a> {
+    /// JSON copied as it is (a value from the input).
+    Json(Json<'a>),
+    /// A string, escaped as it is written.
+    Str(&'a str),
+    Bool(bool),
+    Int(i64),
+    /// An object made of fields.
+    Object(&'a [MetaField<'a>]),
+}
+
+/// One entry of a JSON object made of fields; an entry whose value is
+/// `None` is left out.
+pub type MetaField<'a> = (&'a str, Option<MetaValue<'a>>);
+
+/// An event's `metadata`: none, a JSON object from the input, or an object
+/// made of fields (left out when no field has a value).
+#[derive(Clone, Copy, Default)]
+pub enum Metadata<'a> {
+    #[default]
+    None,
+    Json(Json<'a>),
+    Fields(&'a [MetaField<'a>]),
+}
+
+impl<'a> From<Option<Json<'a>>> for Metadata<'a> {
+    fn from(j: Option<Json<'a>>) -> Self {
+        j.map_or(Metadata::None, Metadata::Json)
+    }
+}
+
+impl<'a> From<Json<'a>> for Metadata<'a> {
+    fn from(j: Json<'a>) -> Self {
+        Metadata::Json(j)
+    }
+}
+
+impl<'a> From<&'a [MetaField<'a>]> for Metadata<'a> {
+    fn from(f: &'a [MetaField<'a>]) -> Self {
+        Metadata::Fields(f)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [MetaField<'a>; N]> for Metadata<'a> {
+    fn from(f: &'a [MetaField<'a>; N]) -> Self {
+        Metadata::Fields(f)
+    }
 }
 
 /// A string for the output: decoded text, or a JSON string literal from the
@@ -395,6 +446,8 @@ pub struct Emitter {
     /// Whether the prompt a CLI echoes becomes a user TEXT_MESSAGE (else it
     /// stays in RAW only).
     user_messages: bool,
+    /// Scratch space for tool arguments made of fields.
+    args_json: Vec<u8>,
     /// Scratch space for checking tool argument deltas.
     args_scratch: crate::closer::Closer,
     /// Tool call ids started on this output (the most recent ones): AG-UI
@@ -446,6 +499,7 @@ impl Emitter {
             version: AguiVersion::V1_0,
             user_messages: true,
             started_tools: RecentSet::default(),
+            args_json: Vec::new(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
             run_subagents: std::collections::HashSet::new(),
@@ -711,7 +765,7 @@ impl Emitter {
         } else {
             std::mem::take(&mut self.out)
         };
-        self.frame(body, &mut buf, Meta::None);
+        self.frame(body, &mut buf, &[], Metadata::None);
         self.counts[index] += 1;
         if !matches!(self.state, RunState::Idle) {
             self.out = buf;
@@ -752,14 +806,20 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, Meta::None);
+        self.frame(&ev, &mut buf, &[], Metadata::None);
         self.terminal = buf;
         self.state = RunState::Ending;
     }
 
     /// End the run with an error, closing what is open first. `metadata` (a
     /// JSON object) keeps details that RUN_ERROR has no field for.
-    pub fn fail_run(&mut self, message: &str, code: &str, usage: &[Usage], metadata: Option<Json>) {
+    pub fn fail_run<'m>(
+        &mut self,
+        message: &str,
+        code: &str,
+        usage: &[Usage],
+        metadata: impl Into<Metadata<'m>>,
+    ) {
         if !matches!(self.state, RunState::Active) {
             if matches!(self.state, RunState::Ending) {
                 return;
@@ -775,7 +835,7 @@ impl Emitter {
             usage,
         };
         self.terminal_index = ev.index();
-        self.frame(&ev, &mut buf, metadata.into());
+        self.frame(&ev, &mut buf, &[], metadata.into());
         self.terminal = buf;
         self.state = RunState::Ending;
     }
@@ -809,12 +869,12 @@ impl Emitter {
 
     /// Replace a pending terminal event with an error (a later line showed the
     /// run failed after all). Does nothing if the run has not ended.
-    pub fn refail_run(
+    pub fn refail_run<'m>(
         &mut self,
         message: &str,
         code: &str,
         usage: &[Usage],
-        metadata: Option<Json>,
+        metadata: impl Into<Metadata<'m>>,
     ) {
         if matches!(self.state, RunState::Ending) {
             self.state = RunState::Active;
@@ -998,50 +1058,46 @@ impl Emitter {
         self.tool_start_with(id, name, parent_message_id, None)
     }
 
-    /// TOOL_CALL_START with `metadata` (a JSON object).
-    pub fn tool_start_with(
+    /// TOOL_CALL_START with `metadata`.
+    pub fn tool_start_with<'m>(
         &mut self,
         id: &str,
         name: &str,
         parent_message_id: Option<&str>,
-        metadata: Option<Json>,
+        metadata: impl Into<Metadata<'m>>,
     ) -> bool {
         self.ensure_run();
         if self.is_open_kind(Kind::Tool, id) || !self.started_tools.insert(id) {
             return false;
         }
-        let canon;
-        let mut merged = None;
-        let name = match self.tool_names {
-            ToolNames::Native => name,
+        let (tool_call_name, extra) = match self.tool_names {
+            ToolNames::Native => (name, [None, None, None]),
             ToolNames::Canonical => {
-                canon = crate::tools::canonical(name);
-                let mut meta = format!("{{\"nativeName\":{}", string_json(name));
-                if let Some((server, tool)) = canon.mcp {
-                    meta.push_str(&format!(
-                        ",\"mcpServer\":{},\"mcpTool\":{}",
-                        string_json(server),
-                        string_json(tool)
-                    ));
-                }
-                match metadata.map(|m| m.get().trim()) {
-                    Some(rest) if rest.len() > 2 => {
-                        meta.push(',');
-                        meta.push_str(&rest[1..]);
-                    }
-                    _ => meta.push('}'),
-                }
-                merged = Some(RawValue::from_string(meta).expect("built as a JSON object"));
-                canon.name
+                let canon = crate::tools::canonical(name);
+                let (server, tool) = canon.mcp.unzip();
+                (
+                    canon.name,
+                    [
+                        Some(MetaValue::Str(name)),
+                        server.map(MetaValue::Str),
+                        tool.map(MetaValue::Str),
+                    ],
+                )
             }
         };
+        let [native, server, tool] = extra;
         self.write_with(
             &Event::ToolCallStart {
                 tool_call_id: id,
-                tool_call_name: name,
+                tool_call_name,
                 parent_message_id,
             },
-            merged.as_deref().or(metadata),
+            &[
+                ("nativeName", native),
+                ("mcpServer", server),
+                ("mcpTool", tool),
+            ],
+            metadata,
         );
         self.open_item(Kind::Tool, id);
         true
@@ -1074,6 +1130,17 @@ impl Emitter {
         true
     }
 
+    /// Arguments made of `fields` (see [`MetaField`]), as one delta.
+    pub fn tool_args_fields(&mut self, id: &str, fields: &[MetaField]) -> bool {
+        let mut buf = std::mem::take(&mut self.args_json);
+        buf.clear();
+        wire::object(&mut buf, fields);
+        let json = std::str::from_utf8(&buf).expect("the writer writes UTF-8");
+        let done = self.tool_args(id, json);
+        self.args_json = buf;
+        done
+    }
+
     pub fn tool_end(&mut self, id: &str) -> bool {
         self.close_item(Kind::Tool, id)
     }
@@ -1081,7 +1148,12 @@ impl Emitter {
     /// TOOL_CALL_RESULT (a new tool message `<id>-result`), ending the call
     /// first if it is still open. `metadata` carries what the content cannot
     /// (an error, an exit code).
-    pub fn tool_result(&mut self, tool_call_id: &str, content: Content, metadata: Option<Json>) {
+    pub fn tool_result<'m>(
+        &mut self,
+        tool_call_id: &str,
+        content: Content,
+        metadata: impl Into<Metadata<'m>>,
+    ) {
         self.ensure_run();
         self.tool_end(tool_call_id);
         self.scratch.clear();
@@ -1095,33 +1167,8 @@ impl Emitter {
                 content,
                 role: "tool",
             },
+            &[],
             metadata,
-        );
-        self.scratch = message_id;
-    }
-
-    /// [`tool_result`](Self::tool_result) with `metadata` made of `fields`
-    /// (left out when there are none), written as they are.
-    pub fn tool_result_fields(
-        &mut self,
-        tool_call_id: &str,
-        content: Content,
-        fields: &[(&str, Json)],
-    ) {
-        self.ensure_run();
-        self.tool_end(tool_call_id);
-        self.scratch.clear();
-        self.scratch.push_str(tool_call_id);
-        self.scratch.push_str("-result");
-        let message_id = std::mem::take(&mut self.scratch);
-        self.write_meta(
-            &Event::ToolCallResult {
-                message_id: &message_id,
-                tool_call_id,
-                content,
-                role: "tool",
-            },
-            Meta::Fields(fields),
         );
         self.scratch = message_id;
     }
@@ -1216,7 +1263,7 @@ impl Emitter {
         self.open_item(Kind::Subagent, id);
     }
 
-    pub fn subagent_finish(&mut self, id: &str, result: Option<Json>) {
+    pub fn subagent_finish(&mut self, id: &str, result: Option<MetaValue>) {
         if self.end_subagent(id) {
             self.write(&Event::SubagentFinished {
                 subagent_run_id: id,
@@ -1298,24 +1345,26 @@ impl Emitter {
 
     /// Write any event as it is (no tracking). For events the methods above do
     /// not cover; prefer those.
-    pub fn event(&mut self, ev: &Event, metadata: Option<Json>) {
+    pub fn event<'m>(&mut self, ev: &Event, metadata: impl Into<Metadata<'m>>) {
         self.ensure_run();
-        self.write_with(ev, metadata);
+        self.write_with(ev, &[], metadata);
     }
 
     // ---- serialization ---------------------------------------------------
 
     fn write(&mut self, ev: &Event) {
-        self.write_with(ev, None);
+        self.write_with(ev, &[], Metadata::None);
     }
 
-    fn write_with(&mut self, ev: &Event, metadata: Option<Json>) {
-        self.write_meta(ev, metadata.into());
-    }
-
-    fn write_meta(&mut self, ev: &Event, metadata: Meta) {
+    /// Write `ev` with `metadata` (after the entries of `extra`).
+    fn write_with<'m>(
+        &mut self,
+        ev: &Event,
+        extra: &[MetaField],
+        metadata: impl Into<Metadata<'m>>,
+    ) {
         let mut out = std::mem::take(&mut self.out);
-        self.frame(ev, &mut out, metadata);
+        self.frame(ev, &mut out, extra, metadata.into());
         self.out = out;
         self.events += 1;
         self.counts[ev.index()] += 1;
@@ -1323,7 +1372,13 @@ impl Emitter {
 
     /// Serialize one event with its framing, adding the context fields
     /// (`timestamp`, `subagentRunId`) and `metadata` before the closing brace.
-    fn frame<'e, 'a: 'e>(&self, body: impl Into<Body<'e, 'a>>, out: &mut Vec<u8>, metadata: Meta) {
+    fn frame<'e, 'a: 'e>(
+        &self,
+        body: impl Into<Body<'e, 'a>>,
+        out: &mut Vec<u8>,
+        extra: &[MetaField],
+        metadata: Metadata,
+    ) {
         if self.format == Format::Sse {
             out.extend_from_slice(b"data: ");
         }
@@ -1350,7 +1405,7 @@ impl Emitter {
                 wire::string(out, sub);
             }
         }
-        wire::metadata(out, &kept, metadata);
+        wire::metadata(out, &kept, extra, metadata);
         out.push(b'}');
         out.extend_from_slice(match self.format {
             Format::Ndjson => b"\n",
@@ -1394,25 +1449,6 @@ impl<'e, 'a> From<&'e Event<'a>> for Body<'e, 'a> {
     fn from(ev: &'e Event<'a>) -> Self {
         Body::Event(ev)
     }
-}
-
-/// Build a JSON object from key/value pairs whose values are already JSON.
-/// Keys must not need escaping. Pairs with `None` are left out.
-pub fn object(pairs: &[(&str, Option<&str>)]) -> Box<RawValue> {
-    let mut s = String::from("{");
-    for (k, v) in pairs {
-        if let Some(v) = v {
-            if s.len() > 1 {
-                s.push(',');
-            }
-            s.push('"');
-            s.push_str(k);
-            s.push_str("\":");
-            s.push_str(v);
-        }
-    }
-    s.push('}');
-    RawValue::from_string(s).expect("object() is given JSON values")
 }
 
 /// A JSON string literal for `s`.

@@ -10,7 +10,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{
-    AguiVersion, Content, EncryptedSubtype, Event, Json, Outcome, Role, Text, Usage, EVENT_TYPES,
+    AguiVersion, Content, EncryptedSubtype, Event, Json, MetaField, MetaValue, Metadata, Outcome,
+    Role, Text, Usage, EVENT_TYPES,
 };
 
 /// Write `ev` as an AG-UI 1.0 JSON object without its closing brace (the
@@ -237,7 +238,10 @@ pub(super) fn event_open_for<'a>(
             result,
         } => {
             o.str(b",\"subagentRunId\":", subagent_run_id);
-            o.opt_json(b",\"result\":", result);
+            if let Some(r) = result {
+                o.0.extend_from_slice(b",\"result\":");
+                value(o.0, r);
+            }
         }
         Event::SubagentError {
             subagent_run_id,
@@ -252,30 +256,23 @@ pub(super) fn event_open_for<'a>(
     kept
 }
 
-/// An event's `metadata`: none, a JSON object, or an object of fields.
-pub(super) enum Meta<'a> {
-    None,
-    Json(Json<'a>),
-    Fields(&'a [(&'a str, Json<'a>)]),
-}
-
-impl<'a> From<Option<Json<'a>>> for Meta<'a> {
-    fn from(j: Option<Json<'a>>) -> Self {
-        j.map_or(Meta::None, Meta::Json)
-    }
-}
-
-/// `,"metadata":{…}`: the entries of `given`, and what an AG-UI 0.0 event
-/// keeps there (which replaces a given entry of its name).
-pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Meta) {
-    if kept.is_empty() {
+/// `,"metadata":{…}`: what an AG-UI 0.0 event keeps there (see [`Kept`]),
+/// then the entries of `extra`, then those of `given` (an entry of a name
+/// already written is left out). Nothing when there are no entries.
+pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, extra: &[MetaField], given: Metadata) {
+    if kept.is_empty() && extra.iter().all(|(_, v)| v.is_none()) {
         match given {
-            Meta::None => {}
-            Meta::Json(m) => {
+            Metadata::None => {}
+            Metadata::Json(m) => {
                 out.extend_from_slice(b",\"metadata\":");
                 out.extend_from_slice(m.get().as_bytes());
             }
-            Meta::Fields(fields) => metadata_fields(out, fields),
+            Metadata::Fields(fields) => {
+                if fields.iter().any(|(_, v)| v.is_some()) {
+                    out.extend_from_slice(b",\"metadata\":");
+                    object(out, fields);
+                }
+            }
         }
         return;
     }
@@ -288,27 +285,27 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Meta) {
         o.outcome(Outcome::Cancelled);
     }
     o.usage(kept.usage, false);
-    // `kept` is not empty: drop the comma before its first entry.
-    o.0.remove(start + 1);
-    let entry = |o: &mut Obj, key: &str, value: &str| {
-        if !kept.has(key) {
-            o.0.push(b',');
-            string(o.0, key);
-            o.0.push(b':');
-            o.0.extend_from_slice(value.as_bytes());
+    let written = |key: &str| kept.has(key) || extra.iter().any(|(k, v)| *k == key && v.is_some());
+    for (key, value) in extra {
+        if let Some(v) = value {
+            o.entry(key, *v);
         }
-    };
+    }
     match given {
-        Meta::None => {}
-        Meta::Fields(fields) => {
+        Metadata::None => {}
+        Metadata::Fields(fields) => {
             for (key, value) in fields {
-                entry(&mut o, key, value.get());
+                if let (Some(v), false) = (value, written(key)) {
+                    o.entry(key, *v);
+                }
             }
         }
-        Meta::Json(given) => match serde_json::from_str::<Entries>(given.get()) {
+        Metadata::Json(given) => match serde_json::from_str::<Entries>(given.get()) {
             Ok(entries) => {
                 for (key, value) in &entries.0 {
-                    entry(&mut o, key, value.get());
+                    if !written(key) {
+                        o.entry(key, MetaValue::Json(value));
+                    }
                 }
             }
             Err(_) => {
@@ -317,7 +314,40 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, given: Meta) {
             }
         },
     }
-    o.0.push(b'}');
+    // Every entry was written after a comma: drop the first one.
+    if out.len() > start + 1 {
+        out.remove(start + 1);
+    }
+    out.push(b'}');
+}
+
+/// A JSON object made of `fields` (keys escaped, entries without a value
+/// left out): `{}` when none has one.
+pub(super) fn object(out: &mut Vec<u8>, fields: &[MetaField]) {
+    let start = out.len();
+    out.push(b'{');
+    let mut o = Obj(out);
+    for (key, value) in fields {
+        if let Some(v) = value {
+            o.entry(key, *v);
+        }
+    }
+    if out.len() > start + 1 {
+        out.remove(start + 1);
+    }
+    out.push(b'}');
+}
+
+/// One metadata value as JSON.
+fn value(out: &mut Vec<u8>, v: MetaValue) {
+    match v {
+        MetaValue::Json(j) => out.extend_from_slice(j.get().as_bytes()),
+        MetaValue::Str(s) => string(out, s),
+        MetaValue::Bool(true) => out.extend_from_slice(b"true"),
+        MetaValue::Bool(false) => out.extend_from_slice(b"false"),
+        MetaValue::Int(i) => i64_(out, i),
+        MetaValue::Object(fields) => object(out, fields),
+    }
 }
 
 /// The entries of a JSON object, in order.
@@ -354,24 +384,6 @@ fn parts_text(parts: Json) -> String {
     let parts: Vec<Part> = serde_json::from_str(parts.get()).unwrap_or_default();
     let texts: Vec<Cow<str>> = parts.into_iter().filter_map(|p| p.text).collect();
     texts.join("\n")
-}
-
-/// `,"metadata":{…}` made of `fields` (keys escaped, values as they are);
-/// nothing when there are none.
-pub(super) fn metadata_fields(out: &mut Vec<u8>, fields: &[(&str, Json)]) {
-    if fields.is_empty() {
-        return;
-    }
-    out.extend_from_slice(b",\"metadata\":{");
-    for (i, (k, v)) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        string(out, k);
-        out.push(b':');
-        out.extend_from_slice(v.get().as_bytes());
-    }
-    out.push(b'}');
 }
 
 /// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.
@@ -440,6 +452,14 @@ impl Obj<'_> {
     fn json(&mut self, key: &[u8], value: Json) {
         self.0.extend_from_slice(key);
         self.0.extend_from_slice(value.get().as_bytes());
+    }
+
+    /// `,"key":value` for a key that may need escaping.
+    fn entry(&mut self, key: &str, v: MetaValue) {
+        self.0.push(b',');
+        string(self.0, key);
+        self.0.push(b':');
+        value(self.0, v);
     }
 
     fn opt_json(&mut self, key: &[u8], value: Option<Json>) {
@@ -658,12 +678,68 @@ mod tests {
         );
     }
 
+    /// `metadata` as the writer writes it after an event's own fields.
+    fn metadata_of(extra: &[MetaField], given: Metadata) -> String {
+        let mut out = Vec::new();
+        metadata(&mut out, &Kept::default(), extra, given);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn metadata_made_of_fields() {
+        let err = raw(r#"{"code":1}"#);
+        let fields = [
+            ("status", Some(MetaValue::Str("fa\"iled"))),
+            ("exitCode", None),
+            ("isError", Some(MetaValue::Bool(true))),
+            ("error", Some(MetaValue::Json(&err))),
+            ("n", Some(MetaValue::Int(-3))),
+            (
+                "sub",
+                Some(MetaValue::Object(&[("ok", Some(MetaValue::Bool(false)))])),
+            ),
+        ];
+        assert_eq!(
+            metadata_of(&[], Metadata::Fields(&fields)),
+            r#","metadata":{"status":"fa\"iled","isError":true,"error":{"code":1},"n":-3,"sub":{"ok":false}}"#
+        );
+        // No entry with a value: no metadata at all.
+        assert_eq!(metadata_of(&[], Metadata::Fields(&[("a", None)])), "");
+        let mut out = Vec::new();
+        object(&mut out, &[("a", None)]);
+        assert_eq!(out, b"{}");
+    }
+
+    #[test]
+    fn extra_entries_come_first_and_are_not_repeated() {
+        let given = raw(r#"{"nativeName":"old","server":{"x":[1]}}"#);
+        let extra = [
+            ("nativeName", Some(MetaValue::Str("Bash"))),
+            ("mcpServer", None),
+        ];
+        assert_eq!(
+            metadata_of(&extra, Metadata::Json(&given)),
+            r#","metadata":{"nativeName":"Bash","server":{"x":[1]}}"#
+        );
+        assert_eq!(
+            metadata_of(
+                &extra,
+                Metadata::Fields(&[("isError", Some(MetaValue::Bool(true)))])
+            ),
+            r#","metadata":{"nativeName":"Bash","isError":true}"#
+        );
+        assert_eq!(
+            metadata_of(&extra, Metadata::None),
+            r#","metadata":{"nativeName":"Bash"}"#
+        );
+    }
+
     /// `ev` written for `version`, with the metadata the emitter would add.
     fn written_for(ev: &Event, version: AguiVersion, given: Option<&str>) -> String {
         let given = given.map(|g| RawValue::from_string(g.to_owned()).unwrap());
         let mut out = Vec::new();
         let kept = event_open_for(&mut out, ev, version);
-        metadata(&mut out, &kept, given.as_deref().into());
+        metadata(&mut out, &kept, &[], given.as_deref().into());
         out.push(b'}');
         String::from_utf8(out).unwrap()
     }

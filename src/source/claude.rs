@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
 use crate::agui::{
-    code, object, string_json, Content, Emitter, EncryptedSubtype, Outcome, Role, Text, Usage,
+    code, string_json, Content, Emitter, EncryptedSubtype, MetaValue, Outcome, Role, Text, Usage,
 };
 use crate::json::{self, text_of, timestamp_ms};
 use crate::plan::{self, Field, Item, Plan};
@@ -306,7 +306,7 @@ struct Lane {
 /// How a subagent ends: SUBAGENT_FINISHED with a result, or SUBAGENT_ERROR
 /// with a message and a code (its status).
 enum Ending<'a> {
-    Finished(Option<&'a RawValue>),
+    Finished(Option<MetaValue<'a>>),
     Failed(&'a str, &'a str),
 }
 
@@ -588,11 +588,12 @@ impl Claude {
                 if let Some(parent) = rec.tool_use_id.as_deref() {
                     match rec.status.as_deref() {
                         None | Some("completed") => {
-                            let result = object(&[
-                                ("status", rec.status.as_deref().map(string_json).as_deref()),
-                                ("summary", rec.summary.map(RawValue::get)),
-                            ]);
-                            self.finish_subagent(parent, Ending::Finished(Some(&result)), em);
+                            let result = [
+                                ("status", rec.status.as_deref().map(MetaValue::Str)),
+                                ("summary", rec.summary.map(MetaValue::Json)),
+                            ];
+                            let result = Some(MetaValue::Object(&result));
+                            self.finish_subagent(parent, Ending::Finished(result), em);
                         }
                         Some(status) => {
                             // Failed or stopped: SUBAGENT_ERROR with the summary.
@@ -1069,8 +1070,8 @@ impl Claude {
                 // Its failure is a content object of type `…_tool_result_error`.
                 let failed = content.trim_start().starts_with('{')
                     && content.contains("_tool_result_error\"");
-                let meta = [("isError", json_true())];
-                em.tool_result_fields(tid, Content::Text(content), &meta[..usize::from(failed)]);
+                let meta = [("isError", failed.then_some(MetaValue::Bool(true)))];
+                em.tool_result(tid, Content::Text(content), &meta);
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
@@ -1158,26 +1159,22 @@ impl Claude {
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
-        let mut fields: [(&str, &RawValue); 2] = [("", json_true()); 2];
-        let mut n = 0;
-        if block.is_error == Some(true) {
-            fields[n] = ("isError", json_true());
-            n += 1;
-        }
-        if let Some(extra) = extra {
-            fields[n] = ("toolUseResult", extra);
-            n += 1;
-        }
-        let meta = &fields[..n];
+        let meta = &[
+            (
+                "isError",
+                (block.is_error == Some(true)).then_some(MetaValue::Bool(true)),
+            ),
+            ("toolUseResult", extra.map(MetaValue::Json)),
+        ];
         match block.content {
-            None => em.tool_result_fields(tid, Content::Text(""), meta),
+            None => em.tool_result(tid, Content::Text(""), meta),
             Some(c) if c.get().starts_with('"') => match json::literal(c) {
-                Some(l) => em.tool_result_fields(tid, Content::Parts(l), meta),
-                None => em.tool_result_fields(tid, Content::Text(&text_of(c)), meta),
+                Some(l) => em.tool_result(tid, Content::Parts(l), meta),
+                None => em.tool_result(tid, Content::Text(&text_of(c)), meta),
             },
             Some(c) => match content_parts(c, &mut self.buf) {
-                Some(parts) => em.tool_result_fields(tid, Content::Parts(&parts), meta),
-                None => em.tool_result_fields(tid, Content::Text(c.get()), meta),
+                Some(parts) => em.tool_result(tid, Content::Parts(&parts), meta),
+                None => em.tool_result(tid, Content::Text(c.get()), meta),
             },
         }
     }
@@ -1229,7 +1226,7 @@ impl Claude {
             .errors
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
-        let meta = || result.map(|r| object(&[("result", Some(r.get()))]));
+        let meta = [("result", result.map(MetaValue::Json))];
         let reason = rec.terminal_reason.as_deref().unwrap_or("");
         let cancelled = |s: &str| {
             let s = s.to_ascii_lowercase();
@@ -1242,7 +1239,7 @@ impl Claude {
                     .first()
                     .cloned()
                     .unwrap_or_else(|| "reached the maximum number of turns".into());
-                em.fail_run(&msg, code::MAX_TURNS, &usage, meta().as_deref());
+                em.fail_run(&msg, code::MAX_TURNS, &usage, &meta);
             }
             "error_during_execution"
                 if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
@@ -1278,7 +1275,7 @@ impl Claude {
                 } else {
                     code::CLI_ERROR
                 };
-                em.fail_run(&msg, code, &usage, meta().as_deref());
+                em.fail_run(&msg, code, &usage, &meta);
             }
         }
     }
@@ -1806,11 +1803,6 @@ impl Task {
             gone: false,
         }
     }
-}
-
-/// `true`, as JSON.
-fn json_true() -> &'static RawValue {
-    serde_json::from_str("true").expect("`true` is JSON")
 }
 
 /// Set `slot` to `v`, reusing the string it holds.

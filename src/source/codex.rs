@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
 use crate::agui::{
-    code, object, string_json, Content, Digest, Emitter, Outcome, Role, Text, Usage,
+    code, string_json, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage,
 };
 use crate::json::{self, text_of};
 
@@ -574,8 +574,8 @@ impl Codex {
                     .and_then(|e| e.message)
                     .or_else(|| self.last_error.take().map(Cow::Owned))
                     .unwrap_or(Cow::Borrowed("the turn failed"));
-                let meta = object(&[("record", Some(std::str::from_utf8(line).unwrap_or("null")))]);
-                em.fail_run(&msg, error_code(&msg), &[], Some(&meta));
+                let meta = [("record", line_json(line).map(MetaValue::Json))];
+                em.fail_run(&msg, error_code(&msg), &[], &meta);
                 self.last_error = None;
             }
             "error" => {
@@ -661,8 +661,7 @@ impl Codex {
                 };
                 if !em.is_open(id) {
                     if em.tool_start(id, &name, None) {
-                        let args = item_args(kind, it);
-                        em.tool_args(id, &args);
+                        item_args(kind, it, id, em);
                     } else if !done {
                         // An item id this run has seen already: kept as it is.
                         raw(em, line);
@@ -692,15 +691,14 @@ impl Codex {
     fn item_result(&mut self, kind: &str, id: &str, it: &Item, em: &mut Emitter) {
         let status = it.status.as_deref();
         let failed = matches!(status, Some("failed" | "declined")) || it.error.is_some();
-        let status_json = status.map(string_json);
-        let is_error = failed.then_some("true");
+        let is_error = failed.then_some(MetaValue::Bool(true));
         match kind {
             "command_execution" => {
-                let meta = object(&[
-                    ("status", status_json.as_deref()),
-                    ("exitCode", it.exit_code.map(RawValue::get)),
+                let meta = [
+                    ("status", status.map(MetaValue::Str)),
+                    ("exitCode", it.exit_code.map(MetaValue::Json)),
                     ("isError", is_error),
-                ]);
+                ];
                 let decoded;
                 let content = match it.aggregated_output {
                     None => Content::Text(""),
@@ -712,7 +710,7 @@ impl Codex {
                         }
                     },
                 };
-                em.tool_result(id, content, Some(&meta));
+                em.tool_result(id, content, &meta);
             }
             "file_change" => {
                 let mut text = String::new();
@@ -730,8 +728,11 @@ impl Codex {
                     }
                 }
                 let _ = write!(text, "{}", status.unwrap_or("completed"));
-                let meta = object(&[("status", status_json.as_deref()), ("isError", is_error)]);
-                em.tool_result(id, Content::Text(&text), Some(&meta));
+                let meta = [
+                    ("status", status.map(MetaValue::Str)),
+                    ("isError", is_error),
+                ];
+                em.tool_result(id, Content::Text(&text), &meta);
             }
             "mcp_tool_call" => {
                 let err_msg = it
@@ -744,38 +745,34 @@ impl Codex {
                     .and_then(|r| serde_json::from_str::<McpResult>(r.get()).ok())
                     .and_then(|r| r.structured_content)
                     .filter(|s| s.get() != "null");
-                let meta = object(&[
-                    ("status", status_json.as_deref()),
+                let meta = [
+                    ("status", status.map(MetaValue::Str)),
                     ("isError", is_error),
-                    ("error", it.error.map(RawValue::get)),
-                    ("structuredContent", structured.map(RawValue::get)),
-                ]);
+                    ("error", it.error.map(MetaValue::Json)),
+                    ("structuredContent", structured.map(MetaValue::Json)),
+                ];
                 match (&parts, err_msg) {
-                    (Some(McpContent::Text(t)), _) => {
-                        em.tool_result(id, Content::Text(t), Some(&meta))
-                    }
-                    (Some(McpContent::Parts(p)), _) => {
-                        em.tool_result(id, Content::Parts(p), Some(&meta))
-                    }
-                    (None, Some(m)) => em.tool_result(id, Content::Text(&m), Some(&meta)),
-                    (None, None) => em.tool_result(id, Content::Text(""), Some(&meta)),
+                    (Some(McpContent::Text(t)), _) => em.tool_result(id, Content::Text(t), &meta),
+                    (Some(McpContent::Parts(p)), _) => em.tool_result(id, Content::Parts(p), &meta),
+                    (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
+                    (None, None) => em.tool_result(id, Content::Text(""), &meta),
                 }
             }
             "web_search" => {
-                let meta = object(&[
-                    ("status", status_json.as_deref()),
-                    ("action", it.action.map(RawValue::get)),
-                ]);
+                let meta = [
+                    ("status", status.map(MetaValue::Str)),
+                    ("action", it.action.map(MetaValue::Json)),
+                ];
                 let query = it.query.map(text_of).unwrap_or_default();
-                em.tool_result(id, Content::Text(&query), Some(&meta));
+                em.tool_result(id, Content::Text(&query), &meta);
             }
             _ => {
-                let meta = object(&[
-                    ("status", status_json.as_deref()),
+                let meta = [
+                    ("status", status.map(MetaValue::Str)),
                     ("isError", is_error),
-                    ("agentsStates", it.agents_states.map(RawValue::get)),
-                ]);
-                em.tool_result(id, Content::Text(status.unwrap_or("")), Some(&meta));
+                    ("agentsStates", it.agents_states.map(MetaValue::Json)),
+                ];
+                em.tool_result(id, Content::Text(status.unwrap_or("")), &meta);
             }
         }
     }
@@ -876,12 +873,14 @@ impl Codex {
                     raw(em, line);
                     return Ok(());
                 }
-                let args = object(&[
-                    ("command", msg.command.map(RawValue::get)),
-                    ("cwd", msg.cwd.map(RawValue::get)),
-                    ("parsed_cmd", msg.parsed_cmd.map(RawValue::get)),
-                ]);
-                em.tool_args(id, args.get());
+                em.tool_args_fields(
+                    id,
+                    &[
+                        ("command", msg.command.map(MetaValue::Json)),
+                        ("cwd", msg.cwd.map(MetaValue::Json)),
+                        ("parsed_cmd", msg.parsed_cmd.map(MetaValue::Json)),
+                    ],
+                );
                 self.calls.insert(
                     id.to_owned(),
                     Call {
@@ -918,12 +917,12 @@ impl Codex {
                 self.end_call(id, em);
                 let failed = msg.exit_code.is_some_and(|c| c.get() != "0");
                 let stderr = msg.stderr.filter(|s| s.get() != "\"\"");
-                let meta = object(&[
-                    ("exitCode", msg.exit_code.map(RawValue::get)),
-                    ("duration", msg.duration.map(RawValue::get)),
-                    ("stderr", stderr.map(RawValue::get)),
-                    ("isError", failed.then_some("true")),
-                ]);
+                let meta = [
+                    ("exitCode", msg.exit_code.map(MetaValue::Json)),
+                    ("duration", msg.duration.map(MetaValue::Json)),
+                    ("stderr", stderr.map(MetaValue::Json)),
+                    ("isError", failed.then_some(MetaValue::Bool(true))),
+                ];
                 let out = msg.aggregated_output.or(msg.stdout);
                 let decoded;
                 let content = match out {
@@ -939,7 +938,7 @@ impl Codex {
                 if !em.is_open(id) {
                     em.tool_start(id, "exec_command", None);
                 }
-                em.tool_result(id, content, Some(&meta));
+                em.tool_result(id, content, &meta);
                 self.ended(id);
             }
             "patch_apply_begin" => {
@@ -950,11 +949,13 @@ impl Codex {
                 }
                 self.close_streams(em);
                 em.tool_start(id, "apply_patch", None);
-                let args = object(&[
-                    ("changes", msg.changes.map(RawValue::get)),
-                    ("auto_approved", msg.auto_approved.map(RawValue::get)),
-                ]);
-                em.tool_args(id, args.get());
+                em.tool_args_fields(
+                    id,
+                    &[
+                        ("changes", msg.changes.map(MetaValue::Json)),
+                        ("auto_approved", msg.auto_approved.map(MetaValue::Json)),
+                    ],
+                );
             }
             "patch_apply_end" => {
                 let id = need_call_id(&msg, kind)?;
@@ -968,14 +969,14 @@ impl Codex {
                 } else {
                     format!("{stdout}{stderr}")
                 };
-                let meta = object(&[
-                    ("success", Some(if ok { "true" } else { "false" })),
-                    ("isError", (!ok).then_some("true")),
-                ]);
+                let meta = [
+                    ("success", Some(MetaValue::Bool(ok))),
+                    ("isError", (!ok).then_some(MetaValue::Bool(true))),
+                ];
                 if !em.is_open(id) {
                     em.tool_start(id, "apply_patch", None);
                 }
-                em.tool_result(id, Content::Text(&content), Some(&meta));
+                em.tool_result(id, Content::Text(&content), &meta);
                 self.ended(id);
             }
             "mcp_tool_call_begin" => {
@@ -1012,33 +1013,36 @@ impl Codex {
                     Some(OkErr { ok: Some(ok), .. }) => {
                         let r: Option<McpResult> = serde_json::from_str(ok.get()).ok();
                         let is_error = r.as_ref().and_then(|r| r.is_error).unwrap_or(false);
-                        let meta = object(&[
-                            ("isError", is_error.then_some("true")),
+                        let meta = [
+                            ("isError", is_error.then_some(MetaValue::Bool(true))),
                             (
                                 "structuredContent",
                                 r.as_ref()
                                     .and_then(|r| r.structured_content)
-                                    .map(RawValue::get),
+                                    .map(MetaValue::Json),
                             ),
-                            ("duration", msg.duration.map(RawValue::get)),
-                        ]);
+                            ("duration", msg.duration.map(MetaValue::Json)),
+                        ];
                         match mcp_content(ok) {
                             Some(McpContent::Text(t)) => {
-                                em.tool_result(id, Content::Text(&t), Some(&meta))
+                                em.tool_result(id, Content::Text(&t), &meta)
                             }
                             Some(McpContent::Parts(p)) => {
-                                em.tool_result(id, Content::Parts(&p), Some(&meta))
+                                em.tool_result(id, Content::Parts(&p), &meta)
                             }
-                            None => em.tool_result(id, Content::Text(""), Some(&meta)),
+                            None => em.tool_result(id, Content::Text(""), &meta),
                         }
                     }
                     Some(OkErr { err: Some(err), .. }) => {
-                        let meta = object(&[("isError", Some("true")), ("error", Some(err.get()))]);
-                        em.tool_result(id, Content::Text(&text_of(err)), Some(&meta));
+                        let meta = [
+                            ("isError", Some(MetaValue::Bool(true))),
+                            ("error", Some(MetaValue::Json(err))),
+                        ];
+                        em.tool_result(id, Content::Text(&text_of(err)), &meta);
                     }
                     _ => {
-                        let meta = object(&[("result", msg.result.map(RawValue::get))]);
-                        em.tool_result(id, Content::Text(""), Some(&meta));
+                        let meta = [("result", msg.result.map(MetaValue::Json))];
+                        em.tool_result(id, Content::Text(""), &meta);
                     }
                 }
                 self.ended(id);
@@ -1056,8 +1060,7 @@ impl Codex {
                 if !em.is_open(id) {
                     self.close_streams(em);
                     em.tool_start(id, "web_search", None);
-                    let args = object(&[("query", msg.query.map(RawValue::get))]);
-                    em.tool_args(id, args.get());
+                    em.tool_args_fields(id, &[("query", msg.query.map(MetaValue::Json))]);
                 }
                 let query = msg.query.map(text_of).unwrap_or_default();
                 em.tool_result(id, Content::Text(&query), None);
@@ -1312,31 +1315,31 @@ pub(super) fn mcp_content(result: &RawValue) -> Option<McpContent> {
     RawValue::from_string(parts).ok().map(McpContent::Parts)
 }
 
-/// The arguments of a current-format tool item, as JSON text.
-fn item_args(kind: &str, it: &Item) -> String {
-    let args = match kind {
-        "command_execution" => object(&[("command", it.command.map(RawValue::get))]),
-        "file_change" => object(&[("changes", it.changes.map(RawValue::get))]),
-        "mcp_tool_call" => {
-            return match it.arguments.map(RawValue::get) {
-                None | Some("null") => "{}".to_owned(),
-                Some(a) => a.to_owned(),
-            }
-        }
-        "web_search" => object(&[
-            ("query", it.query.map(RawValue::get)),
-            ("action", it.action.map(RawValue::get)),
-        ]),
-        _ => object(&[
-            ("prompt", it.prompt.map(RawValue::get)),
-            ("sender_thread_id", it.sender_thread_id.map(RawValue::get)),
-            (
-                "receiver_thread_ids",
-                it.receiver_thread_ids.map(RawValue::get),
-            ),
-        ]),
+/// The arguments of a current-format tool item, as TOOL_CALL_ARGS.
+fn item_args(kind: &str, it: &Item, id: &str, em: &mut Emitter) {
+    fn json(v: Option<&RawValue>) -> Option<MetaValue<'_>> {
+        v.map(MetaValue::Json)
+    }
+    match kind {
+        "command_execution" => em.tool_args_fields(id, &[("command", json(it.command))]),
+        "file_change" => em.tool_args_fields(id, &[("changes", json(it.changes))]),
+        "mcp_tool_call" => match it.arguments.map(RawValue::get) {
+            None | Some("null") => em.tool_args(id, "{}"),
+            Some(a) => em.tool_args(id, a),
+        },
+        "web_search" => em.tool_args_fields(
+            id,
+            &[("query", json(it.query)), ("action", json(it.action))],
+        ),
+        _ => em.tool_args_fields(
+            id,
+            &[
+                ("prompt", json(it.prompt)),
+                ("sender_thread_id", json(it.sender_thread_id)),
+                ("receiver_thread_ids", json(it.receiver_thread_ids)),
+            ],
+        ),
     };
-    args.get().to_owned()
 }
 
 /// Item ids restart at `item_0` in every `codex exec` (and every turn): they

@@ -26,9 +26,7 @@ use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, McpContent, TokenUsage};
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{
-    code, object, string_json, Content, Digest, Emitter, Outcome, Role, Text, Usage,
-};
+use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex-app-server";
@@ -638,7 +636,7 @@ impl CodexAppServer {
                         let code = error_code(err.and_then(|e| e.codex_error_info));
                         em.subagent_fail(t, message, Some(code));
                     }
-                    _ => em.subagent_finish(t, line_json(line)),
+                    _ => em.subagent_finish(t, line_json(line).map(MetaValue::Json)),
                 }
             } else {
                 raw(em, line);
@@ -676,8 +674,8 @@ impl CodexAppServer {
                     (_, Some((m, c))) => (Cow::Owned(m), c),
                     _ => (Cow::Borrowed("the turn failed"), code::CLI_ERROR),
                 };
-                let meta = object(&[("result", std::str::from_utf8(line).ok())]);
-                em.fail_run(&message, code, &usage, Some(&meta));
+                let meta = [("result", line_json(line).map(MetaValue::Json))];
+                em.fail_run(&message, code, &usage, &meta);
             }
             Some("interrupted") => {
                 em.finish_run(line_json(line), Some(Outcome::Cancelled), &usage);
@@ -756,7 +754,7 @@ impl CodexAppServer {
                 }
                 if !em.is_open(id) {
                     if em.tool_start(id, &tool_name(kind, &it), None) {
-                        em.tool_args(id, tool_args(kind, &it).get());
+                        tool_args(kind, &it, id, em);
                         if let (Some(owner), false) = (em.subagent(), done) {
                             if self.subagent_calls.len() == MAX_SUBAGENT_CALLS {
                                 self.subagent_calls.remove(0);
@@ -981,25 +979,38 @@ fn snake_case(name: &str) -> String {
     out
 }
 
-/// A tool item's arguments.
-fn tool_args(kind: &str, it: &Item) -> Box<RawValue> {
-    match kind {
-        "commandExecution" => object(&[("command", get(it.command)), ("cwd", get(it.cwd))]),
-        "fileChange" => object(&[("changes", get(it.changes))]),
-        "mcpToolCall" | "dynamicToolCall" => match it.arguments {
-            Some(a) if a.get().starts_with('{') => a.to_owned(),
-            Some(a) if a.get() != "null" => object(&[("arguments", Some(a.get()))]),
-            _ => object(&[]),
-        },
-        "webSearch" => object(&[("query", get(it.query)), ("action", get(it.action))]),
-        "imageView" => object(&[("path", get(it.path))]),
-        _ => object(&[
-            ("prompt", get(it.prompt)),
-            ("senderThreadId", get(it.sender_thread_id)),
-            ("receiverThreadIds", get(it.receiver_thread_ids)),
-            ("model", get(it.model)),
-        ]),
+/// A tool item's arguments, as TOOL_CALL_ARGS.
+fn tool_args(kind: &str, it: &Item, id: &str, em: &mut Emitter) {
+    fn json(v: Option<&RawValue>) -> Option<MetaValue<'_>> {
+        v.map(MetaValue::Json)
     }
+    match kind {
+        "commandExecution" => {
+            em.tool_args_fields(id, &[("command", json(it.command)), ("cwd", json(it.cwd))])
+        }
+        "fileChange" => em.tool_args_fields(id, &[("changes", json(it.changes))]),
+        "mcpToolCall" | "dynamicToolCall" => match it.arguments {
+            Some(a) if a.get().starts_with('{') => em.tool_args(id, a.get()),
+            Some(a) if a.get() != "null" => {
+                em.tool_args_fields(id, &[("arguments", Some(MetaValue::Json(a)))])
+            }
+            _ => em.tool_args_fields(id, &[]),
+        },
+        "webSearch" => em.tool_args_fields(
+            id,
+            &[("query", json(it.query)), ("action", json(it.action))],
+        ),
+        "imageView" => em.tool_args_fields(id, &[("path", json(it.path))]),
+        _ => em.tool_args_fields(
+            id,
+            &[
+                ("prompt", json(it.prompt)),
+                ("senderThreadId", json(it.sender_thread_id)),
+                ("receiverThreadIds", json(it.receiver_thread_ids)),
+                ("model", json(it.model)),
+            ],
+        ),
+    };
 }
 
 /// TOOL_CALL_RESULT for a completed tool item; failed and declined ones
@@ -1009,16 +1020,15 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
     let failed = matches!(status, Some("failed" | "declined"))
         || it.error.is_some_and(|e| e.get() != "null")
         || it.success.is_some_and(|s| s.get() == "false");
-    let status_json = status.map(string_json);
-    let is_error = failed.then_some("true");
+    let is_error = failed.then_some(MetaValue::Bool(true));
     match kind {
         "commandExecution" => {
-            let meta = object(&[
-                ("status", status_json.as_deref()),
-                ("exitCode", get(it.exit_code)),
-                ("durationMs", get(it.duration_ms)),
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
+                ("exitCode", it.exit_code.map(MetaValue::Json)),
+                ("durationMs", it.duration_ms.map(MetaValue::Json)),
                 ("isError", is_error),
-            ]);
+            ];
             let decoded;
             let content = match it.aggregated_output {
                 None => Content::Text(""),
@@ -1031,7 +1041,7 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                     }
                 },
             };
-            em.tool_result(id, content, Some(&meta));
+            em.tool_result(id, content, &meta);
         }
         "fileChange" => {
             let mut text = String::new();
@@ -1049,8 +1059,11 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                 );
             }
             text.push_str(status.unwrap_or("completed"));
-            let meta = object(&[("status", status_json.as_deref()), ("isError", is_error)]);
-            em.tool_result(id, Content::Text(&text), Some(&meta));
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
+                ("isError", is_error),
+            ];
+            em.tool_result(id, Content::Text(&text), &meta);
         }
         "mcpToolCall" => {
             let err_msg = it
@@ -1060,32 +1073,36 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                 .and_then(|e| e.message);
             let result = it.result.filter(|r| r.get() != "null");
             let structured = result.and_then(structured_content);
-            let meta = object(&[
-                ("status", status_json.as_deref()),
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
                 ("isError", is_error),
-                ("error", get(it.error).filter(|e| *e != "null")),
-                ("structuredContent", structured.map(RawValue::get)),
-                ("durationMs", get(it.duration_ms)),
-            ]);
+                (
+                    "error",
+                    it.error.filter(|e| e.get() != "null").map(MetaValue::Json),
+                ),
+                ("structuredContent", structured.map(MetaValue::Json)),
+                ("durationMs", it.duration_ms.map(MetaValue::Json)),
+            ];
             match (result.and_then(mcp_content), err_msg) {
-                (Some(McpContent::Text(t)), _) => {
-                    em.tool_result(id, Content::Text(&t), Some(&meta))
-                }
-                (Some(McpContent::Parts(p)), _) => {
-                    em.tool_result(id, Content::Parts(&p), Some(&meta))
-                }
-                (None, Some(m)) => em.tool_result(id, Content::Text(&m), Some(&meta)),
-                (None, None) => em.tool_result(id, Content::Text(""), Some(&meta)),
+                (Some(McpContent::Text(t)), _) => em.tool_result(id, Content::Text(&t), &meta),
+                (Some(McpContent::Parts(p)), _) => em.tool_result(id, Content::Parts(&p), &meta),
+                (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
+                (None, None) => em.tool_result(id, Content::Text(""), &meta),
             }
         }
         "webSearch" => {
-            let meta = object(&[
-                ("status", status_json.as_deref()),
-                ("action", get(it.action)),
-                ("results", get(it.results).filter(|r| *r != "null")),
-            ]);
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
+                ("action", it.action.map(MetaValue::Json)),
+                (
+                    "results",
+                    it.results
+                        .filter(|r| r.get() != "null")
+                        .map(MetaValue::Json),
+                ),
+            ];
             let query = it.query.map(text_of).unwrap_or_default();
-            em.tool_result(id, Content::Text(&query), Some(&meta));
+            em.tool_result(id, Content::Text(&query), &meta);
         }
         "dynamicToolCall" => {
             let items: Vec<DynamicContent> = it
@@ -1103,25 +1120,28 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                     text.push_str(c.text.as_deref().unwrap_or(""));
                 }
             }
-            let meta = object(&[
-                ("status", status_json.as_deref()),
-                ("success", get(it.success)),
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
+                ("success", it.success.map(MetaValue::Json)),
                 ("isError", is_error),
-                ("contentItems", get(it.content_items).filter(|_| !all_text)),
-            ]);
-            em.tool_result(id, Content::Text(&text), Some(&meta));
+                (
+                    "contentItems",
+                    it.content_items.map(MetaValue::Json).filter(|_| !all_text),
+                ),
+            ];
+            em.tool_result(id, Content::Text(&text), &meta);
         }
         "imageView" => {
             let path = it.path.map(text_of).unwrap_or_default();
             em.tool_result(id, Content::Text(&path), None);
         }
         _ => {
-            let meta = object(&[
-                ("status", status_json.as_deref()),
+            let meta = [
+                ("status", status.map(MetaValue::Str)),
                 ("isError", is_error),
-                ("agentsStates", get(it.agents_states)),
-            ]);
-            em.tool_result(id, Content::Text(status.unwrap_or("")), Some(&meta));
+                ("agentsStates", it.agents_states.map(MetaValue::Json)),
+            ];
+            em.tool_result(id, Content::Text(status.unwrap_or("")), &meta);
         }
     }
 }
@@ -1248,10 +1268,6 @@ fn known_notification(method: &str) -> bool {
 }
 
 /// A value's JSON text.
-fn get(v: Option<&RawValue>) -> Option<&str> {
-    v.map(RawValue::get)
-}
-
 /// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: &[u8]) {
     super::raw_record(em, line, SOURCE);

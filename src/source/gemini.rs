@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
-use crate::agui::{code, object, string_json, Content, Emitter, Outcome, Role, Text, Usage};
+use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "gemini";
@@ -134,7 +134,7 @@ impl Translate for Gemini {
     fn finish(&mut self, em: &mut Emitter) {
         if let Some(msg) = self.error.take() {
             let code = error_code(None, &msg);
-            em.fail_run(&msg, code, &[], None);
+            em.fail_run(&msg, code, &[], Metadata::None);
         }
     }
 }
@@ -283,7 +283,6 @@ impl Gemini {
         let failed = rec.status.as_deref() == Some("error") || rec.error.is_some();
         if !failed {
             let status = rec.status.as_deref().filter(|s| *s != "success");
-            let meta = status.map(|s| object(&[("status", Some(&string_json(s)))]));
             // Large outputs are copied as the JSON strings they already are.
             let decoded;
             let content = match rec.output {
@@ -296,7 +295,7 @@ impl Gemini {
                     }
                 },
             };
-            em.tool_result(id, content, meta.as_deref());
+            em.tool_result(id, content, &[("status", status.map(MetaValue::Str))]);
             return Ok(());
         }
         // The error's message says what failed ("File not found: PATH"),
@@ -309,14 +308,14 @@ impl Gemini {
         let err_msg = err_msg.filter(|m| !m.is_empty());
         let content = err_msg.or(output.as_deref()).unwrap_or("");
         let other_output = rec.output.filter(|_| output.as_deref() != Some(content));
-        let status = string_json(rec.status.as_deref().unwrap_or("error"));
-        let meta = object(&[
-            ("status", Some(&status)),
-            ("error", rec.error.map(RawValue::get)),
-            ("output", other_output.map(RawValue::get)),
-            ("isError", Some("true")),
-        ]);
-        em.tool_result(id, Content::Text(content), Some(&meta));
+        let status = rec.status.as_deref().unwrap_or("error");
+        let meta = [
+            ("status", Some(MetaValue::Str(status))),
+            ("error", rec.error.map(MetaValue::Json)),
+            ("output", other_output.map(MetaValue::Json)),
+            ("isError", Some(MetaValue::Bool(true))),
+        ];
+        em.tool_result(id, Content::Text(content), &meta);
         Ok(())
     }
 
@@ -343,8 +342,8 @@ impl Gemini {
             } else {
                 // 0.11.x reports a failed model call this way: no error
                 // record, no answer, and `status: "success"`.
-                let meta = result.map(|r| object(&[("result", Some(r.get()))]));
-                em.fail_run(NO_ANSWER, code::API_ERROR, &usage, meta.as_deref());
+                let meta = [("result", result.map(MetaValue::Json))];
+                em.fail_run(NO_ANSWER, code::API_ERROR, &usage, &meta);
             }
             return;
         }
@@ -364,8 +363,8 @@ impl Gemini {
             return;
         }
         let code = error_code(kind, msg);
-        let meta = result.map(|r| object(&[("result", Some(r.get()))]));
-        em.fail_run(msg, code, &usage, meta.as_deref());
+        let meta = [("result", result.map(MetaValue::Json))];
+        em.fail_run(msg, code, &usage, &meta);
     }
 
     fn usage(&self, stats: Option<&RawValue>) -> Vec<Usage> {
