@@ -457,7 +457,7 @@ pub struct Emitter {
     input_had_run: bool,
     /// Subagents started in the current run: AG-UI does not let one start
     /// twice in a run, even after it finished.
-    run_subagents: std::collections::HashSet<String>,
+    run_subagents: std::collections::HashSet<Arc<str>>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -600,7 +600,9 @@ impl Emitter {
             None => self.ctx.subagent = None,
             Some(id) => {
                 if self.ctx.subagent.as_deref() != Some(id) {
-                    self.ctx.subagent = Some(Arc::from(id));
+                    // A subagent of this run: share its id.
+                    let shared = self.run_subagents.get(id).map(Arc::clone);
+                    self.ctx.subagent = Some(shared.unwrap_or_else(|| Arc::from(id)));
                 }
             }
         }
@@ -965,6 +967,7 @@ impl Emitter {
         }
         self.write_close(o.kind, &o.id);
         std::mem::swap(&mut self.ctx.subagent, &mut o.owner);
+        self.open.recycle(o);
     }
 
     fn write_close(&mut self, kind: Kind, id: &str) {
@@ -983,6 +986,7 @@ impl Emitter {
     }
 
     fn open_item(&mut self, kind: Kind, id: &str) {
+        let id = self.open.shared(id);
         self.open.push(kind, id, self.ctx.subagent.clone());
     }
 
@@ -1067,7 +1071,11 @@ impl Emitter {
         metadata: impl Into<Metadata<'m>>,
     ) -> bool {
         self.ensure_run();
-        if self.is_open_kind(Kind::Tool, id) || !self.started_tools.insert(id) {
+        if self.is_open_kind(Kind::Tool, id) {
+            return false;
+        }
+        let shared = self.open.shared(id);
+        if !self.started_tools.insert(&shared) {
             return false;
         }
         let (tool_call_name, extra) = match self.tool_names {
@@ -1099,7 +1107,8 @@ impl Emitter {
             ],
             metadata,
         );
-        self.open_item(Kind::Tool, id);
+        self.open
+            .push(Kind::Tool, shared, self.ctx.subagent.clone());
         true
     }
 
@@ -1250,7 +1259,7 @@ impl Emitter {
         parent_message_id: Option<&str>,
     ) {
         self.ensure_run();
-        if self.is_open_kind(Kind::Subagent, id) || !self.run_subagents.insert(id.to_owned()) {
+        if self.is_open_kind(Kind::Subagent, id) || !self.run_subagents.insert(Arc::from(id)) {
             return;
         }
         self.write(&Event::SubagentStarted {
@@ -1417,14 +1426,14 @@ impl Emitter {
 /// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup.
 #[derive(Default)]
 struct RecentSet {
-    set: std::collections::HashSet<String>,
-    order: std::collections::VecDeque<String>,
+    set: std::collections::HashSet<Arc<str>>,
+    order: std::collections::VecDeque<Arc<str>>,
 }
 
 impl RecentSet {
     /// Add `id`; false if it is there already.
-    fn insert(&mut self, id: &str) -> bool {
-        if self.set.contains(id) {
+    fn insert(&mut self, id: &Arc<str>) -> bool {
+        if self.set.contains(&**id) {
             return false;
         }
         if self.order.len() == STARTED_TOOLS {
@@ -1432,8 +1441,8 @@ impl RecentSet {
                 self.set.remove(&old);
             }
         }
-        self.set.insert(id.to_owned());
-        self.order.push_back(id.to_owned());
+        self.set.insert(Arc::clone(id));
+        self.order.push_back(Arc::clone(id));
         true
     }
 }

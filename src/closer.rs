@@ -96,6 +96,11 @@ impl Default for Closer {
 }
 
 impl Closer {
+    /// Start over, keeping the allocation.
+    pub fn reset(&mut self) {
+        self.clone_from(&Closer::default());
+    }
+
     /// Whether what was fed so far can still become JSON.
     pub fn is_broken(&self) -> bool {
         self.broken

@@ -49,7 +49,15 @@ pub(super) struct OpenItems {
     /// a tool call closes its agent's texts).
     texts: Vec<Seq>,
     next: Seq,
+    /// Argument trackers of closed calls, for the next calls to reuse: kept
+    /// boxed so that a reused one moves back into an open call without a new
+    /// allocation.
+    #[allow(clippy::vec_box)]
+    spare_args: Vec<Box<Closer>>,
 }
+
+/// How many argument trackers are kept for reuse.
+const SPARE_ARGS: usize = 64;
 
 impl OpenItems {
     /// Whether `id` is open as anything.
@@ -66,14 +74,25 @@ impl OpenItems {
         self.order.get_mut(&seq)
     }
 
-    /// Open item `id` of `kind` (which must not be open yet).
-    pub fn push(&mut self, kind: Kind, id: &str, owner: Owner) {
-        let seq = self.next;
-        self.next += 1;
-        let id = match self.by_id.get_key_value(id) {
+    /// `id` as a shared string: the one an open item holds, if any.
+    pub fn shared(&self, id: &str) -> Arc<str> {
+        match self.by_id.get_key_value(id) {
             Some((key, _)) => Arc::clone(key),
             None => Arc::from(id),
-        };
+        }
+    }
+
+    /// Open item `id` of `kind` (which must not be open yet).
+    pub fn push(&mut self, kind: Kind, id: Arc<str>, owner: Owner) {
+        let seq = self.next;
+        self.next += 1;
+        let args = (kind == Kind::Tool).then(|| match self.spare_args.pop() {
+            Some(mut c) => {
+                c.reset();
+                c
+            }
+            None => Box::default(),
+        });
         let slots = self.by_id.entry(Arc::clone(&id)).or_default();
         debug_assert!(slots[kind as usize].is_none(), "{kind:?} {id} opened twice");
         slots[kind as usize] = Some(seq);
@@ -91,7 +110,7 @@ impl OpenItems {
             Open {
                 kind,
                 id,
-                args: (kind == Kind::Tool).then(Box::default),
+                args,
                 owner,
             },
         );
@@ -120,6 +139,15 @@ impl OpenItems {
             }
         }
         Some(o)
+    }
+
+    /// Keep what an item taken off the list can lend to the next ones.
+    pub fn recycle(&mut self, o: Open) {
+        if let Some(args) = o.args {
+            if self.spare_args.len() < SPARE_ARGS {
+                self.spare_args.push(args);
+            }
+        }
     }
 
     /// Take the newest open item off the list.
@@ -183,9 +211,9 @@ mod tests {
     #[test]
     fn lookups_by_kind_and_id_and_removal() {
         let mut items = OpenItems::default();
-        items.push(Kind::Reasoning, "r", None);
-        items.push(Kind::ReasoningMessage, "r", None);
-        items.push(Kind::Tool, "c", None);
+        items.push(Kind::Reasoning, "r".into(), None);
+        items.push(Kind::ReasoningMessage, "r".into(), None);
+        items.push(Kind::Tool, "c".into(), None);
         assert!(items.contains_id("r") && items.contains_id("c"));
         assert!(items.find(Kind::Text, "r").is_none());
         let m = items.find(Kind::ReasoningMessage, "r").unwrap();
@@ -204,13 +232,13 @@ mod tests {
         let mut items = OpenItems::default();
         let sub = Some(Arc::<str>::from("sub"));
         let inner = Some(Arc::<str>::from("inner"));
-        items.push(Kind::Text, "main-text", None);
-        items.push(Kind::Subagent, "sub", None);
-        items.push(Kind::Text, "sub-text", sub.clone());
-        items.push(Kind::Subagent, "inner", sub.clone());
-        items.push(Kind::Tool, "main-call", None);
-        items.push(Kind::Tool, "inner-call", inner.clone());
-        items.push(Kind::Text, "sub-text-2", sub.clone());
+        items.push(Kind::Text, "main-text".into(), None);
+        items.push(Kind::Subagent, "sub".into(), None);
+        items.push(Kind::Text, "sub-text".into(), sub.clone());
+        items.push(Kind::Subagent, "inner".into(), sub.clone());
+        items.push(Kind::Tool, "main-call".into(), None);
+        items.push(Kind::Tool, "inner-call".into(), inner.clone());
+        items.push(Kind::Text, "sub-text-2".into(), sub.clone());
         let texts = items.texts_of(&sub);
         assert_eq!(ids(&mut items, texts), ["sub-text-2", "sub-text"]);
         let root = items.find(Kind::Subagent, "sub").unwrap();

@@ -101,8 +101,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<Message<'a>, M::Error> {
                 let mut msg = Message::default();
-                while let Some(key) = m.next_key::<Cow<'de, str>>()? {
-                    match &*key {
+                while let Some(key) = m.next_key::<Str<'de>>()? {
+                    match &*key.0 {
                         "method" if msg.method.is_none() => {
                             msg.method = m.next_value::<Option<Str>>()?.map(|s| s.0);
                         }
