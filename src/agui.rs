@@ -12,7 +12,9 @@
 //! anything the CLI still prints after its final event (a late tool result, a
 //! trailing warning) then still belongs to the run instead of being lost.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::hash::{BuildHasher as _, BuildHasherDefault};
 use std::io;
 use std::sync::Arc;
 
@@ -457,7 +459,7 @@ pub struct Emitter {
     input_had_run: bool,
     /// Subagents started in the current run: AG-UI does not let one start
     /// twice in a run, even after it finished.
-    run_subagents: std::collections::HashSet<Arc<str>>,
+    run_subagents: HashSet<Arc<str>>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -502,7 +504,7 @@ impl Emitter {
             args_json: Vec::new(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
-            run_subagents: std::collections::HashSet::new(),
+            run_subagents: HashSet::new(),
         }
     }
 
@@ -642,7 +644,7 @@ impl Emitter {
 
     /// Whether tool call `id` was started on this output (open or not).
     pub fn tool_started(&self, id: &str) -> bool {
-        self.started_tools.set.contains(id)
+        self.started_tools.contains(id)
     }
 
     /// Whether subagent `id` is running.
@@ -986,7 +988,6 @@ impl Emitter {
     }
 
     fn open_item(&mut self, kind: Kind, id: &str) {
-        let id = self.open.shared(id);
         self.open.push(kind, id, self.ctx.subagent.clone());
     }
 
@@ -1074,8 +1075,7 @@ impl Emitter {
         if self.is_open_kind(Kind::Tool, id) {
             return false;
         }
-        let shared = self.open.shared(id);
-        if !self.started_tools.insert(&shared) {
+        if !self.started_tools.insert(id) {
             return false;
         }
         let (tool_call_name, extra) = match self.tool_names {
@@ -1107,8 +1107,7 @@ impl Emitter {
             ],
             metadata,
         );
-        self.open
-            .push(Kind::Tool, shared, self.ctx.subagent.clone());
+        self.open.push(Kind::Tool, id, self.ctx.subagent.clone());
         true
     }
 
@@ -1423,17 +1422,40 @@ impl Emitter {
     }
 }
 
-/// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup.
-#[derive(Default)]
+/// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup and no
+/// allocation per id: each id is kept as a 128-bit fingerprint (two keyed
+/// SipHash values), so two different ids are taken for one with a chance
+/// of about 2^-116 among 4096.
 struct RecentSet {
-    set: std::collections::HashSet<Arc<str>>,
-    order: std::collections::VecDeque<Arc<str>>,
+    keys: [std::hash::RandomState; 2],
+    set: HashSet<u128, BuildHasherDefault<Fingerprint>>,
+    order: std::collections::VecDeque<u128>,
+}
+
+impl Default for RecentSet {
+    fn default() -> Self {
+        RecentSet {
+            keys: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+            set: HashSet::default(),
+            order: std::collections::VecDeque::new(),
+        }
+    }
 }
 
 impl RecentSet {
+    fn fingerprint(&self, id: &str) -> u128 {
+        let [a, b] = &self.keys;
+        (u128::from(a.hash_one(id)) << 64) | u128::from(b.hash_one(id))
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(&self.fingerprint(id))
+    }
+
     /// Add `id`; false if it is there already.
-    fn insert(&mut self, id: &Arc<str>) -> bool {
-        if self.set.contains(&**id) {
+    fn insert(&mut self, id: &str) -> bool {
+        let f = self.fingerprint(id);
+        if self.set.contains(&f) {
             return false;
         }
         if self.order.len() == STARTED_TOOLS {
@@ -1441,9 +1463,28 @@ impl RecentSet {
                 self.set.remove(&old);
             }
         }
-        self.set.insert(Arc::clone(id));
-        self.order.push_back(Arc::clone(id));
+        self.set.insert(f);
+        self.order.push_back(f);
         true
+    }
+}
+
+/// Hashes a fingerprint that is a hash already: its low 64 bits.
+#[derive(Default)]
+struct Fingerprint(u64);
+
+impl std::hash::Hasher for Fingerprint {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u128` keys are hashed with this; anything else still works.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 = n as u64;
     }
 }
 
@@ -1484,6 +1525,22 @@ mod tests {
             .iter()
             .map(|v| v["type"].as_str().unwrap().to_owned())
             .collect()
+    }
+
+    #[test]
+    fn recent_ids_are_kept_until_pushed_out() {
+        let mut recent = RecentSet::default();
+        assert!(recent.insert("call-0"));
+        assert!(!recent.insert("call-0"), "a second start of one id");
+        assert!(recent.contains("call-0") && !recent.contains("call-1"));
+        for i in 1..STARTED_TOOLS {
+            assert!(recent.insert(&format!("call-{i}")));
+        }
+        assert!(recent.contains("call-0"));
+        assert!(recent.insert("one more"));
+        assert!(!recent.contains("call-0"), "the oldest is pushed out");
+        assert!(recent.contains("call-1") && recent.contains("one more"));
+        assert_eq!(recent.set.len(), STARTED_TOOLS);
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub(super) type Owner = Option<Arc<str>>;
 
 pub(super) struct Open {
     pub kind: Kind,
-    pub id: Arc<str>,
+    pub id: String,
     /// A tool call's arguments so far, to complete them if the call is
     /// closed before they are (a cut stream).
     pub args: Option<Box<Closer>>,
@@ -42,7 +42,7 @@ pub(super) struct OpenItems {
     /// Everything open, oldest first.
     order: BTreeMap<Seq, Open>,
     /// Where each open id is, by kind (an id is open at most once per kind).
-    by_id: HashMap<Arc<str>, [Option<Seq>; KINDS]>,
+    by_id: HashMap<String, [Option<Seq>; KINDS]>,
     /// The open items of each subagent (the main agent's are not listed).
     by_owner: HashMap<Arc<str>, BTreeSet<Seq>>,
     /// The open text messages of all agents, oldest first (a few at a time:
@@ -54,10 +54,14 @@ pub(super) struct OpenItems {
     /// allocation.
     #[allow(clippy::vec_box)]
     spare_args: Vec<Box<Closer>>,
+    /// Strings of closed items' ids, for the next ids to be copied into: an
+    /// item opened and closed in steady state allocates nothing.
+    spare_ids: Vec<String>,
 }
 
-/// How many argument trackers are kept for reuse.
+/// How many argument trackers and id strings are kept for reuse.
 const SPARE_ARGS: usize = 64;
+const SPARE_IDS: usize = 128;
 
 impl OpenItems {
     /// Whether `id` is open as anything.
@@ -74,16 +78,22 @@ impl OpenItems {
         self.order.get_mut(&seq)
     }
 
-    /// `id` as a shared string: the one an open item holds, if any.
-    pub fn shared(&self, id: &str) -> Arc<str> {
-        match self.by_id.get_key_value(id) {
-            Some((key, _)) => Arc::clone(key),
-            None => Arc::from(id),
+    /// A copy of `id`, in a spare string if there is one.
+    fn copy(&mut self, id: &str) -> String {
+        let mut s = self.spare_ids.pop().unwrap_or_default();
+        s.clear();
+        s.push_str(id);
+        s
+    }
+
+    fn spare(&mut self, s: String) {
+        if self.spare_ids.len() < SPARE_IDS {
+            self.spare_ids.push(s);
         }
     }
 
     /// Open item `id` of `kind` (which must not be open yet).
-    pub fn push(&mut self, kind: Kind, id: Arc<str>, owner: Owner) {
+    pub fn push(&mut self, kind: Kind, id: &str, owner: Owner) {
         let seq = self.next;
         self.next += 1;
         let args = (kind == Kind::Tool).then(|| match self.spare_args.pop() {
@@ -93,9 +103,19 @@ impl OpenItems {
             }
             None => Box::default(),
         });
-        let slots = self.by_id.entry(Arc::clone(&id)).or_default();
-        debug_assert!(slots[kind as usize].is_none(), "{kind:?} {id} opened twice");
-        slots[kind as usize] = Some(seq);
+        // One lookup when the id is new (the usual case), two when it is
+        // open as another kind already.
+        let slots = if self.by_id.contains_key(id) {
+            self.by_id.get_mut(id)
+        } else {
+            let key = self.copy(id);
+            Some(self.by_id.entry(key).or_default())
+        };
+        if let Some(slots) = slots {
+            debug_assert!(slots[kind as usize].is_none(), "{kind:?} {id} opened twice");
+            slots[kind as usize] = Some(seq);
+        }
+        let id = self.copy(id);
         if let Some(owner) = &owner {
             self.by_owner
                 .entry(Arc::clone(owner))
@@ -122,7 +142,9 @@ impl OpenItems {
         if let Some(slots) = self.by_id.get_mut(&*o.id) {
             slots[o.kind as usize] = None;
             if slots.iter().all(Option::is_none) {
-                self.by_id.remove(&*o.id);
+                if let Some((key, _)) = self.by_id.remove_entry(&*o.id) {
+                    self.spare(key);
+                }
             }
         }
         if let Some(owner) = &o.owner {
@@ -143,6 +165,7 @@ impl OpenItems {
 
     /// Keep what an item taken off the list can lend to the next ones.
     pub fn recycle(&mut self, o: Open) {
+        self.spare(o.id);
         if let Some(args) = o.args {
             if self.spare_args.len() < SPARE_ARGS {
                 self.spare_args.push(args);
@@ -169,17 +192,17 @@ impl OpenItems {
     /// What subagent `root` (opened at `seq`) and the subagents it started
     /// since have open, newest first.
     pub fn owned_by_subagent(&self, root: &str, seq: Seq) -> Vec<Seq> {
-        let mut owners: Vec<Arc<str>> = vec![Arc::from(root)];
+        let mut owners: Vec<&str> = vec![root];
         let mut items = Vec::new();
         let mut k = 0;
         while k < owners.len() {
-            if let Some(set) = self.by_owner.get(&owners[k]) {
+            if let Some(set) = self.by_owner.get(owners[k]) {
                 for &s in set {
                     items.push(s);
                     let o = &self.order[&s];
                     // A subagent is open once, so each is added once.
                     if s > seq && o.kind == Kind::Subagent {
-                        owners.push(o.id.clone());
+                        owners.push(&o.id);
                     }
                 }
             }
@@ -211,9 +234,9 @@ mod tests {
     #[test]
     fn lookups_by_kind_and_id_and_removal() {
         let mut items = OpenItems::default();
-        items.push(Kind::Reasoning, "r".into(), None);
-        items.push(Kind::ReasoningMessage, "r".into(), None);
-        items.push(Kind::Tool, "c".into(), None);
+        items.push(Kind::Reasoning, "r", None);
+        items.push(Kind::ReasoningMessage, "r", None);
+        items.push(Kind::Tool, "c", None);
         assert!(items.contains_id("r") && items.contains_id("c"));
         assert!(items.find(Kind::Text, "r").is_none());
         let m = items.find(Kind::ReasoningMessage, "r").unwrap();
@@ -221,8 +244,8 @@ mod tests {
         assert!(items.contains_id("r"), "the span is still open");
         assert!(items.find(Kind::Tool, "c").is_some());
         assert_eq!(items.tool_calls().collect::<Vec<_>>(), ["c"]);
-        assert_eq!(items.pop().unwrap().id.as_ref(), "c");
-        assert_eq!(items.pop().unwrap().id.as_ref(), "r");
+        assert_eq!(items.pop().unwrap().id.as_str(), "c");
+        assert_eq!(items.pop().unwrap().id.as_str(), "r");
         assert!(items.pop().is_none());
         assert!(!items.contains_id("r"));
     }
@@ -232,13 +255,13 @@ mod tests {
         let mut items = OpenItems::default();
         let sub = Some(Arc::<str>::from("sub"));
         let inner = Some(Arc::<str>::from("inner"));
-        items.push(Kind::Text, "main-text".into(), None);
-        items.push(Kind::Subagent, "sub".into(), None);
-        items.push(Kind::Text, "sub-text".into(), sub.clone());
-        items.push(Kind::Subagent, "inner".into(), sub.clone());
-        items.push(Kind::Tool, "main-call".into(), None);
-        items.push(Kind::Tool, "inner-call".into(), inner.clone());
-        items.push(Kind::Text, "sub-text-2".into(), sub.clone());
+        items.push(Kind::Text, "main-text", None);
+        items.push(Kind::Subagent, "sub", None);
+        items.push(Kind::Text, "sub-text", sub.clone());
+        items.push(Kind::Subagent, "inner", sub.clone());
+        items.push(Kind::Tool, "main-call", None);
+        items.push(Kind::Tool, "inner-call", inner.clone());
+        items.push(Kind::Text, "sub-text-2", sub.clone());
         let texts = items.texts_of(&sub);
         assert_eq!(ids(&mut items, texts), ["sub-text-2", "sub-text"]);
         let root = items.find(Kind::Subagent, "sub").unwrap();
