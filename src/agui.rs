@@ -12,6 +12,7 @@
 //! anything the CLI still prints after its final event (a late tool result, a
 //! trailing warning) then still belongs to the run instead of being lost.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher as _, BuildHasherDefault};
@@ -39,12 +40,12 @@ pub enum Event<'a> {
         run_id: &'a str,
         result: Option<Json<'a>>,
         outcome: Option<Outcome>,
-        usage: &'a [Usage],
+        usage: &'a [Usage<'a>],
     },
     RunError {
         message: &'a str,
         code: Option<&'a str>,
-        usage: &'a [Usage],
+        usage: &'a [Usage<'a>],
     },
     StepStarted {
         step_name: &'a str,
@@ -323,15 +324,31 @@ impl Text<'_> {
 /// `cachedInputTokens`, `cacheWriteInputTokens` and `reasoningTokens` are parts
 /// of them. Only numbers the input gives are set.
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
-pub struct Usage {
-    pub provider: Option<String>,
-    pub model: Option<String>,
+pub struct Usage<'a> {
+    pub provider: Option<&'static str>,
+    pub model: Option<Cow<'a, str>>,
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub total_tokens: Option<u64>,
     pub reasoning_tokens: Option<u64>,
     pub cached_input_tokens: Option<u64>,
     pub cache_write_input_tokens: Option<u64>,
+}
+
+impl Usage<'_> {
+    /// Entries of several models in the order of the models' names; of a
+    /// model named twice, the last entry.
+    pub fn by_model(usage: &mut Vec<Self>) {
+        // A stable sort keeps a name's entries in input order.
+        usage.sort_by(|a, b| a.model.cmp(&b.model));
+        usage.dedup_by(|later, kept| {
+            let same = later.model == kept.model;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+    }
 }
 
 /// Which tool names TOOL_CALL_START carries.
@@ -792,7 +809,12 @@ impl Emitter {
 
     /// End the run successfully. Open items are closed now; the RUN_FINISHED
     /// itself is written when the next run starts or the input ends.
-    pub fn finish_run(&mut self, result: Option<Json>, outcome: Option<Outcome>, usage: &[Usage]) {
+    pub fn finish_run(
+        &mut self,
+        result: Option<Json>,
+        outcome: Option<Outcome>,
+        usage: &[Usage<'_>],
+    ) {
         if !matches!(self.state, RunState::Active) {
             if matches!(self.state, RunState::Ending) {
                 return; // one terminal event per run
@@ -821,7 +843,7 @@ impl Emitter {
         &mut self,
         message: &str,
         code: &str,
-        usage: &[Usage],
+        usage: &[Usage<'_>],
         metadata: impl Into<Metadata<'m>>,
     ) {
         if !matches!(self.state, RunState::Active) {
@@ -877,7 +899,7 @@ impl Emitter {
         &mut self,
         message: &str,
         code: &str,
-        usage: &[Usage],
+        usage: &[Usage<'_>],
         metadata: impl Into<Metadata<'m>>,
     ) {
         if matches!(self.state, RunState::Ending) {

@@ -29,6 +29,33 @@ pub fn opt_str<'de: 'a, 'a, D: serde::Deserializer<'de>>(
 #[derive(Deserialize)]
 pub struct Borrowed<'a>(#[serde(borrow)] pub Cow<'a, str>);
 
+/// A JSON object read as its entries in order, keys borrowed from the line
+/// unless they hold escapes (no map, no copied keys).
+pub struct Entries<'a, T>(pub Vec<(Cow<'a, str>, T)>);
+
+impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for Entries<'a, T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a, T>(std::marker::PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Deserialize<'de>> serde::de::Visitor<'de> for V<'a, T> {
+            type Value = Entries<'a, T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some((k, v)) = map.next_entry::<Borrowed, T>()? {
+                    out.push((k.0, v));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
 /// Whether `line` is valid JSON at all (used to tell a malformed line from a
 /// well-formed record of an unexpected shape).
 pub fn is_json(line: &[u8]) -> bool {

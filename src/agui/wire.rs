@@ -32,7 +32,7 @@ pub(super) struct Kept<'a> {
     cancelled: bool,
     /// The usage entries, when one has a field that 0.0's TokenUsage strips
     /// (`cacheWriteInputTokens`).
-    usage: &'a [Usage],
+    usage: &'a [Usage<'a>],
 }
 
 impl Kept<'_> {
@@ -484,7 +484,7 @@ impl Obj<'_> {
 
     /// `,"usage":[…]`; for AG-UI 0.0 (`v0`) without the fields its
     /// TokenUsage strips. Returns whether it left one out.
-    fn usage(&mut self, usage: &[Usage], v0: bool) -> bool {
+    fn usage(&mut self, usage: &[Usage<'_>], v0: bool) -> bool {
         if usage.is_empty() {
             return false;
         }
@@ -497,7 +497,7 @@ impl Obj<'_> {
             // Every field is optional: the first one written has no comma.
             let start = self.0.len();
             self.0.push(b'{');
-            self.opt_str(b",\"provider\":", u.provider.as_deref());
+            self.opt_str(b",\"provider\":", u.provider);
             self.opt_str(b",\"model\":", u.model.as_deref());
             self.opt_u64(b",\"inputTokens\":", u.input_tokens);
             self.opt_u64(b",\"outputTokens\":", u.output_tokens);
@@ -630,7 +630,7 @@ mod tests {
         let usage = [
             Usage::default(),
             Usage {
-                provider: Some("openai".into()),
+                provider: Some("openai"),
                 input_tokens: Some(3),
                 cache_write_input_tokens: Some(1),
                 ..Usage::default()

@@ -228,39 +228,6 @@ struct ModelUsage {
     thinking_tokens: Option<u64>,
 }
 
-/// `modelUsage`: one usage entry per model, read straight into the entries.
-struct PerModel(Vec<Usage>);
-
-impl<'de> Deserialize<'de> for PerModel {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = PerModel;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("usage by model")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Self::Value, M::Error> {
-                let mut out = Vec::new();
-                while let Some((model, u)) = map.next_entry::<json::Borrowed, ModelUsage>()? {
-                    out.push(usage(
-                        Some(&model.0),
-                        u.input_tokens,
-                        u.cache_read_input_tokens,
-                        u.cache_creation_input_tokens,
-                        u.output_tokens,
-                        u.thinking_tokens.filter(|&t| t > 0),
-                    ));
-                }
-                Ok(PerModel(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Text,
@@ -1282,22 +1249,26 @@ impl Claude {
 
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
     /// `inputTokens` is the whole input, with the cache parts inside it.
-    fn usage(&self, rec: &Record) -> Vec<Usage> {
-        if let Some(PerModel(mut per_model)) = rec
+    fn usage<'a>(&'a self, rec: &Record<'a>) -> Vec<Usage<'a>> {
+        if let Some(json::Entries(models)) = rec
             .model_usage
-            .and_then(|m| serde_json::from_str::<PerModel>(m.get()).ok())
+            .and_then(|m| serde_json::from_str::<json::Entries<ModelUsage>>(m.get()).ok())
             .filter(|m| !m.0.is_empty())
         {
-            // In the order of the models' names; of a model named twice,
-            // the last entry.
-            per_model.sort_by(|a, b| a.model.cmp(&b.model));
-            per_model.dedup_by(|later, kept| {
-                let same = later.model == kept.model;
-                if same {
-                    std::mem::swap(later, kept);
-                }
-                same
-            });
+            let mut per_model: Vec<Usage> = models
+                .into_iter()
+                .map(|(model, u)| {
+                    usage(
+                        Some(model),
+                        u.input_tokens,
+                        u.cache_read_input_tokens,
+                        u.cache_creation_input_tokens,
+                        u.output_tokens,
+                        u.thinking_tokens.filter(|&t| t > 0),
+                    )
+                })
+                .collect();
+            Usage::by_model(&mut per_model);
             return per_model;
         }
         let Some(u) = rec
@@ -1307,7 +1278,7 @@ impl Claude {
             return Vec::new();
         };
         vec![usage(
-            self.model.as_deref(),
+            self.model.as_deref().map(Cow::Borrowed),
             u.input_tokens,
             u.cache_read_input_tokens,
             u.cache_creation_input_tokens,
@@ -1320,17 +1291,17 @@ impl Claude {
 }
 
 fn usage(
-    model: Option<&str>,
+    model: Option<Cow<'_, str>>,
     input: Option<u64>,
     cache_read: Option<u64>,
     cache_write: Option<u64>,
     output: Option<u64>,
     reasoning: Option<u64>,
-) -> Usage {
+) -> Usage<'_> {
     let input_total = input.map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
     Usage {
-        provider: Some("anthropic".into()),
-        model: model.map(str::to_owned),
+        provider: Some("anthropic"),
+        model,
         input_tokens: input_total,
         output_tokens: output,
         total_tokens: input_total.zip(output).map(|(i, o)| i + o),

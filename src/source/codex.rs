@@ -426,11 +426,16 @@ impl Translate for Codex {
             em.fail_run(
                 "the input ended while a tool call was still running (the CLI was stopped)",
                 code::INPUT_ENDED,
-                &self.usage(self.totals),
+                self.usage(self.totals).as_slice(),
                 None,
             );
         } else if let Some(msg) = self.last_error.take() {
-            em.fail_run(&msg, error_code(&msg), &self.usage(self.totals), None);
+            em.fail_run(
+                &msg,
+                error_code(&msg),
+                self.usage(self.totals).as_slice(),
+                None,
+            );
         } else if self.ends_at_eof {
             em.finish_run(None, None, &[]);
         } else if self.legacy && !self.legacy_events {
@@ -444,7 +449,7 @@ impl Translate for Codex {
             // Legacy streams have no closing event: a stream that ends
             // cleanly is a finished run.
             self.close_streams(em);
-            em.finish_run(None, None, &self.usage(self.totals));
+            em.finish_run(None, None, self.usage(self.totals).as_slice());
         }
     }
 
@@ -564,7 +569,7 @@ impl Codex {
                 let usage = rec
                     .usage
                     .and_then(|u| serde_json::from_str::<TokenUsage>(u.get()).ok());
-                em.finish_run(line_json(line), None, &self.usage(usage));
+                em.finish_run(line_json(line), None, self.usage(usage).as_slice());
                 self.last_error = None;
             }
             "turn.failed" => {
@@ -1077,14 +1082,14 @@ impl Codex {
             }
             "task_complete" => {
                 self.close_streams(em);
-                em.finish_run(line_json(line), None, &self.usage(self.totals));
+                em.finish_run(line_json(line), None, self.usage(self.totals).as_slice());
             }
             "turn_aborted" => {
                 self.close_streams(em);
                 em.finish_run(
                     line_json(line),
                     Some(Outcome::Cancelled),
-                    &self.usage(self.totals),
+                    self.usage(self.totals).as_slice(),
                 );
             }
             "stream_error"
@@ -1178,17 +1183,16 @@ impl Codex {
         format!("{}-plan", em.run_id())
     }
 
-    fn usage(&self, t: Option<TokenUsage>) -> Vec<Usage> {
+    fn usage(&self, t: Option<TokenUsage>) -> Option<Usage<'_>> {
         t.map(|t| openai_usage(self.model.as_deref(), t))
-            .unwrap_or_default()
     }
 }
 
 /// Codex token counts as the run's usage (the one usage rule).
-pub(super) fn openai_usage(model: Option<&str>, t: TokenUsage) -> Vec<Usage> {
-    vec![Usage {
-        provider: Some("openai".into()),
-        model: model.map(str::to_owned),
+pub(super) fn openai_usage(model: Option<&str>, t: TokenUsage) -> Usage<'_> {
+    Usage {
+        provider: Some("openai"),
+        model: model.map(Cow::Borrowed),
         input_tokens: t.input_tokens,
         output_tokens: t.output_tokens,
         total_tokens: t
@@ -1197,7 +1201,7 @@ pub(super) fn openai_usage(model: Option<&str>, t: TokenUsage) -> Vec<Usage> {
         reasoning_tokens: t.reasoning_output_tokens,
         cached_input_tokens: t.cached_input_tokens,
         cache_write_input_tokens: t.cache_write_input_tokens,
-    }]
+    }
 }
 
 #[derive(Deserialize)]

@@ -426,13 +426,15 @@ impl Translate for CodexAppServer {
         if !em.in_run() {
             return;
         }
+        let last_error = self.last_error.take();
         let usage = self.usage();
-        match self.last_error.take() {
-            Some((msg, code)) => em.fail_run(&msg, code, &usage, None),
+        let usage = usage.as_slice();
+        match last_error {
+            Some((msg, code)) => em.fail_run(&msg, code, usage, None),
             None => em.fail_run(
                 "the input ended before the turn completed (the server was stopped or the log was cut)",
                 code::INPUT_ENDED,
-                &usage,
+                usage,
                 None,
             ),
         }
@@ -659,11 +661,13 @@ impl CodexAppServer {
             return;
         }
         self.close_streams(em);
+        let last_error = self.last_error.take();
         let usage = self.usage();
+        let usage = usage.as_slice();
         match turn.and_then(|t| t.status.as_deref()) {
             Some("failed") => {
                 let err = turn.and_then(|t| t.error.as_ref());
-                let (message, code) = match (err, self.last_error.take()) {
+                let (message, code) = match (err, last_error) {
                     (
                         Some(TurnError {
                             message: Some(m),
@@ -675,14 +679,13 @@ impl CodexAppServer {
                     _ => (Cow::Borrowed("the turn failed"), code::CLI_ERROR),
                 };
                 let meta = [("result", line_json(line).map(MetaValue::Json))];
-                em.fail_run(&message, code, &usage, &meta);
+                em.fail_run(&message, code, usage, &meta);
             }
             Some("interrupted") => {
-                em.finish_run(line_json(line), Some(Outcome::Cancelled), &usage);
+                em.finish_run(line_json(line), Some(Outcome::Cancelled), usage);
             }
-            _ => em.finish_run(line_json(line), None, &usage),
+            _ => em.finish_run(line_json(line), None, usage),
         }
-        self.last_error = None;
     }
 
     fn item(
@@ -904,10 +907,8 @@ impl CodexAppServer {
         self.reasoned.clear();
     }
 
-    fn usage(&self) -> Vec<Usage> {
-        self.totals
-            .map(|t| openai_usage(self.model.as_deref(), t))
-            .unwrap_or_default()
+    fn usage(&self) -> Option<Usage<'_>> {
+        self.totals.map(|t| openai_usage(self.model.as_deref(), t))
     }
 }
 

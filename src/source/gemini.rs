@@ -17,13 +17,12 @@
 //! reply and no `error` record before it.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{line_json, parse_record, LineError, Translate};
+use super::{line_json, parse_record, Held, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
@@ -88,32 +87,38 @@ struct Tokens {
     cached: Option<u64>,
 }
 
+/// `result.stats`: the totals, and the same by model.
 #[derive(Deserialize, Default)]
-struct Stats {
-    #[serde(flatten)]
-    total: Tokens,
-    #[serde(default)]
-    models: BTreeMap<String, Tokens>,
+struct Stats<'a> {
+    total_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cached: Option<u64>,
+    #[serde(borrow, default)]
+    models: Option<json::Entries<'a, Tokens>>,
 }
 
 #[derive(Default)]
 pub struct Gemini {
     /// The open assistant message, if text is streaming.
-    text: Option<String>,
+    text: Held,
     /// The last assistant message of the current model turn: the parent of
     /// the tool calls that follow it.
-    parent: Option<String>,
+    parent: Held,
     /// Messages in this run, for derived message ids.
     messages: u64,
     /// The model named by `init`, for usage.
-    model: Option<String>,
+    model: Held,
     /// A fatal `error` event waiting for the `result` that follows it.
     error: Option<String>,
     /// A prompt or tool result that nothing has answered yet (no model text,
     /// tool call or `error` record since).
     unanswered: bool,
     scratch: Option<Vec<u8>>,
+    /// The last derived message id.
     id: String,
+    /// The run id an `init` record's time gives.
+    run_id: String,
 }
 
 impl Translate for Gemini {
@@ -158,17 +163,19 @@ impl Gemini {
     }
 
     fn init(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
-        let run_id = rec
-            .timestamp
-            .as_deref()
-            .and_then(timestamp_ms)
-            .map(|ms| format!("run-{ms}"));
-        *self = Gemini {
-            scratch: self.scratch.take(),
-            model: rec.model.as_deref().map(str::to_owned),
-            ..Gemini::default()
-        };
-        em.start_run(rec.session_id.as_deref(), run_id.as_deref());
+        // A new run: nothing of the last one is kept (the buffers are).
+        self.text.clear();
+        self.parent.clear();
+        self.messages = 0;
+        self.model.set_opt(rec.model.as_deref());
+        self.error = None;
+        self.unanswered = false;
+        self.run_id.clear();
+        let ms = rec.timestamp.as_deref().and_then(timestamp_ms);
+        if let Some(ms) = ms {
+            let _ = write!(self.run_id, "run-{ms}");
+        }
+        em.start_run(rec.session_id.as_deref(), ms.map(|_| &*self.run_id));
         // The init record (model name and anything newer versions add).
         raw(em, line);
     }
@@ -195,33 +202,32 @@ impl Gemini {
                         (Some(l), _) => Text::Literal(l),
                         (None, d) => Text::Str(d.as_deref().unwrap_or("")),
                     };
-                    let open = self.text.as_deref().is_some_and(|id| em.is_open(id));
+                    let open = self.text.get().is_some_and(|id| em.is_open(id));
                     if !open {
-                        let id = self.next_id(em, "msg").to_owned();
-                        em.text_start(&id, Role::Assistant);
-                        self.parent = Some(id.clone());
-                        self.text = Some(id);
+                        self.next_id(em, "msg");
+                        em.text_start(&self.id, Role::Assistant);
+                        self.parent.set(&self.id);
+                        self.text.set(&self.id);
                     }
-                    let id = self.text.as_deref().expect("opened above");
                     if !text.is_empty() {
-                        em.text_content_text(id, text);
+                        em.text_content_text(&self.id, text);
                     }
                 } else {
                     // A complete message: it stands on its own.
                     let text = rec.content.map(text_of).unwrap_or_default();
                     self.close_text(em);
-                    let id = self.next_id(em, "msg").to_owned();
-                    em.text_message(&id, Role::Assistant, &text);
-                    self.parent = Some(id);
+                    self.next_id(em, "msg");
+                    em.text_message(&self.id, Role::Assistant, &text);
+                    self.parent.set(&self.id);
                 }
             }
             Some("user") => {
                 let text = rec.content.map(text_of).unwrap_or_default();
                 self.unanswered = true;
                 self.close_text(em);
-                let id = self.next_id(em, "user").to_owned();
+                self.next_id(em, "user");
                 if em.user_messages() {
-                    em.text_message(&id, Role::User, &text);
+                    em.text_message(&self.id, Role::User, &text);
                 } else {
                     // `--no-user-messages`: the echoed prompt stays in RAW.
                     raw(em, line);
@@ -235,8 +241,9 @@ impl Gemini {
     }
 
     fn close_text(&mut self, em: &mut Emitter) {
-        if let Some(id) = self.text.take() {
-            em.text_end(&id);
+        if let Some(id) = self.text.get() {
+            em.text_end(id);
+            self.text.clear();
         }
     }
 
@@ -254,7 +261,7 @@ impl Gemini {
             return Ok(());
         }
         self.close_text(em);
-        if !em.tool_start(id, name, self.parent.as_deref()) {
+        if !em.tool_start(id, name, self.parent.get()) {
             // A call id this run has seen already: kept as it is.
             raw(em, line);
             return Ok(());
@@ -274,7 +281,7 @@ impl Gemini {
         };
         self.close_text(em);
         // The model answers the results in a new turn.
-        self.parent = None;
+        self.parent.clear();
         self.unanswered = true;
         if !em.is_open(id) {
             // A result for a call never announced: announce it, keeping the result.
@@ -332,11 +339,12 @@ impl Gemini {
 
     fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
         self.close_text(em);
+        let event_msg = self.error.take();
         let usage = self.usage(rec.stats);
         let result = line_json(line);
         let err = rec.error.and_then(error_info);
         let status = rec.status.as_deref().unwrap_or("success");
-        if status == "success" && err.is_none() && self.error.is_none() {
+        if status == "success" && err.is_none() && event_msg.is_none() {
             if !self.unanswered {
                 em.finish_run(result, None, &usage);
             } else {
@@ -350,7 +358,6 @@ impl Gemini {
         // An `error` event and the failed result after it are one failure:
         // keep the more detailed message.
         let result_msg = err.as_ref().and_then(|e| e.message.as_deref());
-        let event_msg = self.error.take();
         let msg = match (result_msg, event_msg.as_deref()) {
             (Some(a), Some(b)) if b.len() > a.len() => b,
             (Some(a), _) => a,
@@ -367,29 +374,39 @@ impl Gemini {
         em.fail_run(msg, code, &usage, &meta);
     }
 
-    fn usage(&self, stats: Option<&RawValue>) -> Vec<Usage> {
+    fn usage<'a>(&'a self, stats: Option<&'a RawValue>) -> Vec<Usage<'a>> {
         let Some(stats) = stats.and_then(|s| serde_json::from_str::<Stats>(s.get()).ok()) else {
             return Vec::new();
         };
-        let usage = |model: Option<&str>, t: &Tokens| Usage {
-            provider: Some("google".into()),
-            model: model.map(str::to_owned),
+        let usage = |model: Option<Cow<'a, str>>, t: &Tokens| Usage {
+            provider: Some("google"),
+            model,
             input_tokens: t.input_tokens,
             output_tokens: t.output_tokens,
             total_tokens: t.total_tokens,
             cached_input_tokens: t.cached,
             ..Usage::default()
         };
-        if stats.models.is_empty() {
-            // `auto`, `auto-gemini-3`: a routing alias, not a model.
-            let model = self.model.as_deref().filter(|m| !m.starts_with("auto"));
-            vec![usage(model, &stats.total)]
-        } else {
-            stats
-                .models
-                .iter()
-                .map(|(m, t)| usage(Some(m), t))
-                .collect()
+        match stats.models {
+            Some(json::Entries(models)) if !models.is_empty() => {
+                let mut v: Vec<Usage> = models
+                    .into_iter()
+                    .map(|(m, t)| usage(Some(m), &t))
+                    .collect();
+                Usage::by_model(&mut v);
+                v
+            }
+            _ => {
+                // `auto`, `auto-gemini-3`: a routing alias, not a model.
+                let model = self.model.get().filter(|m| !m.starts_with("auto"));
+                let total = Tokens {
+                    total_tokens: stats.total_tokens,
+                    input_tokens: stats.input_tokens,
+                    output_tokens: stats.output_tokens,
+                    cached: stats.cached,
+                };
+                vec![usage(model.map(Cow::Borrowed), &total)]
+            }
         }
     }
 }
