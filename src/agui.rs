@@ -25,6 +25,8 @@ mod wire;
 pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
 
+use crate::held::Held;
+
 use serde_json::value::RawValue;
 
 /// A borrowed piece of JSON copied to the output verbatim.
@@ -91,7 +93,7 @@ pub enum Event<'a> {
     },
     ReasoningMessageContent {
         message_id: &'a str,
-        delta: &'a str,
+        delta: Text<'a>,
     },
     ReasoningMessageEnd {
         message_id: &'a str,
@@ -436,7 +438,7 @@ pub struct Emitter {
     seed: Option<(Digest, bool)>,
     /// The thread the input announced for its next run (see
     /// [`announce_thread`](Emitter::announce_thread)).
-    announced: Option<String>,
+    announced: Held,
     open: OpenItems,
     terminal: Vec<u8>,
     ctx: Context,
@@ -501,7 +503,7 @@ impl Emitter {
             run_id: String::new(),
             runs: 0,
             seed: None,
-            announced: None,
+            announced: Held::default(),
             open: OpenItems::default(),
             terminal: Vec::new(),
             ctx: Context::default(),
@@ -698,7 +700,7 @@ impl Emitter {
     /// (with the run's first record of content): a run that starts before
     /// that (an interrupt) is still on this thread.
     pub fn announce_thread(&mut self, thread_id: Option<&str>) {
-        self.announced = thread_id.map(str::to_owned);
+        self.announced.set_opt(thread_id);
     }
 
     /// Start a run. The thread and run ids come from `--thread-id`/`--run-id`,
@@ -725,8 +727,8 @@ impl Emitter {
         self.run_subagents.clear();
         let n = self.runs;
         let seed = self.seed.take();
-        let announced = self.announced.take();
-        let thread_id = thread_id.or(announced.as_deref());
+        let announced = std::mem::take(&mut self.announced);
+        let thread_id = thread_id.or(announced.get());
         if let Some(t) = thread_id.filter(|t| !t.is_empty()) {
             self.cli_thread.clear();
             self.cli_thread.push_str(t);
@@ -755,6 +757,9 @@ impl Emitter {
                 let _ = write!(self.thread_id, "thread-{run}");
             }
         }
+        // Announced for this run only; the buffer is kept for the next.
+        self.announced = announced;
+        self.announced.clear();
         self.state = RunState::Active;
         let (t, r) = (
             std::mem::take(&mut self.thread_id),
@@ -1223,6 +1228,12 @@ impl Emitter {
     }
 
     pub fn reasoning_content(&mut self, id: &str, delta: &str) {
+        self.reasoning_content_text(id, Text::Str(delta));
+    }
+
+    /// Like [`reasoning_content`](Self::reasoning_content) for text that may
+    /// be a JSON string literal from the input.
+    pub fn reasoning_content_text(&mut self, id: &str, delta: Text) {
         if !self.is_open_kind(Kind::ReasoningMessage, id) {
             self.reasoning_start(id);
         }
@@ -1606,7 +1617,7 @@ mod tests {
         let a = ids(r#"{"prompt":"one"}"#, None);
         assert_eq!(a, ids(r#"{"prompt":"one"}"#, None), "deterministic");
         let run = a[0].1.as_str().unwrap();
-        assert_eq!(run, Digest::of(br#"{"prompt":"one"}"#).run_id(1));
+        assert_eq!(run, Digest::of(br#"{"prompt":"one"}"#).run_id(1).as_str());
         assert_eq!(a[0].0, format!("thread-{}", &run[4..]));
         // Another input, or the next run with the same first record: others.
         let b = ids(r#"{"prompt":"two"}"#, None);
@@ -1627,7 +1638,10 @@ mod tests {
         em.note_line(b"some noise");
         em.note_line(b"more noise");
         em.end_of_input(true);
-        assert_eq!(lines(&em)[0]["runId"], Digest::of(b"some noise").run_id(1));
+        assert_eq!(
+            lines(&em)[0]["runId"],
+            Digest::of(b"some noise").run_id(1).as_str()
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod closer;
 pub mod dialect;
 pub mod fuzzing;
+pub mod held;
 pub mod interrupt;
 pub mod jobs;
 pub mod json;

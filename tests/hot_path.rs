@@ -179,6 +179,20 @@ fn codex_text_deltas_allocate_nothing() {
         allocations(Dialect::named("codex").unwrap(), &setup, &deltas),
         0
     );
+
+    // Reasoning deltas (legacy) too: the open reasoning's id is not copied
+    // for each.
+    let thoughts: Vec<String> = (0..500)
+        .map(|i| {
+            format!(
+                r#"{{"id":"0","msg":{{"type":"agent_reasoning_delta","delta":"step {i}: \"why\"\n"}}}}"#
+            )
+        })
+        .collect();
+    assert_eq!(
+        allocations(Dialect::named("codex").unwrap(), &setup, &thoughts),
+        0
+    );
 }
 
 /// Allocations per line, on average, translating the recordings in `dirs`

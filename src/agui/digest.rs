@@ -52,10 +52,38 @@ impl Digest {
 
     /// The id of run number `n` (counted from 1 on one output) whose first
     /// record had this digest: `run-` and 16 hex digits.
-    pub fn run_id(self, n: u64) -> String {
+    pub fn run_id(self, n: u64) -> RunId {
         let mut d = self;
         d.word(n);
-        format!("run-{:016x}", d.finish())
+        let mut id = *b"run-0000000000000000";
+        let h = d.finish();
+        for (k, b) in id[4..].iter_mut().enumerate() {
+            *b = b"0123456789abcdef"[(h >> (60 - 4 * k)) as usize & 0xf];
+        }
+        RunId(id)
+    }
+}
+
+/// A derived run id, held without an allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RunId([u8; 20]);
+
+impl RunId {
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII digits")
+    }
+}
+
+impl std::ops::Deref for RunId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -81,5 +109,13 @@ mod tests {
         a_b.add(b"b");
         assert_ne!(ab, a_b);
         assert_eq!(a.run_id(1).len(), "run-".len() + 16);
+        assert_eq!(
+            a.run_id(1).as_str(),
+            format!("run-{:016x}", {
+                let mut d = a;
+                d.word(1);
+                d.finish()
+            })
+        );
     }
 }

@@ -163,7 +163,7 @@ pub(super) fn event_open_for<'a>(
         }
         Event::ReasoningMessageContent { message_id, delta } => {
             o.str(b",\"messageId\":", message_id);
-            o.str(b",\"delta\":", delta);
+            o.text(b",\"delta\":", delta);
         }
         Event::ReasoningEncryptedValue {
             subtype,

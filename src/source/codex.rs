@@ -25,7 +25,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{line_json, parse_record, LineError, Translate};
+use super::{line_json, parse_record, Held, LineError, Translate};
 use crate::agui::{
     code, string_json, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage,
 };
@@ -363,8 +363,8 @@ pub struct Codex {
     searches: HashMap<String, u64>,
     began: u64,
     /// Legacy streamed text and reasoning (`agent_message_delta`, …).
-    text: Option<String>,
-    reasoning: Option<String>,
+    text: Held,
+    reasoning: Held,
     /// Current-format items whose text is streaming (`item.plan.delta`).
     streamed: HashSet<String>,
     /// Derived message ids in this run.
@@ -382,7 +382,7 @@ pub struct Codex {
     /// The thread a run is announced for (`thread.started`), and whether
     /// that run is still to start: it starts with its first record that
     /// carries content, whose digest its id is derived from.
-    thread: Option<String>,
+    thread: Held,
     pending: bool,
     /// The digest of what came before the run's first record of content
     /// (the announcing records, the legacy preamble).
@@ -393,6 +393,8 @@ pub struct Codex {
     decoded: Vec<u8>,
     scratch: Option<Vec<u8>>,
     buf: String,
+    /// The last derived message id.
+    id: String,
 }
 
 impl Translate for Codex {
@@ -473,13 +475,7 @@ impl Codex {
                     // of it carries over.
                     self.finish(em);
                     em.end_run();
-                    *self = Codex {
-                        scratch: self.scratch.take(),
-                        scoped: std::mem::take(&mut self.scoped),
-                        decoded: std::mem::take(&mut self.decoded),
-                        buf: std::mem::take(&mut self.buf),
-                        ..Codex::default()
-                    };
+                    self.restart();
                 }
                 self.legacy = true;
                 self.seed.add(line);
@@ -518,24 +514,15 @@ impl Codex {
         }
         match kind {
             "thread.started" | "session.created" => {
-                *self = Codex {
-                    scratch: self.scratch.take(),
-                    scoped: std::mem::take(&mut self.scoped),
-                    decoded: std::mem::take(&mut self.decoded),
-                    buf: std::mem::take(&mut self.buf),
-                    // The first JSON format has no turn events: its stream
-                    // ends with the run.
-                    ends_at_eof: kind == "session.created",
-                    thread: rec
-                        .thread_id
-                        .as_deref()
-                        .or(rec.session_id.as_deref())
-                        .map(str::to_owned),
-                    pending: true,
-                    seed: Digest::of(line),
-                    ..Codex::default()
-                };
-                em.announce_thread(self.thread.as_deref());
+                self.restart();
+                // The first JSON format has no turn events: its stream ends
+                // with the run.
+                self.ends_at_eof = kind == "session.created";
+                let thread = rec.thread_id.as_deref().or(rec.session_id.as_deref());
+                self.thread.set_opt(thread);
+                self.pending = true;
+                self.seed = Digest::of(line);
+                em.announce_thread(self.thread.get());
             }
             "turn.started" => {
                 // Every turn of a thread starts the same way: its run starts
@@ -543,7 +530,7 @@ impl Codex {
                 if !em.in_run() && !self.pending {
                     self.pending = true;
                     self.seed = Digest::of(line);
-                    em.announce_thread(self.thread.as_deref());
+                    em.announce_thread(self.thread.get());
                 }
             }
             "item.started" | "item.updated" | "item.completed" => {
@@ -822,48 +809,48 @@ impl Codex {
                 }
             }
             "agent_message_delta" => {
-                if self.text.is_none() {
-                    self.text = Some(self.next_id(em, "msg"));
+                if !self.text.is_set() {
+                    self.next_id(em, "msg");
+                    self.text.set(&self.id);
                 }
-                if let (Some(id), Some(d)) = (&self.text, msg.delta) {
+                if let (Some(id), Some(d)) = (self.text.get(), msg.delta) {
                     delta_text(em, id, d);
                 }
             }
             "agent_message" => {
                 match self.text.take() {
                     // Its text already arrived as deltas.
-                    Some(id) => em.text_end(&id),
+                    Some(id) => em.text_end(id),
                     None => {
                         let id = self.next_id(em, "msg");
                         let text = msg.message.map(text_of).unwrap_or_default();
-                        em.text_message(&id, Role::Assistant, &text);
+                        em.text_message(id, Role::Assistant, &text);
                     }
                 }
             }
             "agent_reasoning_delta" | "agent_reasoning_raw_content_delta" => {
-                let id = match &self.reasoning {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.next_id(em, "reasoning");
-                        self.reasoning = Some(id.clone());
-                        id
+                if !self.reasoning.is_set() {
+                    self.next_id(em, "reasoning");
+                    self.reasoning.set(&self.id);
+                }
+                if let (Some(id), Some(d)) = (self.reasoning.get(), msg.delta) {
+                    match json::literal(d) {
+                        Some(lit) => em.reasoning_content_text(id, Text::Literal(lit)),
+                        None => em.reasoning_content(id, &text_of(d)),
                     }
-                };
-                if let Some(d) = msg.delta {
-                    em.reasoning_content(&id, &text_of(d));
                 }
             }
             "agent_reasoning" | "agent_reasoning_raw_content" => match self.reasoning.take() {
-                Some(id) => em.reasoning_end(&id),
+                Some(id) => em.reasoning_end(id),
                 None => {
                     let id = self.next_id(em, "reasoning");
                     let text = msg.text.map(text_of).unwrap_or_default();
-                    em.reasoning_message(&id, &text);
+                    em.reasoning_message(id, &text);
                 }
             },
             "agent_reasoning_section_break" => {
                 if let Some(id) = self.reasoning.take() {
-                    em.reasoning_end(&id);
+                    em.reasoning_end(id);
                 }
             }
             "exec_command_begin" => {
@@ -1145,10 +1132,10 @@ impl Codex {
     /// Close streamed text and reasoning (before a tool call, or at the end).
     fn close_streams(&mut self, em: &mut Emitter) {
         if let Some(id) = self.text.take() {
-            em.text_end(&id);
+            em.text_end(id);
         }
         if let Some(id) = self.reasoning.take() {
-            em.reasoning_end(&id);
+            em.reasoning_end(id);
         }
     }
 
@@ -1159,7 +1146,7 @@ impl Codex {
                 self.open_run(None, b"", em);
             }
             let id = self.next_id(em, "user");
-            em.text_message(&id, Role::User, &prompt);
+            em.text_message(id, Role::User, &prompt);
         }
     }
 
@@ -1170,13 +1157,36 @@ impl Codex {
     fn open_run(&mut self, thread: Option<&str>, line: &[u8], em: &mut Emitter) {
         self.seed.add(line);
         let run_id = self.seed.run_id(em.run_number() + 1);
-        em.start_run(thread.or(self.thread.as_deref()), Some(&run_id));
+        em.start_run(thread.or(self.thread.get()), Some(&run_id));
         self.pending = false;
     }
 
-    fn next_id(&mut self, em: &Emitter, what: &str) -> String {
+    fn next_id(&mut self, em: &Emitter, what: &str) -> &str {
         self.n += 1;
-        format!("{}-{what}-{}", em.run_id(), self.n)
+        self.id.clear();
+        let _ = write!(self.id, "{}-{what}-{}", em.run_id(), self.n);
+        &self.id
+    }
+
+    /// Forget everything of the last invocation but the buffers.
+    fn restart(&mut self) {
+        let mut fresh = Codex {
+            scratch: self.scratch.take(),
+            scoped: std::mem::take(&mut self.scoped),
+            decoded: std::mem::take(&mut self.decoded),
+            buf: std::mem::take(&mut self.buf),
+            id: std::mem::take(&mut self.id),
+            text: std::mem::take(&mut self.text),
+            reasoning: std::mem::take(&mut self.reasoning),
+            thread: std::mem::take(&mut self.thread),
+            streamed: std::mem::take(&mut self.streamed),
+            ..Codex::default()
+        };
+        fresh.text.clear();
+        fresh.reasoning.clear();
+        fresh.thread.clear();
+        fresh.streamed.clear();
+        *self = fresh;
     }
 
     fn plan_id(&self, em: &Emitter) -> String {

@@ -11,6 +11,7 @@ use crate::agui::{self, Emitter};
 use crate::json;
 
 pub use crate::dialect::{Dialect, FromCli};
+pub use crate::held::Held;
 
 pub mod claude;
 pub mod codex;
@@ -46,43 +47,6 @@ pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
 /// A fresh translator for one input stream.
 pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
     Ok((d.translator)())
-}
-
-/// A string a translator keeps between lines (an open message's id, the
-/// model's name), whose buffer outlives its value: setting it again
-/// allocates nothing once the buffer is big enough.
-#[derive(Default)]
-pub struct Held {
-    text: String,
-    set: bool,
-}
-
-impl Held {
-    pub fn get(&self) -> Option<&str> {
-        self.set.then_some(self.text.as_str())
-    }
-
-    pub fn set(&mut self, v: &str) {
-        self.text.clear();
-        self.text.push_str(v);
-        self.set = true;
-    }
-
-    /// Set it to `v`, or clear it when `v` is `None`.
-    pub fn set_opt(&mut self, v: Option<&str>) {
-        match v {
-            Some(v) => self.set(v),
-            None => self.clear(),
-        }
-    }
-
-    pub fn clear(&mut self) {
-        self.set = false;
-    }
-
-    pub fn is_set(&self) -> bool {
-        self.set
-    }
 }
 
 /// Why a line could not be translated. The line itself still goes out as a
