@@ -1291,9 +1291,10 @@ impl Emitter {
         parent_message_id: Option<&str>,
     ) {
         self.ensure_run();
-        if self.is_open_kind(Kind::Subagent, id) || !self.run_subagents.insert(Arc::from(id)) {
+        if self.is_open_kind(Kind::Subagent, id) || self.run_subagents.contains(id) {
             return;
         }
+        self.run_subagents.insert(Arc::from(id));
         self.write(&Event::SubagentStarted {
             subagent_run_id: id,
             name,

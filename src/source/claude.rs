@@ -257,6 +257,9 @@ struct Streamed {
 /// its `parent_tool_use_id`). Agents stream at the same time (a background
 /// subagent while the main agent talks, parallel subagents), each in its own
 /// lane, so that one's stream never cuts another's short.
+/// How many finished blocks a lane keeps for reuse.
+const SPARE_BLOCKS: usize = 16;
+
 #[derive(Default)]
 struct Lane {
     /// The subagent, or `None` for the main agent.
@@ -264,6 +267,8 @@ struct Lane {
     /// The message streaming now (`message_start`), and its blocks.
     msg: Option<String>,
     blocks: Vec<Streamed>,
+    /// Blocks of past messages, whose strings the next blocks reuse.
+    spare: Vec<Streamed>,
     /// Between `message_start` and `message_stop`.
     streaming: bool,
     /// Blocks sent from complete lines of the last message: (message id, count).
@@ -298,6 +303,8 @@ struct AgentInput<'a> {
 #[derive(Default)]
 pub struct Claude {
     lanes: Vec<Lane>,
+    /// Scratch space for a streamed block's id.
+    block_id: String,
     /// The run's `Task`/`Agent` tool calls, to name their subagents when no
     /// `task_started` record does (1.0.x has none).
     agent_calls: Vec<AgentCall>,
@@ -599,7 +606,8 @@ impl Claude {
                 self.close_lane(l, em);
                 let id = ev.message.as_ref().and_then(|m| m.id.as_deref());
                 let lane = &mut self.lanes[l];
-                lane.blocks.clear();
+                lane.spare.append(&mut lane.blocks);
+                lane.spare.truncate(SPARE_BLOCKS);
                 set_opt(&mut lane.msg, id);
                 lane.streaming = true;
             }
@@ -610,60 +618,24 @@ impl Claude {
                 let lane = &mut self.lanes[l];
                 lane.streaming = true;
                 let index = ev.index.unwrap_or(lane.blocks.len() as u64);
-                let msg = match &lane.msg {
-                    Some(m) => m.clone(),
+                // The message id, lent by the lane while its block starts.
+                let msg = match lane.msg.take() {
+                    Some(m) => m,
                     None => {
                         // No message_start: the blocks still share one id.
                         self.derived += 1;
-                        let m = format!("{}-msg-{}", em.run_id(), self.derived);
-                        self.lanes[l].msg = Some(m.clone());
-                        m
+                        format!("{}-msg-{}", em.run_id(), self.derived)
                     }
                 };
-                let id = block_id(&msg, index).into_owned();
-                match block.kind.as_deref() {
-                    Some("text") => {
-                        em.text_start(&id, Role::Assistant);
-                        self.push_block(l, index, Kind::Text, id.clone());
-                        if let Some(t) = block.text.map(text_of).filter(|t| !t.is_empty()) {
-                            em.text_content(&id, &t);
-                        }
-                    }
-                    Some("thinking") => {
-                        em.reasoning_start(&id);
-                        self.push_block(l, index, Kind::Thinking, id.clone());
-                        if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
-                            em.reasoning_content(&id, &t);
-                        }
-                    }
-                    Some("redacted_thinking") => {
-                        em.reasoning_start(&id);
-                        em.reasoning_encrypted(
-                            EncryptedSubtype::Message,
-                            &id,
-                            block.data.as_deref().unwrap_or(""),
-                        );
-                        self.push_block(l, index, Kind::Thinking, id);
-                    }
-                    Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
-                        let tid = block
-                            .id
-                            .as_deref()
-                            .map_or_else(|| id.clone(), str::to_owned);
-                        self.start_tool(
-                            &tid,
-                            block.name.as_deref().unwrap_or("unknown"),
-                            Some(&msg),
-                            em,
-                        );
-                        self.push_block(l, index, Kind::Tool, tid);
-                    }
-                    _ => {
-                        // Results of server-side tools and newer block types:
-                        // the complete line sends them.
-                        self.push_block(l, index, Kind::Other, id);
-                    }
+                let mut id = std::mem::take(&mut self.block_id);
+                id.clear();
+                id.push_str(&msg);
+                if index > 0 {
+                    let _ = write!(id, "-{index}");
                 }
+                self.block_start(l, index, block, &msg, &id, em);
+                self.lanes[l].msg = Some(msg);
+                self.block_id = id;
             }
             "content_block_delta" => {
                 let Some(delta) = ev.delta.as_ref() else {
@@ -732,17 +704,82 @@ impl Claude {
         }
     }
 
-    fn push_block(&mut self, l: usize, index: u64, kind: Kind, id: String) {
-        self.lanes[l].blocks.push(Streamed {
+    /// A streamed content block starts: `id` is its AG-UI id (the message's,
+    /// with the block's index after the first).
+    #[allow(clippy::too_many_arguments)]
+    fn block_start(
+        &mut self,
+        l: usize,
+        index: u64,
+        block: &Block,
+        msg: &str,
+        id: &str,
+        em: &mut Emitter,
+    ) {
+        match block.kind.as_deref() {
+            Some("text") => {
+                em.text_start(id, Role::Assistant);
+                self.push_block(l, index, Kind::Text, id);
+                if let Some(t) = block.text.map(text_of).filter(|t| !t.is_empty()) {
+                    em.text_content(id, &t);
+                }
+            }
+            Some("thinking") => {
+                em.reasoning_start(id);
+                self.push_block(l, index, Kind::Thinking, id);
+                if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
+                    em.reasoning_content(id, &t);
+                }
+            }
+            Some("redacted_thinking") => {
+                em.reasoning_start(id);
+                em.reasoning_encrypted(
+                    EncryptedSubtype::Message,
+                    id,
+                    block.data.as_deref().unwrap_or(""),
+                );
+                self.push_block(l, index, Kind::Thinking, id);
+            }
+            Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
+                let tid = block.id.as_deref().unwrap_or(id);
+                self.start_tool(
+                    tid,
+                    block.name.as_deref().unwrap_or("unknown"),
+                    Some(msg),
+                    em,
+                );
+                self.push_block(l, index, Kind::Tool, tid);
+            }
+            _ => {
+                // Results of server-side tools and newer block types: the
+                // complete line sends them.
+                self.push_block(l, index, Kind::Other, id);
+            }
+        }
+    }
+
+    fn push_block(&mut self, l: usize, index: u64, kind: Kind, id: &str) {
+        let lane = &mut self.lanes[l];
+        let mut b = lane.spare.pop().unwrap_or_else(|| Streamed {
             index,
             kind,
-            id,
-            open: kind != Kind::Other,
+            id: String::new(),
+            open: false,
             confirmed: false,
             args: false,
             signature: String::new(),
             pending_surrogate: None,
         });
+        b.index = index;
+        b.kind = kind;
+        b.id.clear();
+        b.id.push_str(id);
+        b.open = kind != Kind::Other;
+        b.confirmed = false;
+        b.args = false;
+        b.signature.clear();
+        b.pending_surrogate = None;
+        lane.blocks.push(b);
     }
 
     fn find_block(&self, l: usize, index: Option<u64>) -> Option<usize> {
