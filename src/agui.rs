@@ -13,7 +13,7 @@
 //! trailing warning) then still belongs to the run instead of being lost.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::{BuildHasher as _, BuildHasherDefault};
 use std::io;
@@ -476,9 +476,9 @@ pub struct Emitter {
     started_tools: RecentSet,
     /// Whether a run was started since the current input began.
     input_had_run: bool,
-    /// Subagents started in the current run: AG-UI does not let one start
-    /// twice in a run, even after it finished.
-    run_subagents: HashSet<Arc<str>>,
+    /// Subagents named in the current run, and whether each was started:
+    /// AG-UI does not let one start twice in a run, even after it finished.
+    run_subagents: HashMap<Arc<str>, Started>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -523,7 +523,7 @@ impl Emitter {
             args_json: Vec::new(),
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
-            run_subagents: HashSet::new(),
+            run_subagents: HashMap::new(),
         }
     }
 
@@ -621,9 +621,16 @@ impl Emitter {
             None => self.ctx.subagent = None,
             Some(id) => {
                 if self.ctx.subagent.as_deref() != Some(id) {
-                    // A subagent of this run: share its id.
-                    let shared = self.run_subagents.get(id).map(Arc::clone);
-                    self.ctx.subagent = Some(shared.unwrap_or_else(|| Arc::from(id)));
+                    // Every item of one subagent shares one copy of its id.
+                    let shared = match self.run_subagents.get_key_value(id) {
+                        Some((name, _)) => Arc::clone(name),
+                        None => {
+                            let name = Arc::<str>::from(id);
+                            self.run_subagents.insert(Arc::clone(&name), Started(false));
+                            name
+                        }
+                    };
+                    self.ctx.subagent = Some(shared);
                 }
             }
         }
@@ -1074,9 +1081,10 @@ impl Emitter {
     /// Close every open text message of the current agent (before a tool
     /// call starts); other agents' messages go on.
     pub fn close_texts(&mut self) {
-        for i in self.open.texts_of(&self.ctx.subagent) {
-            if let Some(o) = self.open.remove(i) {
-                self.close_open(o);
+        while let Some(i) = self.open.newest_text_of(&self.ctx.subagent) {
+            match self.open.remove(i) {
+                Some(o) => self.close_open(o),
+                None => break,
             }
         }
     }
@@ -1291,10 +1299,16 @@ impl Emitter {
         parent_message_id: Option<&str>,
     ) {
         self.ensure_run();
-        if self.is_open_kind(Kind::Subagent, id) || self.run_subagents.contains(id) {
+        if self.is_open_kind(Kind::Subagent, id) {
             return;
         }
-        self.run_subagents.insert(Arc::from(id));
+        match self.run_subagents.get_mut(id) {
+            Some(Started(true)) => return,
+            Some(started) => started.0 = true,
+            None => {
+                self.run_subagents.insert(Arc::from(id), Started(true));
+            }
+        }
         self.write(&Event::SubagentStarted {
             subagent_run_id: id,
             name,
@@ -1338,7 +1352,9 @@ impl Emitter {
                 self.close_open(o);
             }
         }
-        self.open.remove(i);
+        if let Some(o) = self.open.remove(i) {
+            self.open.recycle(o);
+        }
         true
     }
 
@@ -1455,6 +1471,10 @@ impl Emitter {
         });
     }
 }
+
+/// Whether a subagent named in this run has been started (AG-UI does not
+/// let one start twice in a run, even after it finished).
+struct Started(bool);
 
 /// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup and no
 /// allocation per id: each id is kept as a 128-bit fingerprint (two keyed

@@ -179,14 +179,13 @@ impl OpenItems {
         self.remove(seq)
     }
 
-    /// The open text messages of `owner`, newest first.
-    pub fn texts_of(&self, owner: &Owner) -> Vec<Seq> {
+    /// The newest open text message of `owner`.
+    pub fn newest_text_of(&self, owner: &Owner) -> Option<Seq> {
         self.texts
             .iter()
             .rev()
             .copied()
-            .filter(|s| self.order.get(s).is_some_and(|o| &o.owner == owner))
-            .collect()
+            .find(|s| self.order.get(s).is_some_and(|o| &o.owner == owner))
     }
 
     /// What subagent `root` (opened at `seq`) and the subagents it started
@@ -262,8 +261,11 @@ mod tests {
         items.push(Kind::Tool, "main-call", None);
         items.push(Kind::Tool, "inner-call", inner.clone());
         items.push(Kind::Text, "sub-text-2", sub.clone());
-        let texts = items.texts_of(&sub);
-        assert_eq!(ids(&mut items, texts), ["sub-text-2", "sub-text"]);
+        let mut texts = Vec::new();
+        while let Some(t) = items.newest_text_of(&sub) {
+            texts.push(items.remove(t).unwrap().id);
+        }
+        assert_eq!(texts, ["sub-text-2", "sub-text"]);
         let root = items.find(Kind::Subagent, "sub").unwrap();
         let owned = items.owned_by_subagent("sub", root);
         assert_eq!(ids(&mut items, owned), ["inner-call", "inner"]);

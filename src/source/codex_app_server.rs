@@ -52,6 +52,8 @@ enum Params<'a> {
     /// Methods whose parameters are copied as they are (and `params` that
     /// came before `method`).
     Raw(&'a RawValue),
+    /// Methods whose parameters are not read (the line is copied as it is).
+    Other,
     Item(ItemEvent<'a>),
     Delta(DeltaEvent<'a>),
     Turn(TurnEvent<'a>),
@@ -82,7 +84,10 @@ impl<'de> DeserializeSeed<'de> for ParamsFor<'_> {
             "thread/tokenUsage/updated" => Params::Usage(UsageEvent::deserialize(d)?),
             "turn/plan/updated" => Params::Plan(PlanEvent::deserialize(d)?),
             "thread/started" => Params::Thread(ThreadEvent::deserialize(d)?),
-            _ => Params::Raw(<&RawValue>::deserialize(d)?),
+            _ => {
+                json::Skip::deserialize(d)?;
+                Params::Other
+            }
         })
     }
 }
@@ -119,7 +124,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
                             msg.emitted_at_ms = Some(m.next_value()?);
                         }
                         _ => {
-                            m.next_value::<IgnoredAny>()?;
+                            m.next_value::<json::Skip>()?;
                         }
                     }
                 }
@@ -394,6 +399,8 @@ pub struct CodexAppServer {
     /// Reasoning items of this run that streamed, and the open part.
     reasoned: Vec<String>,
     reasoning: Option<ReasoningPart>,
+    /// Scratch space for a user message's text.
+    text: String,
     scratch: Option<Vec<u8>>,
     /// The lines since the last run ended: what a run's id is derived from
     /// when its turn id is a server's counter (see [`run_id`]).
@@ -485,7 +492,7 @@ impl CodexAppServer {
             Some(Params::Usage(ev)) => ev.thread_id.as_deref(),
             Some(Params::Plan(ev)) => ev.thread_id.as_deref(),
             Some(Params::Thread(ev)) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
-            Some(Params::Raw(_)) | None => None,
+            Some(Params::Raw(_) | Params::Other) | None => None,
         };
         let child = match thread.filter(|t| self.is_child(t)) {
             Some(t) => {
@@ -534,7 +541,7 @@ impl CodexAppServer {
                 }
                 raw(em, line);
             }
-            Some(Params::Raw(_)) | None => {
+            Some(Params::Raw(_) | Params::Other) | None => {
                 if !known_notification(method) {
                     em.unknown(format!("method {method:?}"));
                 }
@@ -707,8 +714,8 @@ impl CodexAppServer {
         match kind {
             "userMessage" => {
                 if done {
-                    let text = user_text(it.content);
-                    em.text_message(id, Role::User, &text);
+                    user_text(it.content, &mut self.text);
+                    em.text_message(id, Role::User, &self.text);
                 }
             }
             "agentMessage" | "plan" => {
@@ -930,19 +937,48 @@ fn part_id(item: &str, index: u64, raw_part: bool) -> String {
     }
 }
 
-/// The text of a user message's input parts.
-fn user_text(content: Option<&RawValue>) -> String {
-    let parts: Vec<UserInput> = content
-        .and_then(|c| serde_json::from_str(c.get()).ok())
-        .unwrap_or_default();
-    let mut text = String::new();
-    for p in parts.iter().filter(|p| p.kind.as_deref() == Some("text")) {
-        if !text.is_empty() {
-            text.push('\n');
+/// The text of a user message's input parts, into `out`.
+fn user_text(content: Option<&RawValue>, out: &mut String) {
+    out.clear();
+    if let Some(c) = content {
+        let mut de = serde_json::Deserializer::from_str(c.get());
+        // Not a list of parts: no text.
+        if UserText(out).deserialize(&mut de).is_err() {
+            out.clear();
         }
-        text.push_str(p.text.as_deref().unwrap_or(""));
     }
-    text
+}
+
+/// Reads a list of user input parts, appending their text to a string.
+struct UserText<'s>(&'s mut String);
+
+impl<'de> DeserializeSeed<'de> for UserText<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UserText<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of input parts")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(p) = seq.next_element::<UserInput>()? {
+            if p.kind.as_deref() != Some("text") {
+                continue;
+            }
+            if !self.0.is_empty() {
+                self.0.push('\n');
+            }
+            self.0.push_str(p.text.as_deref().unwrap_or(""));
+        }
+        Ok(())
+    }
 }
 
 /// A tool item's name: the names `codex exec --json` gives the same items.
