@@ -251,47 +251,33 @@ fn allocations_per_line(dialect: Dialect, dirs: &[&str]) -> f64 {
     measured as f64 / total_lines as f64
 }
 
-/// Allocations per line on the recordings, at most: what the translators
-/// reach now (each run's ids, the open-item bookkeeping and the result
-/// record's usage still allocate). The aim is 1; lower these as they fall.
+/// At most one allocation per line on average, on the recordings of every
+/// dialect: what a run costs (its ids, its usage, the result record) is
+/// shared among its lines, and streamed deltas cost nothing.
 #[test]
 fn allocations_per_line_stay_bounded() {
     let mut results = Vec::new();
-    for (dialect, dirs, ceiling) in [
-        (
-            Dialect::named("gemini").unwrap(),
-            &["gemini/0.61.0"][..],
-            3.5,
-        ),
-        (
-            Dialect::named("codex").unwrap(),
-            &["codex/0.169.0"][..],
-            5.0,
-        ),
+    for (dialect, dirs) in [
+        (Dialect::named("gemini").unwrap(), &["gemini/0.61.0"][..]),
+        (Dialect::named("codex").unwrap(), &["codex/0.169.0"][..]),
         (
             Dialect::named("codex").unwrap(),
             &["codex/0.42.0-legacy"][..],
-            1.7,
         ),
-        (
-            Dialect::named("claude").unwrap(),
-            &["claude/2.1.328"][..],
-            1.7,
-        ),
+        (Dialect::named("claude").unwrap(), &["claude/2.1.328"][..]),
         (
             Dialect::named("codex-app-server").unwrap(),
             &["codex-app-server/0.169.0"][..],
-            6.0,
         ),
     ] {
         let per_line = allocations_per_line(dialect, dirs);
         eprintln!("{dirs:?}: {per_line:.2} allocations per line");
-        results.push((dirs, per_line, ceiling));
+        results.push((dirs, per_line));
     }
-    for (dirs, per_line, ceiling) in results {
+    for (dirs, per_line) in results {
         assert!(
-            per_line <= ceiling,
-            "{dirs:?}: {per_line:.2} allocations per line (at most {ceiling})"
+            per_line <= 1.0,
+            "{dirs:?}: {per_line:.2} allocations per line (at most 1)"
         );
     }
 }

@@ -57,6 +57,8 @@ pub(super) struct OpenItems {
     /// Strings of closed items' ids, for the next ids to be copied into: an
     /// item opened and closed in steady state allocates nothing.
     spare_ids: Vec<String>,
+    /// Emptied sets of `by_owner`, for the next subagents to reuse.
+    spare_sets: Vec<BTreeSet<Seq>>,
 }
 
 /// How many argument trackers and id strings are kept for reuse.
@@ -117,10 +119,15 @@ impl OpenItems {
         }
         let id = self.copy(id);
         if let Some(owner) = &owner {
-            self.by_owner
-                .entry(Arc::clone(owner))
-                .or_default()
-                .insert(seq);
+            match self.by_owner.get_mut(owner) {
+                Some(set) => set.insert(seq),
+                None => {
+                    let mut set = self.spare_sets.pop().unwrap_or_default();
+                    set.insert(seq);
+                    self.by_owner.insert(Arc::clone(owner), set);
+                    true
+                }
+            };
         }
         if kind == Kind::Text {
             self.texts.push(seq);
@@ -151,7 +158,11 @@ impl OpenItems {
             if let Some(set) = self.by_owner.get_mut(owner) {
                 set.remove(&seq);
                 if set.is_empty() {
-                    self.by_owner.remove(owner);
+                    if let Some(set) = self.by_owner.remove(owner) {
+                        if self.spare_sets.len() < SPARE_ARGS {
+                            self.spare_sets.push(set);
+                        }
+                    }
                 }
             }
         }
