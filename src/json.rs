@@ -117,13 +117,12 @@ pub fn is_json(line: &[u8]) -> bool {
         && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
 }
 
-/// If `err` is about a lone UTF-16 surrogate escape (`\ud83d` without its
-/// pair, as when an emoji is split between two streamed deltas), a copy of
-/// `line` with each lone surrogate replaced by U+FFFD; else `None`.
+/// If `line` failed to parse (`err`) and holds a lone UTF-16 surrogate
+/// escape (`\ud83d` without its pair, as when an emoji is split between two
+/// streamed deltas), a copy of it with each lone surrogate replaced by
+/// U+FFFD; else `None`. Only the line is looked at, not the error's wording.
 pub fn repair_surrogates(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
-    // serde_json says "lone leading surrogate in hex escape" or, for a high
-    // surrogate followed by anything but `\u`, "unexpected end of hex escape".
-    if !err.to_string().contains("escape") {
+    if err.classify() != serde_json::error::Category::Syntax {
         return None;
     }
     let fixed = replace_lone_surrogates(line);
