@@ -4,11 +4,12 @@
 //! does not depend on the FILEs before it, and N threads can translate N
 //! FILEs at once. A thread hands its FILE's output to the writer in chunks
 //! of 64 KiB; the writer takes the FILEs in order. A FILE's output ahead of
-//! the writer is held in memory up to a few chunks, and beyond that in an
-//! unnamed temporary file (spilled) that the writer copies out when it comes
-//! to that FILE; threads take a FILE only a few FILEs ahead of the writer.
-//! So memory is bounded by N times a few chunks (and the longest line), not
-//! by the size of a FILE, and the bytes are the same as with `-j 1`.
+//! the writer is held in memory (a few chunks per FILE, and a few MiB among
+//! all FILEs), and beyond that in an unnamed temporary file (spilled) that
+//! the writer copies out when it comes to that FILE; threads take a FILE
+//! only a few FILEs ahead of the writer. So memory is bounded (a few MiB, and
+//! N times the longest line), not by the size of a FILE, and the bytes are
+//! the same as with `-j 1`.
 //!
 //! The writer never waits on a FILE that no thread has taken: FILEs are
 //! taken in order, so the first unwritten one is always being translated.
@@ -29,8 +30,14 @@ use crate::run::{self, FileOutcome, Total};
 
 /// Output is handed over in chunks of this many bytes.
 const CHUNK: usize = 64 * 1024;
-/// Chunks of a FILE held in memory before the rest is spilled.
+/// Chunks of a FILE held in memory before the rest is spilled, whatever
+/// the other FILEs hold ...
 const MEMORY_CHUNKS: usize = 4;
+/// ... and beyond that while all FILEs together hold fewer than this many
+/// (3 MiB): a FILE ahead of the writer is spilled only when it is large.
+const SHARED_CHUNKS: usize = 48;
+/// Spilled output is written and read back this many bytes at a time.
+const SPILL_READ: usize = 512 * 1024;
 /// How many FILEs per thread may be taken ahead of the writer.
 const AHEAD_PER_JOB: usize = 2;
 
@@ -75,6 +82,8 @@ pub fn translate_all(
         receivers.push((rx, pending));
     }
     let next = AtomicUsize::new(0);
+    let held = AtomicUsize::new(0);
+    let spare = Mutex::new(Vec::new());
     let progress = Progress::default();
     let ahead = jobs * AHEAD_PER_JOB;
     std::thread::scope(|scope| {
@@ -91,6 +100,8 @@ pub fn translate_all(
                 let mut w = ChunkWriter {
                     tx: tx.clone(),
                     pending,
+                    held: &held,
+                    spare: &spare,
                     buf: Vec::with_capacity(CHUNK),
                     spill: None,
                     index: i,
@@ -107,7 +118,7 @@ pub fn translate_all(
                 }
             });
         }
-        let result = write_in_order(receivers, out, total, &progress);
+        let result = write_in_order(receivers, out, total, &progress, &held, &spare);
         // Whatever happened, no thread may wait for the writer any more.
         progress.stop();
         result
@@ -168,18 +179,30 @@ fn write_in_order(
     out: &mut dyn Write,
     total: &mut Total,
     progress: &Progress,
+    held: &AtomicUsize,
+    spare: &Mutex<Vec<Vec<u8>>>,
 ) -> anyhow::Result<()> {
+    // Spilled output is read back in large pieces: few system calls.
+    let mut spill_buf = Vec::new();
     for (rx, pending) in receivers {
         loop {
             match rx.recv() {
-                Ok(Piece::Bytes(b)) => {
+                Ok(Piece::Bytes(mut b)) => {
                     pending.fetch_sub(1, Ordering::SeqCst);
+                    held.fetch_sub(1, Ordering::SeqCst);
                     out.write_all(&b).context("writing stdout")?;
+                    // The chunk's memory goes back to the threads.
+                    if let Ok(mut spare) = spare.lock() {
+                        if spare.len() < SHARED_CHUNKS {
+                            b.clear();
+                            spare.push(b);
+                        }
+                    }
                 }
                 Ok(Piece::Done(outcome, spill)) => {
                     if let Some(mut f) = spill {
                         f.rewind().context("reading back spilled output")?;
-                        io::copy(&mut f, out).context("writing stdout")?;
+                        copy_back(&mut f, out, &mut spill_buf)?;
                     }
                     out.flush().context("writing stdout")?;
                     total.add(*outcome);
@@ -199,25 +222,50 @@ fn write_in_order(
     Ok(())
 }
 
+/// Copy a spill file's contents (from its start) to `out`, in pieces of
+/// [`SPILL_READ`] bytes.
+fn copy_back(f: &mut File, out: &mut dyn Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
+    use std::io::Read;
+    buf.resize(SPILL_READ, 0);
+    loop {
+        let n = match f.read(buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("reading back spilled output"),
+        };
+        out.write_all(&buf[..n]).context("writing stdout")?;
+    }
+}
+
 /// The output of one FILE: chunks to the writer while it keeps up, the
 /// rest to a spill file.
-struct ChunkWriter {
+struct ChunkWriter<'h> {
     tx: mpsc::Sender<Piece>,
     /// Chunks sent and not yet taken by the writer.
     pending: Arc<AtomicUsize>,
+    /// The same, for all FILEs.
+    held: &'h AtomicUsize,
+    /// Chunks the writer is done with, for reuse.
+    spare: &'h Mutex<Vec<Vec<u8>>>,
     buf: Vec<u8>,
     spill: Option<File>,
     index: usize,
 }
 
-impl ChunkWriter {
+impl ChunkWriter<'_> {
     fn send(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        if self.spill.is_none() && self.pending.load(Ordering::SeqCst) < MEMORY_CHUNKS {
-            let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let in_memory = self.pending.load(Ordering::SeqCst) < MEMORY_CHUNKS
+            || self.held.load(Ordering::SeqCst) < SHARED_CHUNKS;
+        if self.spill.is_none() && in_memory {
+            let fresh = self.spare.lock().ok().and_then(|mut s| s.pop());
+            let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(CHUNK));
+            let chunk = std::mem::replace(&mut self.buf, fresh);
             self.pending.fetch_add(1, Ordering::SeqCst);
+            self.held.fetch_add(1, Ordering::SeqCst);
             return self
                 .tx
                 .send(Piece::Bytes(chunk))
@@ -239,11 +287,23 @@ impl ChunkWriter {
     }
 }
 
-impl Write for ChunkWriter {
+impl Write for ChunkWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= CHUNK {
-            self.send()?;
+        // Chunks are cut at their size, so that each stays in the memory it
+        // was given; once spilling, output goes to the file in larger pieces.
+        let mut rest = data;
+        while !rest.is_empty() {
+            let piece = if self.spill.is_some() {
+                SPILL_READ
+            } else {
+                CHUNK
+            };
+            let n = piece.saturating_sub(self.buf.len()).min(rest.len());
+            self.buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if self.buf.len() >= piece {
+                self.send()?;
+            }
         }
         Ok(data.len())
     }
