@@ -118,7 +118,9 @@ pub enum Event<'a> {
         plan: &'a crate::plan::Plan<'a>,
     },
     Raw {
-        event: Json<'a>,
+        /// The record copied as it is, or an object made here around what
+        /// was not JSON.
+        event: MetaValue<'a>,
         source: &'a str,
     },
     Custom {
@@ -244,13 +246,36 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// `TOOL_CALL_RESULT.content`: a string, or JSON copied verbatim (an array of
+/// `TOOL_CALL_RESULT.content`: a string, JSON copied verbatim (an array of
 /// content parts already in AG-UI's shape, or a string literal from the
-/// input, see [`crate::json::literal`]).
+/// input, see [`crate::json::literal`]), or content parts made here.
 #[derive(Clone, Copy)]
 pub enum Content<'a> {
     Text(&'a str),
+    /// JSON from the input copied as it is: a string literal, or parts.
     Parts(Json<'a>),
+    /// Content parts, written by the writer.
+    List(&'a [Part<'a>]),
+}
+
+/// One AG-UI content part of a tool result.
+#[derive(Clone, Copy)]
+pub enum Part<'a> {
+    /// `{"type":"text","text":…}`.
+    Text(Text<'a>),
+    /// `{"type":KIND,"source":{"type":"data","value":…,"mimeType":…}}`
+    /// (KIND `image`, `audio`, `document`, …; `value` base64).
+    Data {
+        kind: &'a str,
+        value: &'a str,
+        mime_type: &'a str,
+    },
+    /// `{"type":KIND,"source":{"type":"url","value":…[,"mimeType":…]}}`.
+    Url {
+        kind: &'a str,
+        value: &'a str,
+        mime_type: Option<&'a str>,
+    },
 }
 
 /// A value in an event's `metadata` (or in tool arguments made of fields),
@@ -1368,7 +1393,18 @@ impl Emitter {
 
     /// A RAW event: `event` is the provider's own record.
     pub fn raw(&mut self, event: Json, source: &str) {
-        self.write_or_hold(&Event::Raw { event, source });
+        self.write_or_hold(&Event::Raw {
+            event: MetaValue::Json(event),
+            source,
+        });
+    }
+
+    /// A RAW event around an object made of `fields`.
+    pub fn raw_fields(&mut self, fields: &[MetaField], source: &str) {
+        self.write_or_hold(&Event::Raw {
+            event: MetaValue::Object(fields),
+            source,
+        });
     }
 
     pub fn custom(&mut self, name: &str, value: Json) {
@@ -1553,13 +1589,6 @@ impl<'e, 'a> From<&'e Event<'a>> for Body<'e, 'a> {
     fn from(ev: &'e Event<'a>) -> Self {
         Body::Event(ev)
     }
-}
-
-/// A JSON string literal for `s`.
-pub fn string_json(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    wire::string(&mut out, s);
-    String::from_utf8(out).expect("escaping keeps UTF-8 valid")
 }
 
 #[cfg(test)]

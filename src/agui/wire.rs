@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::{
     AguiVersion, Content, EncryptedSubtype, Event, Json, MetaField, MetaValue, Metadata, Outcome,
-    Role, Text, Usage, EVENT_TYPES,
+    Part, Role, Text, Usage, EVENT_TYPES,
 };
 
 /// Write `ev` as an AG-UI 1.0 JSON object without its closing brace (the
@@ -27,7 +27,7 @@ pub(super) fn event_open(out: &mut Vec<u8>, ev: &Event) {
 pub(super) struct Kept<'a> {
     /// TOOL_CALL_RESULT's content parts: 0.0 wants a string, which gets
     /// their text.
-    content: Option<Json<'a>>,
+    content: Option<Content<'a>>,
     /// A RUN_FINISHED outcome that 0.0 does not know (`cancelled`).
     cancelled: bool,
     /// The usage entries, when one has a field that 0.0's TokenUsage strips
@@ -151,9 +151,17 @@ pub(super) fn event_open_for<'a>(
                 Content::Text(s) => o.str(b",\"content\":", s),
                 Content::Parts(j) if v0 && !j.get().starts_with('"') => {
                     o.str(b",\"content\":", &parts_text(j));
-                    kept.content = Some(j);
+                    kept.content = Some(content);
                 }
                 Content::Parts(j) => o.json(b",\"content\":", j),
+                Content::List(parts) if v0 => {
+                    o.str(b",\"content\":", &list_text(parts));
+                    kept.content = Some(content);
+                }
+                Content::List(parts) => {
+                    o.0.extend_from_slice(b",\"content\":");
+                    part_list(o.0, parts);
+                }
             }
             o.str(b",\"role\":", role);
         }
@@ -201,7 +209,8 @@ pub(super) fn event_open_for<'a>(
             o.0.extend_from_slice(b",\"replace\":true");
         }
         Event::Raw { event, source } => {
-            o.json(b",\"event\":", event);
+            o.0.extend_from_slice(b",\"event\":");
+            value(o.0, event);
             o.str(b",\"source\":", source);
         }
         Event::Custom { name, value } => {
@@ -280,7 +289,15 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, extra: &[MetaField], give
     let start = out.len();
     out.push(b'{');
     let mut o = Obj(out);
-    o.opt_json(b",\"content\":", kept.content);
+    match kept.content {
+        Some(Content::Parts(j)) => o.json(b",\"content\":", j),
+        Some(Content::List(parts)) => {
+            o.0.extend_from_slice(b",\"content\":");
+            part_list(o.0, parts);
+        }
+        Some(Content::Text(s)) => o.str(b",\"content\":", s),
+        None => {}
+    }
     if kept.cancelled {
         o.outcome(Outcome::Cancelled);
     }
@@ -384,6 +401,72 @@ fn parts_text(parts: Json) -> String {
     let parts: Vec<Part> = serde_json::from_str(parts.get()).unwrap_or_default();
     let texts: Vec<Cow<str>> = parts.into_iter().filter_map(|p| p.text).collect();
     texts.join("\n")
+}
+
+/// The text of content parts made here, for a field that takes a string.
+fn list_text(parts: &[Part]) -> String {
+    let mut text = String::new();
+    let mut decoded = String::new();
+    for p in parts {
+        if let Part::Text(t) = p {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            match t {
+                Text::Str(s) => text.push_str(s),
+                Text::Literal(j) => {
+                    if crate::json::decode_into(j.get(), &mut decoded) {
+                        text.push_str(&decoded);
+                    }
+                }
+            }
+        }
+    }
+    text
+}
+
+/// Content parts as a JSON array.
+fn part_list(out: &mut Vec<u8>, parts: &[Part]) {
+    out.push(b'[');
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match *p {
+            Part::Text(t) => {
+                out.extend_from_slice(b"{\"type\":\"text\"");
+                Obj(out).text(b",\"text\":", t);
+            }
+            Part::Data {
+                kind,
+                value,
+                mime_type,
+            } => {
+                out.extend_from_slice(b"{\"type\":");
+                string(out, kind);
+                out.extend_from_slice(b",\"source\":{\"type\":\"data\"");
+                let mut o = Obj(out);
+                o.str(b",\"value\":", value);
+                o.str(b",\"mimeType\":", mime_type);
+                out.push(b'}');
+            }
+            Part::Url {
+                kind,
+                value,
+                mime_type,
+            } => {
+                out.extend_from_slice(b"{\"type\":");
+                string(out, kind);
+                out.extend_from_slice(b",\"source\":{\"type\":\"url\"");
+                let mut o = Obj(out);
+                o.str(b",\"value\":", value);
+                o.opt_str(b",\"mimeType\":", mime_type);
+                out.push(b'}');
+            }
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
 }
 
 /// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.
@@ -787,6 +870,40 @@ mod tests {
             written_for(&ev, AguiVersion::V0_0, None),
             r#"{"type":"TOOL_CALL_RESULT","messageId":"c-result","toolCallId":"c","content":"as it is","role":"tool"}"#
         );
+    }
+
+    #[test]
+    fn content_parts_made_here_are_written_as_the_ones_copied() {
+        let copied = raw(
+            r#"[{"type":"text","text":"found it"},{"type":"image","source":{"type":"data","value":"iVBO","mimeType":"image/png"}},{"type":"document","source":{"type":"url","value":"https://x/d.pdf"}},{"type":"text","text":"and \"this\""}]"#,
+        );
+        let literal = raw(r#" "and \"this\"" "#.trim());
+        let parts = [
+            Part::Text(Text::Str("found it")),
+            Part::Data {
+                kind: "image",
+                value: "iVBO",
+                mime_type: "image/png",
+            },
+            Part::Url {
+                kind: "document",
+                value: "https://x/d.pdf",
+                mime_type: None,
+            },
+            Part::Text(Text::Literal(&literal)),
+        ];
+        let result = |content| Event::ToolCallResult {
+            message_id: "c-result",
+            tool_call_id: "c",
+            content,
+            role: "tool",
+        };
+        for version in [AguiVersion::V1_0, AguiVersion::V0_0] {
+            assert_eq!(
+                written_for(&result(Content::List(&parts)), version, None),
+                written_for(&result(Content::Parts(&copied)), version, None),
+            );
+        }
     }
 
     #[test]

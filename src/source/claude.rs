@@ -22,7 +22,8 @@ use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, LineError, Translate};
 use crate::agui::{
-    code, string_json, Content, Emitter, EncryptedSubtype, MetaValue, Outcome, Role, Text, Usage,
+    code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
+    Usage,
 };
 use crate::json::{self, text_of, timestamp_ms};
 use crate::plan::{self, Field, Item, Plan};
@@ -326,7 +327,6 @@ pub struct Claude {
     /// the run goes on, and this result ends it only if no later one comes.
     deferred: Option<String>,
     scratch: Option<Vec<u8>>,
-    buf: String,
     /// The run's task list (TaskCreate, TaskUpdate, TaskList).
     tasks: Tasks,
     /// A delta's decoded text.
@@ -1176,10 +1176,11 @@ impl Claude {
                 Some(l) => em.tool_result(tid, Content::Parts(l), meta),
                 None => em.tool_result(tid, Content::Text(&text_of(c)), meta),
             },
-            Some(c) => match content_parts(c, &mut self.buf) {
-                Some(parts) => em.tool_result(tid, Content::Parts(&parts), meta),
-                None => em.tool_result(tid, Content::Text(c.get()), meta),
-            },
+            Some(c) => {
+                if !result_parts(em, tid, c, meta) {
+                    em.tool_result(tid, Content::Text(c.get()), meta);
+                }
+            }
         }
     }
 
@@ -1391,71 +1392,75 @@ fn block_id(msg: &str, index: u64) -> Cow<'_, str> {
     }
 }
 
+/// A content block of a tool result as read: the block, its source, and
+/// its text decoded when it cannot be copied as it is.
+type ReadBlock<'a> = (Option<Block<'a>>, Option<Source<'a>>, Option<Cow<'a, str>>);
+
 /// Anthropic content blocks as AG-UI content parts: text as text, images and
 /// documents with base64 or URL sources as data or url sources, anything else
-/// as its JSON in a text part.
-fn content_parts(content: &RawValue, buf: &mut String) -> Option<Box<RawValue>> {
-    let blocks: Vec<&RawValue> = serde_json::from_str(content.get()).ok()?;
-    buf.clear();
-    buf.push('[');
-    for raw_block in blocks {
-        if buf.len() > 1 {
-            buf.push(',');
-        }
-        let block: Option<Block> = serde_json::from_str(raw_block.get()).ok();
-        let source = block
-            .as_ref()
-            .and_then(|b| b.source)
-            .and_then(|s| serde_json::from_str::<Source>(s.get()).ok());
-        match (
-            block.as_ref().and_then(|b| b.kind.as_deref()),
-            &block,
-            source,
-        ) {
-            (Some("text"), Some(b), _) => {
-                let _ = write!(
-                    buf,
-                    r#"{{"type":"text","text":{}}}"#,
-                    b.text.map_or("\"\"", RawValue::get)
-                );
-            }
-            (Some(k @ ("image" | "document")), _, Some(src)) => {
-                let mime = src.media_type.as_deref().map(string_json);
-                let source = match (src.kind.as_deref(), src.data.as_deref(), src.url.as_deref()) {
-                    (Some("base64"), Some(d), _) => format!(
-                        r#"{{"type":"data","value":{},"mimeType":{}}}"#,
-                        string_json(d),
-                        mime.as_deref().unwrap_or("\"application/octet-stream\"")
-                    ),
-                    (_, _, Some(u)) => match &mime {
-                        Some(m) => format!(
-                            r#"{{"type":"url","value":{},"mimeType":{m}}}"#,
-                            string_json(u)
-                        ),
-                        None => format!(r#"{{"type":"url","value":{}}}"#, string_json(u)),
-                    },
-                    _ => {
-                        let _ = write!(
-                            buf,
-                            r#"{{"type":"text","text":{}}}"#,
-                            string_json(raw_block.get())
-                        );
-                        continue;
+/// as its JSON in a text part. Writes the tool result; false if `content` is
+/// not a list.
+fn result_parts(em: &mut Emitter, id: &str, content: &RawValue, meta: &[MetaField]) -> bool {
+    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(content.get()) else {
+        return false;
+    };
+    // Each block read once; the parts borrow from what was read.
+    let read: Vec<ReadBlock> = blocks
+        .iter()
+        .map(|raw| {
+            let block: Option<Block> = serde_json::from_str(raw.get()).ok();
+            let source = block
+                .as_ref()
+                .and_then(|b| b.source)
+                .and_then(|s| serde_json::from_str::<Source>(s.get()).ok());
+            // Text that cannot be copied as it is (a lone surrogate).
+            let decoded = block
+                .as_ref()
+                .and_then(|b| b.text)
+                .filter(|t| json::literal(t).is_none())
+                .map(text_of);
+            (block, source, decoded)
+        })
+        .collect();
+    let parts: Vec<Part> = blocks
+        .iter()
+        .zip(&read)
+        .map(|(raw, (block, source, decoded))| {
+            let as_text = Part::Text(Text::Str(raw.get()));
+            match (
+                block.as_ref().and_then(|b| b.kind.as_deref()),
+                block,
+                source,
+            ) {
+                (Some("text"), Some(b), _) => Part::Text(match (b.text, decoded) {
+                    (_, Some(d)) => Text::Str(d),
+                    (Some(t), None) => Text::Literal(t),
+                    (None, None) => Text::Str(""),
+                }),
+                (Some(kind @ ("image" | "document")), _, Some(src)) => {
+                    match (src.kind.as_deref(), src.data.as_deref(), src.url.as_deref()) {
+                        (Some("base64"), Some(value), _) => Part::Data {
+                            kind,
+                            value,
+                            mime_type: src
+                                .media_type
+                                .as_deref()
+                                .unwrap_or("application/octet-stream"),
+                        },
+                        (_, _, Some(value)) => Part::Url {
+                            kind,
+                            value,
+                            mime_type: src.media_type.as_deref(),
+                        },
+                        _ => as_text,
                     }
-                };
-                let _ = write!(buf, r#"{{"type":{},"source":{source}}}"#, string_json(k));
+                }
+                _ => as_text,
             }
-            _ => {
-                let _ = write!(
-                    buf,
-                    r#"{{"type":"text","text":{}}}"#,
-                    string_json(raw_block.get())
-                );
-            }
-        }
-    }
-    buf.push(']');
-    RawValue::from_string(buf.clone()).ok()
+        })
+        .collect();
+    em.tool_result(id, Content::List(&parts), meta);
+    true
 }
 
 #[derive(Deserialize)]

@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use super::{line_json, parse_record, Held, LineError, Translate};
 use crate::agui::{
-    code, string_json, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage,
+    code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Part, Role, Text, Usage,
 };
 use crate::json::{self, text_of};
 
@@ -744,8 +744,7 @@ impl Codex {
                     ("structuredContent", structured.map(MetaValue::Json)),
                 ];
                 match (&parts, err_msg) {
-                    (Some(McpContent::Text(t)), _) => em.tool_result(id, Content::Text(t), &meta),
-                    (Some(McpContent::Parts(p)), _) => em.tool_result(id, Content::Parts(p), &meta),
+                    (Some(c), _) => c.result(em, id, &meta),
                     (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
                     (None, None) => em.tool_result(id, Content::Text(""), &meta),
                 }
@@ -1016,12 +1015,7 @@ impl Codex {
                             ("duration", msg.duration.map(MetaValue::Json)),
                         ];
                         match mcp_content(ok) {
-                            Some(McpContent::Text(t)) => {
-                                em.tool_result(id, Content::Text(&t), &meta)
-                            }
-                            Some(McpContent::Parts(p)) => {
-                                em.tool_result(id, Content::Parts(&p), &meta)
-                            }
+                            Some(c) => c.result(em, id, &meta),
                             None => em.tool_result(id, Content::Text(""), &meta),
                         }
                     }
@@ -1263,70 +1257,67 @@ struct McpBlock<'a> {
     mime_type: Option<Cow<'a, str>>,
 }
 
-pub(super) enum McpContent {
-    Text(String),
-    Parts(Box<RawValue>),
+/// An MCP result's content blocks, each read once.
+pub(super) struct McpContent<'a> {
+    blocks: Vec<&'a RawValue>,
+    read: Vec<Option<McpBlock<'a>>>,
 }
 
-/// An MCP result's content blocks as AG-UI content: the text when every
-/// block is text, else content parts (images and audio as data sources,
-/// anything else as its JSON in a text part).
-pub(super) fn mcp_content(result: &RawValue) -> Option<McpContent> {
+/// An MCP result's content blocks (none if it has no `content` list).
+pub(super) fn mcp_content(result: &RawValue) -> Option<McpContent<'_>> {
     let r: McpResult = serde_json::from_str(result.get()).ok()?;
     let blocks = r.content?;
-    let parsed: Vec<Option<McpBlock>> = blocks
+    let read = blocks
         .iter()
         .map(|b| serde_json::from_str(b.get()).ok())
         .collect();
-    if parsed
-        .iter()
-        .all(|b| matches!(b, Some(McpBlock { kind: Some(k), text: Some(_), .. }) if k == "text"))
-    {
-        let text: String = parsed
+    Some(McpContent { blocks, read })
+}
+
+impl McpContent<'_> {
+    /// Write the tool result: the text when every block is text, else
+    /// content parts (images and audio as data sources, anything else as its
+    /// JSON in a text part).
+    pub(super) fn result(&self, em: &mut Emitter, id: &str, meta: &[MetaField]) {
+        fn text_of<'b>(b: &'b Option<McpBlock>) -> Option<&'b str> {
+            match b {
+                Some(McpBlock {
+                    kind: Some(k),
+                    text: Some(t),
+                    ..
+                }) if k == "text" => Some(t),
+                _ => None,
+            }
+        }
+        if self.read.iter().all(|b| text_of(b).is_some()) {
+            let text: Vec<&str> = self.read.iter().filter_map(text_of).collect();
+            em.tool_result(id, Content::Text(&text.join("\n")), meta);
+            return;
+        }
+        let parts: Vec<Part> = self
+            .blocks
             .iter()
-            .filter_map(|b| b.as_ref().and_then(|b| b.text.as_deref()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Some(McpContent::Text(text));
+            .zip(&self.read)
+            .map(|(raw, b)| match (b, text_of(b)) {
+                (_, Some(t)) => Part::Text(Text::Str(t)),
+                (
+                    Some(McpBlock {
+                        kind: Some(k),
+                        data: Some(d),
+                        mime_type,
+                        ..
+                    }),
+                    None,
+                ) if matches!(&**k, "image" | "audio") => Part::Data {
+                    kind: k,
+                    value: d,
+                    mime_type: mime_type.as_deref().unwrap_or("application/octet-stream"),
+                },
+                _ => Part::Text(Text::Str(raw.get())),
+            })
+            .collect();
+        em.tool_result(id, Content::List(&parts), meta);
     }
-    let mut parts = String::from("[");
-    for (raw_block, b) in blocks.iter().zip(&parsed) {
-        if parts.len() > 1 {
-            parts.push(',');
-        }
-        match b {
-            Some(McpBlock {
-                kind: Some(k),
-                text: Some(t),
-                ..
-            }) if k == "text" => {
-                let _ = write!(parts, r#"{{"type":"text","text":{}}}"#, string_json(t));
-            }
-            Some(McpBlock {
-                kind: Some(k),
-                data: Some(d),
-                mime_type,
-                ..
-            }) if matches!(&**k, "image" | "audio") => {
-                let _ = write!(
-                    parts,
-                    r#"{{"type":{},"source":{{"type":"data","value":{},"mimeType":{}}}}}"#,
-                    string_json(k),
-                    string_json(d),
-                    string_json(mime_type.as_deref().unwrap_or("application/octet-stream"))
-                );
-            }
-            _ => {
-                let _ = write!(
-                    parts,
-                    r#"{{"type":"text","text":{}}}"#,
-                    string_json(raw_block.get())
-                );
-            }
-        }
-    }
-    parts.push(']');
-    RawValue::from_string(parts).ok().map(McpContent::Parts)
 }
 
 /// The arguments of a current-format tool item, as TOOL_CALL_ARGS.

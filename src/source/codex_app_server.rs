@@ -24,7 +24,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::codex::{mcp_content, openai_usage, McpContent, TokenUsage};
+use super::codex::{mcp_content, openai_usage, TokenUsage};
 use super::{line_json, parse_record, LineError, Translate};
 use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
@@ -1121,8 +1121,7 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                 ("durationMs", it.duration_ms.map(MetaValue::Json)),
             ];
             match (result.and_then(mcp_content), err_msg) {
-                (Some(McpContent::Text(t)), _) => em.tool_result(id, Content::Text(&t), &meta),
-                (Some(McpContent::Parts(p)), _) => em.tool_result(id, Content::Parts(&p), &meta),
+                (Some(c), _) => c.result(em, id, &meta),
                 (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
                 (None, None) => em.tool_result(id, Content::Text(""), &meta),
             }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde_json::value::RawValue;
 
-use crate::agui::{self, Emitter};
+use crate::agui::{Emitter, MetaValue};
 use crate::json;
 
 pub use crate::dialect::{Dialect, FromCli};
@@ -135,14 +135,19 @@ pub fn passthrough(em: &mut Emitter, source: &str, lineno: u64, line: &[u8]) {
     if let Some(v) = line_json(line) {
         return em.raw(v, source);
     }
-    let value = match std::str::from_utf8(line) {
-        Ok(text) => format!(r#"{{"line":{lineno},"text":{}}}"#, agui::string_json(text)),
+    let lineno = Some(MetaValue::Int(i64::try_from(lineno).unwrap_or(i64::MAX)));
+    match std::str::from_utf8(line) {
+        Ok(text) => em.raw_fields(
+            &[("line", lineno), ("text", Some(MetaValue::Str(text)))],
+            source,
+        ),
         Err(_) => {
             use base64::Engine as _;
             let b64 = base64::engine::general_purpose::STANDARD.encode(line);
-            format!(r#"{{"line":{lineno},"bytes":"{b64}"}}"#)
+            em.raw_fields(
+                &[("line", lineno), ("bytes", Some(MetaValue::Str(&b64)))],
+                source,
+            );
         }
-    };
-    let value = RawValue::from_string(value).expect("built as JSON");
-    em.raw(&value, source);
+    }
 }
