@@ -40,7 +40,7 @@ pub enum Event<'a> {
     RunFinished {
         thread_id: &'a str,
         run_id: &'a str,
-        result: Option<Json<'a>>,
+        result: Option<MetaValue<'a>>,
         outcome: Option<Outcome>,
         usage: &'a [Usage<'a>],
     },
@@ -284,6 +284,9 @@ pub enum Part<'a> {
 pub enum MetaValue<'a> {
     /// JSON copied as it is (a value from the input).
     Json(Json<'a>),
+    /// A whole input record that parsed (so one valid JSON value, its UTF-8
+    /// checked), copied as it is: see [`crate::source::record_json`].
+    Record(&'a str),
     /// A string, escaped as it is written.
     Str(&'a str),
     Bool(bool),
@@ -848,7 +851,7 @@ impl Emitter {
     /// itself is written when the next run starts or the input ends.
     pub fn finish_run(
         &mut self,
-        result: Option<Json>,
+        result: Option<MetaValue>,
         outcome: Option<Outcome>,
         usage: &[Usage<'_>],
     ) {

@@ -77,7 +77,10 @@ pub(super) fn event_open_for<'a>(
         } => {
             o.str(b",\"threadId\":", thread_id);
             o.str(b",\"runId\":", run_id);
-            o.opt_json(b",\"result\":", result);
+            if let Some(r) = result {
+                o.0.extend_from_slice(b",\"result\":");
+                value(o.0, r);
+            }
             match outcome {
                 Some(Outcome::Cancelled) if v0 => kept.cancelled = true,
                 Some(outcome) => o.outcome(outcome),
@@ -359,6 +362,7 @@ pub(super) fn object(out: &mut Vec<u8>, fields: &[MetaField]) {
 fn value(out: &mut Vec<u8>, v: MetaValue) {
     match v {
         MetaValue::Json(j) => out.extend_from_slice(j.get().as_bytes()),
+        MetaValue::Record(r) => out.extend_from_slice(r.as_bytes()),
         MetaValue::Str(s) => string(out, s),
         MetaValue::Bool(true) => out.extend_from_slice(b"true"),
         MetaValue::Bool(false) => out.extend_from_slice(b"false"),
@@ -543,12 +547,6 @@ impl Obj<'_> {
         string(self.0, key);
         self.0.push(b':');
         value(self.0, v);
-    }
-
-    fn opt_json(&mut self, key: &[u8], value: Option<Json>) {
-        if let Some(v) = value {
-            self.json(key, v);
-        }
     }
 
     fn outcome(&mut self, outcome: Outcome) {

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{line_json, parse_record, LineError, Translate};
+use super::{parse_record, record_json, LineError, Translate};
 use crate::agui::{
     code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
     Usage,
@@ -1224,14 +1224,14 @@ impl Claude {
         }
         set_opt(&mut self.last_result, std::str::from_utf8(line).ok());
         let usage = self.usage(rec);
-        let result = line_json(line);
+        let result = record_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
         let text = rec.result.map(text_of);
         let errors: Vec<String> = rec
             .errors
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
-        let meta = [("result", result.map(MetaValue::Json))];
+        let meta = [("result", result)];
         let reason = rec.terminal_reason.as_deref().unwrap_or("");
         let cancelled = |s: &str| {
             let s = s.to_ascii_lowercase();

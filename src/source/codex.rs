@@ -25,7 +25,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{line_json, parse_record, Held, LineError, Translate};
+use super::{parse_record, record_json, Held, LineError, Translate};
 use crate::agui::{
     code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Part, Role, Text, Usage,
 };
@@ -556,7 +556,7 @@ impl Codex {
                 let usage = rec
                     .usage
                     .and_then(|u| serde_json::from_str::<TokenUsage>(u.get()).ok());
-                em.finish_run(line_json(line), None, self.usage(usage).as_slice());
+                em.finish_run(record_json(line), None, self.usage(usage).as_slice());
                 self.last_error = None;
             }
             "turn.failed" => {
@@ -566,7 +566,7 @@ impl Codex {
                     .and_then(|e| e.message)
                     .or_else(|| self.last_error.take().map(Cow::Owned))
                     .unwrap_or(Cow::Borrowed("the turn failed"));
-                let meta = [("record", line_json(line).map(MetaValue::Json))];
+                let meta = [("record", record_json(line))];
                 em.fail_run(&msg, error_code(&msg), &[], &meta);
                 self.last_error = None;
             }
@@ -1063,12 +1063,12 @@ impl Codex {
             }
             "task_complete" => {
                 self.close_streams(em);
-                em.finish_run(line_json(line), None, self.usage(self.totals).as_slice());
+                em.finish_run(record_json(line), None, self.usage(self.totals).as_slice());
             }
             "turn_aborted" => {
                 self.close_streams(em);
                 em.finish_run(
-                    line_json(line),
+                    record_json(line),
                     Some(Outcome::Cancelled),
                     self.usage(self.totals).as_slice(),
                 );

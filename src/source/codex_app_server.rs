@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, TokenUsage};
-use super::{line_json, parse_record, LineError, Translate};
+use super::{parse_record, record_json, LineError, Translate};
 use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
 
@@ -645,7 +645,7 @@ impl CodexAppServer {
                         let code = error_code(err.and_then(|e| e.codex_error_info));
                         em.subagent_fail(t, message, Some(code));
                     }
-                    _ => em.subagent_finish(t, line_json(line).map(MetaValue::Json)),
+                    _ => em.subagent_finish(t, record_json(line)),
                 }
             } else {
                 raw(em, line);
@@ -685,13 +685,13 @@ impl CodexAppServer {
                     (_, Some((m, c))) => (Cow::Owned(m), c),
                     _ => (Cow::Borrowed("the turn failed"), code::CLI_ERROR),
                 };
-                let meta = [("result", line_json(line).map(MetaValue::Json))];
+                let meta = [("result", record_json(line))];
                 em.fail_run(&message, code, usage, &meta);
             }
             Some("interrupted") => {
-                em.finish_run(line_json(line), Some(Outcome::Cancelled), usage);
+                em.finish_run(record_json(line), Some(Outcome::Cancelled), usage);
             }
-            _ => em.finish_run(line_json(line), None, usage),
+            _ => em.finish_run(record_json(line), None, usage),
         }
     }
 

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{line_json, parse_record, Held, LineError, Translate};
+use super::{parse_record, record_json, Held, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
@@ -341,7 +341,7 @@ impl Gemini {
         self.close_text(em);
         let event_msg = self.error.take();
         let usage = self.usage(rec.stats);
-        let result = line_json(line);
+        let result = record_json(line);
         let err = rec.error.and_then(error_info);
         let status = rec.status.as_deref().unwrap_or("success");
         if status == "success" && err.is_none() && event_msg.is_none() {
@@ -350,7 +350,7 @@ impl Gemini {
             } else {
                 // 0.11.x reports a failed model call this way: no error
                 // record, no answer, and `status: "success"`.
-                let meta = [("result", result.map(MetaValue::Json))];
+                let meta = [("result", result)];
                 em.fail_run(NO_ANSWER, code::API_ERROR, &usage, &meta);
             }
             return;
@@ -370,7 +370,7 @@ impl Gemini {
             return;
         }
         let code = error_code(kind, msg);
-        let meta = [("result", result.map(MetaValue::Json))];
+        let meta = [("result", result)];
         em.fail_run(msg, code, &usage, &meta);
     }
 

@@ -116,6 +116,15 @@ pub fn line_json(line: &[u8]) -> Option<&RawValue> {
     serde_json::from_slice(line).ok()
 }
 
+/// A record that has parsed, to copy into an event (`RUN_FINISHED.result`,
+/// metadata) as it is: no second parse. Strings skipped by the parser were
+/// not checked for UTF-8, so that is checked here.
+pub fn record_json(line: &[u8]) -> Option<MetaValue<'_>> {
+    std::str::from_utf8(line)
+        .ok()
+        .map(|json| MetaValue::Record(json.trim()))
+}
+
 /// A RAW event around a record that has parsed (so it is one valid JSON
 /// value), copied as it is: no second parse. Strings skipped by the parser
 /// were not checked for UTF-8, so that is checked here.
