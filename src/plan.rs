@@ -145,7 +145,8 @@ pub fn items<'a>(list: &'a RawValue, shape: Shape) -> Option<Vec<Item<'a>>> {
     let raw: Vec<&'a RawValue> = serde_json::from_str(list.get()).ok()?;
     let mut items = Vec::with_capacity(raw.len());
     for v in raw {
-        let Ok(Fields(fields)) = serde_json::from_str::<Fields>(v.get()) else {
+        let Ok(json::Entries(fields)) = serde_json::from_str::<json::Entries<&RawValue>>(v.get())
+        else {
             continue;
         };
         let find = |k: &str| fields.iter().find(|(key, _)| key == k).map(|&(_, v)| v);
@@ -190,36 +191,10 @@ pub fn id(em: &Emitter, sub: Option<&str>) -> String {
     }
 }
 
-/// An object's fields in order, values unparsed.
-struct Fields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Fields<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Self::Value, M::Error> {
-                let mut fields = Vec::new();
-                while let Some((k, v)) = map.next_entry::<json::Borrowed<'a>, &'a RawValue>()? {
-                    fields.push((k.0, v));
-                }
-                Ok(Fields(fields))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
 /// The fields of a JSON object, in order (for tool inputs and results kept
 /// beside a plan's items).
 pub fn fields(v: &RawValue) -> Vec<(Cow<'_, str>, &RawValue)> {
-    serde_json::from_str::<Fields>(v.get()).map_or_else(|_| Vec::new(), |f| f.0)
+    serde_json::from_str::<json::Entries<&RawValue>>(v.get()).map_or_else(|_| Vec::new(), |f| f.0)
 }
 
 /// A PLAN snapshot of a tool call's `todos` (Claude Code's TodoWrite, Gemini

@@ -2,9 +2,10 @@
 """Benchmark agui-translate against the pipe itself and a jq program.
 
     scripts/bench/bench.py [--sizes 256M,1G] [--dialects gemini,codex,...] [--rounds 5]
-                           [--out results.md]
 
-For each dialect and size it builds an input from the recordings (gen.py),
+For each dialect and size it builds an input from the recordings (gen.py;
+the `-small` dialects keep only records of at most 400 bytes, the
+live-streaming case where the cost is per line, not per byte),
 then times, with the commands interleaved round by round so that machine
 noise hits them alike:
 
@@ -40,6 +41,10 @@ DIALECT_FLAG = {
     "codex-legacy": "codex",
     "claude": "claude",
     "claude-partial": "claude",
+    "gemini-small": "gemini",
+    "codex-small": "codex",
+    "codex-legacy-small": "codex",
+    "claude-partial-small": "claude",
 }
 
 

@@ -8,7 +8,9 @@ in a day of CI logs.
 
     gen.py DIALECT SIZE OUT      e.g. gen.py gemini 256M /tmp/gemini-256M.jsonl
 
-DIALECT: gemini, codex, codex-legacy, claude, claude-partial.
+DIALECT: gemini, codex, codex-legacy, claude, claude-partial, or one of
+those with `-small`: only the records of at most 400 bytes (deltas and
+other small events, the live-streaming case, where the cost is per line).
 """
 import glob
 import os
@@ -32,6 +34,9 @@ ID_KEYS = (
 ID_RE = re.compile(rb'"(' + ID_KEYS.encode() + rb')":"([^"\\]+)"')
 
 
+SMALL = 400
+
+
 def size(text):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     if text[-1].upper() in units:
@@ -40,9 +45,12 @@ def size(text):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in SOURCES:
+    name = sys.argv[1] if len(sys.argv) == 4 else ""
+    small = name.endswith("-small")
+    dialect = name.removesuffix("-small")
+    if dialect not in SOURCES:
         sys.exit(__doc__)
-    dialect, target, out = sys.argv[1], size(sys.argv[2]), sys.argv[3]
+    target, out = size(sys.argv[2]), sys.argv[3]
     pattern, keep = SOURCES[dialect]
     paths = sorted(p for p in glob.glob(os.path.join(TESTDATA, pattern)) if keep is None or keep(p))
     if not paths:
@@ -53,6 +61,8 @@ def main():
             data = f.read()
         if not data.endswith(b"\n"):
             data += b"\n"
+        if small:
+            data = b"".join(l for l in data.splitlines(keepends=True) if len(l) <= SMALL)
         sessions.append(data)
     written = 0
     copy = 0

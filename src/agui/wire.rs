@@ -445,32 +445,29 @@ fn part_list(out: &mut Vec<u8>, parts: &[Part]) {
                 kind,
                 value,
                 mime_type,
-            } => {
-                out.extend_from_slice(b"{\"type\":");
-                string(out, kind);
-                out.extend_from_slice(b",\"source\":{\"type\":\"data\"");
-                let mut o = Obj(out);
-                o.str(b",\"value\":", value);
-                o.str(b",\"mimeType\":", mime_type);
-                out.push(b'}');
-            }
+            } => source_part(out, kind, "data", value, Some(mime_type)),
             Part::Url {
                 kind,
                 value,
                 mime_type,
-            } => {
-                out.extend_from_slice(b"{\"type\":");
-                string(out, kind);
-                out.extend_from_slice(b",\"source\":{\"type\":\"url\"");
-                let mut o = Obj(out);
-                o.str(b",\"value\":", value);
-                o.opt_str(b",\"mimeType\":", mime_type);
-                out.push(b'}');
-            }
+            } => source_part(out, kind, "url", value, mime_type),
         }
         out.push(b'}');
     }
     out.push(b']');
+}
+
+/// `{"type":KIND,"source":{"type":SOURCE,"value":…[,"mimeType":…]}` (the
+/// part's closing brace is the caller's).
+fn source_part(out: &mut Vec<u8>, kind: &str, source: &str, value: &str, mime: Option<&str>) {
+    out.extend_from_slice(b"{\"type\":");
+    string(out, kind);
+    out.extend_from_slice(b",\"source\":{\"type\":");
+    string(out, source);
+    let mut o = Obj(out);
+    o.str(b",\"value\":", value);
+    o.opt_str(b",\"mimeType\":", mime);
+    out.push(b'}');
 }
 
 /// A plan's content: `{"items":[{"text":…,"status":…,…},…],…}`.

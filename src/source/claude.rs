@@ -276,6 +276,16 @@ struct Lane {
     complete: Option<(String, u64)>,
 }
 
+impl Lane {
+    /// The lane's next message (`id`, if the input gives it) begins: the
+    /// last one's blocks are kept only for their strings.
+    fn next_message(&mut self, id: Option<&str>) {
+        self.spare.append(&mut self.blocks);
+        self.spare.truncate(SPARE_BLOCKS);
+        set_opt(&mut self.msg, id);
+    }
+}
+
 /// How a subagent ends: SUBAGENT_FINISHED with a result, or SUBAGENT_ERROR
 /// with a message and a code (its status).
 enum Ending<'a> {
@@ -606,15 +616,19 @@ impl Claude {
                 self.close_lane(l, em);
                 let id = ev.message.as_ref().and_then(|m| m.id.as_deref());
                 let lane = &mut self.lanes[l];
-                lane.spare.append(&mut lane.blocks);
-                lane.spare.truncate(SPARE_BLOCKS);
-                set_opt(&mut lane.msg, id);
+                lane.next_message(id);
                 lane.streaming = true;
             }
             "content_block_start" => {
                 let Some(block) = ev.content_block.as_ref() else {
                     return raw(em, line);
                 };
+                if ev.index.is_some() && self.find_block(l, ev.index).is_some() {
+                    // An index this message has had: the next message, whose
+                    // `message_start` is missing (a cut or filtered log).
+                    self.close_lane(l, em);
+                    self.lanes[l].next_message(None);
+                }
                 let lane = &mut self.lanes[l];
                 lane.streaming = true;
                 let index = ev.index.unwrap_or(lane.blocks.len() as u64);
@@ -1570,6 +1584,55 @@ mod tests {
         for (result, want) in cases {
             assert_eq!(ending(result), want, "{result}");
         }
+    }
+
+    /// Messages streamed without their `message_start` (a log cut or
+    /// filtered): a block that starts at an index the lane has seen begins
+    /// the next message, under an id of its own, and the lane does not keep
+    /// the last message's blocks (which would grow with the input).
+    #[test]
+    fn a_block_at_a_seen_index_starts_the_next_message() {
+        let event = |ev: &str| {
+            format!(
+                r#"{{"type":"stream_event","event":{ev},"parent_tool_use_id":null,"session_id":"s"}}"#
+            )
+        };
+        let mut input =
+            String::from(r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#);
+        input.push('\n');
+        for word in ["one", "two", "three"] {
+            for ev in [
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#.to_owned(),
+                format!(r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"{word}"}}}}"#),
+                r#"{"type":"content_block_stop","index":0}"#.to_owned(),
+            ] {
+                input.push_str(&event(&ev));
+                input.push('\n');
+            }
+        }
+        let out = crate::run::translate_bytes(
+            crate::source::FromCli::named("claude").unwrap(),
+            input.as_bytes(),
+        );
+        let starts: Vec<String> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["type"] == "TEXT_MESSAGE_START")
+            .map(|v| v["messageId"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(starts.len(), 3, "{starts:?}");
+        let mut unique = starts.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 3, "one id for two messages: {starts:?}");
+
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        let mut tr = Claude::default();
+        for line in input.lines() {
+            tr.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
+        }
+        assert!(tr.lanes.iter().all(|l| l.blocks.len() <= 1));
     }
 
     #[test]
