@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, LineError, Translate};
+use super::{parse_record, record_json, Held, LineError, Translate};
 use crate::agui::{
     code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
     Usage,
@@ -266,7 +266,7 @@ struct Lane {
     /// The subagent, or `None` for the main agent.
     sub: Option<String>,
     /// The message streaming now (`message_start`), and its blocks.
-    msg: Option<String>,
+    msg: Held,
     blocks: Vec<Streamed>,
     /// Blocks of past messages, whose strings the next blocks reuse.
     spare: Vec<Streamed>,
@@ -282,7 +282,7 @@ impl Lane {
     fn next_message(&mut self, id: Option<&str>) {
         self.spare.append(&mut self.blocks);
         self.spare.truncate(SPARE_BLOCKS);
-        set_opt(&mut self.msg, id);
+        self.msg.set_opt(id);
     }
 }
 
@@ -322,12 +322,12 @@ pub struct Claude {
     /// Ids made for messages the input gives none, so far in this run.
     derived: u64,
     /// The model named by `init`, for usage.
-    model: Option<String>,
+    model: Held,
     /// The session of the run.
-    session: Option<String>,
+    session: Held,
     /// The last `result` line of the run, kept in case the run goes on
     /// (a background task) and the result must be re-sent as RAW.
-    last_result: Option<String>,
+    last_result: Held,
     /// Subagents that have finished (they are not started again).
     finished: Vec<String>,
     /// Subagents running in the background: their tool call returns at once,
@@ -521,8 +521,8 @@ impl Claude {
     fn system(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
         match rec.subtype.as_deref() {
             Some("init") => {
-                let same = rec.session_id.is_some()
-                    && rec.session_id.as_deref() == self.session.as_deref();
+                let same =
+                    rec.session_id.is_some() && rec.session_id.as_deref() == self.session.get();
                 if same && (em.in_run() || (em.run_ended() && !self.background.is_empty())) {
                     // A second init of the same session in a run (a
                     // background task waking up): the run goes on. After a
@@ -536,8 +536,8 @@ impl Claude {
                 self.agent_calls.clear();
                 self.tasks = Tasks::default();
                 self.derived = 0;
-                set_opt(&mut self.session, rec.session_id.as_deref());
-                set_opt(&mut self.model, rec.model.as_deref());
+                self.session.set_opt(rec.session_id.as_deref());
+                self.model.set_opt(rec.model.as_deref());
                 // The last result's string is kept for reuse: it is read
                 // only once this run has ended.
                 self.finished.clear();
@@ -633,22 +633,21 @@ impl Claude {
                 lane.streaming = true;
                 let index = ev.index.unwrap_or(lane.blocks.len() as u64);
                 // The message id, lent by the lane while its block starts.
-                let msg = match lane.msg.take() {
-                    Some(m) => m,
-                    None => {
-                        // No message_start: the blocks still share one id.
-                        self.derived += 1;
-                        format!("{}-msg-{}", em.run_id(), self.derived)
-                    }
-                };
+                let mut msg = std::mem::take(&mut lane.msg);
+                if !msg.is_set() {
+                    // No message_start: the blocks still share one id.
+                    self.derived += 1;
+                    msg.set(&format!("{}-msg-{}", em.run_id(), self.derived));
+                }
+                let msg_id = msg.get().unwrap_or_default();
                 let mut id = std::mem::take(&mut self.block_id);
                 id.clear();
-                id.push_str(&msg);
+                id.push_str(msg_id);
                 if index > 0 {
                     let _ = write!(id, "-{index}");
                 }
-                self.block_start(l, index, block, &msg, &id, em);
-                self.lanes[l].msg = Some(msg);
+                self.block_start(l, index, block, msg_id, &id, em);
+                self.lanes[l].msg = msg;
                 self.block_id = id;
             }
             "content_block_delta" => {
@@ -924,12 +923,10 @@ impl Claude {
         let msg_id = &*msg_id;
         let l = self.lane(rec.parent_tool_use_id.as_deref());
         // The lane that streamed this message, if any (its own, normally).
-        let streamed = if self.lanes[l].msg.as_deref() == Some(msg_id) {
+        let streamed = if self.lanes[l].msg.get() == Some(msg_id) {
             Some(l)
         } else {
-            self.lanes
-                .iter()
-                .position(|x| x.msg.as_deref() == Some(msg_id))
+            self.lanes.iter().position(|x| x.msg.get() == Some(msg_id))
         };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
@@ -1230,13 +1227,13 @@ impl Claude {
             // after the first): the run goes on to this one; the first
             // result is kept as RAW.
             em.reopen_run();
-            if let Some(prev) = self.last_result.as_deref() {
+            if let Some(prev) = self.last_result.get() {
                 if let Ok(v) = serde_json::from_str::<&RawValue>(prev) {
                     em.raw(v, SOURCE);
                 }
             }
         }
-        set_opt(&mut self.last_result, std::str::from_utf8(line).ok());
+        self.last_result.set_opt(std::str::from_utf8(line).ok());
         let usage = self.usage(rec);
         let result = record_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
@@ -1330,7 +1327,7 @@ impl Claude {
             return Vec::new();
         };
         vec![usage(
-            self.model.as_deref().map(Cow::Borrowed),
+            self.model.get().map(Cow::Borrowed),
             u.input_tokens,
             u.cache_read_input_tokens,
             u.cache_creation_input_tokens,
@@ -1878,16 +1875,5 @@ impl Task {
             extra: Vec::new(),
             gone: false,
         }
-    }
-}
-
-/// Set `slot` to `v`, reusing the string it holds.
-fn set_opt(slot: &mut Option<String>, v: Option<&str>) {
-    match (slot.as_mut(), v) {
-        (Some(s), Some(v)) => {
-            s.clear();
-            s.push_str(v);
-        }
-        (_, v) => *slot = v.map(str::to_owned),
     }
 }
