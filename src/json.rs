@@ -10,9 +10,14 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Parse one input line.
+/// Parse one input line. Its UTF-8 is checked once, whole (a fast pass),
+/// so that the parser need not check each string it borrows; a line that is
+/// not UTF-8 is parsed as bytes, as far as it goes.
 pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
-    serde_json::from_slice(line)
+    match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(line),
+    }
 }
 
 /// For `Option<Cow<str>>` fields: `#[serde(borrow, default, deserialize_with
