@@ -63,19 +63,37 @@ impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for Entries<'a, T> {
 
 /// Any JSON value, read and dropped. Unlike serde's `IgnoredAny`, which
 /// serde_json skips with a fresh buffer for every line that nests, this
-/// walks the value itself: skipping allocates nothing unless a string holds
-/// escapes.
+/// walks the value itself (up to [`SKIP_DEPTH`] levels, well within the
+/// parser's recursion limit; deeper levels are left to `IgnoredAny`):
+/// skipping allocates nothing unless a string holds escapes or the value
+/// nests deeper.
 pub struct Skip;
+
+/// How many levels [`Skip`] walks itself.
+const SKIP_DEPTH: u8 = 16;
 
 impl<'de> Deserialize<'de> for Skip {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(SkipVisitor)
+        serde::de::DeserializeSeed::deserialize(SkipLevels(SKIP_DEPTH), d)
     }
 }
 
-struct SkipVisitor;
+/// [`Skip`] with this many levels left to walk.
+#[derive(Clone, Copy)]
+struct SkipLevels(u8);
 
-impl<'de> serde::de::Visitor<'de> for SkipVisitor {
+impl<'de> serde::de::DeserializeSeed<'de> for SkipLevels {
+    type Value = Skip;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
+        if self.0 == 0 {
+            serde::de::IgnoredAny::deserialize(d)?;
+            return Ok(Skip);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SkipLevels {
     type Value = Skip;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
@@ -102,14 +120,18 @@ impl<'de> serde::de::Visitor<'de> for SkipVisitor {
         Ok(Skip)
     }
     fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Skip, D::Error> {
-        Skip::deserialize(d)
+        serde::de::DeserializeSeed::deserialize(self, d)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
+        let inner = SkipLevels(self.0 - 1);
+        while seq.next_element_seed(inner)?.is_some() {}
         Ok(Skip)
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        let inner = SkipLevels(self.0 - 1);
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
         Ok(Skip)
     }
 }
@@ -396,6 +418,23 @@ mod tests {
         assert_eq!(v["b"], "\u{fffd}y");
         assert_eq!(v["c"], "😀");
         assert_eq!(v["d"], "\\ud83d");
+    }
+
+    #[test]
+    fn skipped_values_may_nest_beyond_the_parsers_recursion_limit() {
+        #[derive(serde::Deserialize)]
+        struct Rec<'a> {
+            #[serde(borrow)]
+            keep: Cow<'a, str>,
+            #[allow(dead_code)]
+            other: Skip,
+        }
+        let deep = format!("{}1{}", "[{\"a\":".repeat(500), "}]".repeat(500));
+        let line = format!(r#"{{"other":{{"x":[1,-2,3.5,true,null,"s\n",{deep}]}},"keep":"k"}}"#);
+        let rec: Rec = parse(line.as_bytes()).unwrap();
+        assert_eq!(rec.keep, "k");
+        // Still a parser: what is not JSON is an error.
+        assert!(parse::<Rec>(br#"{"other":[1,],"keep":"k"}"#).is_err());
     }
 
     #[test]
