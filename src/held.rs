@@ -1,8 +1,8 @@
 //! A string slot that keeps its buffer.
 
-/// A string kept between lines (an open message's id, the
-/// model's name), whose buffer outlives its value: setting it again
-/// allocates nothing once the buffer is big enough.
+/// A string kept between lines (an open message's id, the model's name),
+/// whose buffer outlives its value: setting it again allocates nothing once
+/// the buffer is big enough.
 #[derive(Default)]
 pub struct Held {
     text: String,
