@@ -61,9 +61,10 @@ pub(super) struct OpenItems {
     spare_sets: Vec<BTreeSet<Seq>>,
 }
 
-/// How many argument trackers and id strings are kept for reuse.
-const SPARE_ARGS: usize = 64;
-const SPARE_IDS: usize = 128;
+/// How many argument trackers and owner sets are kept for reuse, each.
+const SPARES: usize = 64;
+/// How many id strings are kept for reuse (an item holds two).
+const SPARE_IDS: usize = 2 * SPARES;
 
 impl OpenItems {
     /// Whether `id` is open as anything.
@@ -159,7 +160,7 @@ impl OpenItems {
                 set.remove(&seq);
                 if set.is_empty() {
                     if let Some(set) = self.by_owner.remove(owner) {
-                        if self.spare_sets.len() < SPARE_ARGS {
+                        if self.spare_sets.len() < SPARES {
                             self.spare_sets.push(set);
                         }
                     }
@@ -178,7 +179,7 @@ impl OpenItems {
     pub fn recycle(&mut self, o: Open) {
         self.spare(o.id);
         if let Some(args) = o.args {
-            if self.spare_args.len() < SPARE_ARGS {
+            if self.spare_args.len() < SPARES {
                 self.spare_args.push(args);
             }
         }
