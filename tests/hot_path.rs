@@ -195,6 +195,42 @@ fn codex_text_deltas_allocate_nothing() {
     );
 }
 
+#[test]
+fn app_server_text_and_reasoning_deltas_allocate_nothing() {
+    let thread = "01a20a16-e614-7d62-9115-0130197b6c85";
+    let turn = "01a20a16-e63b-7a83-83fd-5e4943a34278";
+    let setup = [
+        format!(r#"{{"method":"thread/started","params":{{"thread":{{"id":"{thread}"}}}}}}"#),
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{thread}","turn":{{"id":"{turn}","items":[],"status":"inProgress"}}}}}}"#
+        ),
+        format!(
+            r#"{{"method":"item/started","params":{{"item":{{"type":"agentMessage","id":"msg_m0","text":""}},"threadId":"{thread}","turnId":"{turn}"}}}}"#
+        ),
+        format!(
+            r#"{{"method":"item/started","params":{{"item":{{"type":"reasoning","id":"rs_m0","summary":[],"content":[]}},"threadId":"{thread}","turnId":"{turn}"}}}}"#
+        ),
+        format!(
+            r#"{{"method":"item/reasoning/summaryPartAdded","params":{{"threadId":"{thread}","turnId":"{turn}","itemId":"rs_m0","summaryIndex":0}}}}"#
+        ),
+    ];
+    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
+    let delta = |method: &str, item: &str, i: usize| {
+        format!(
+            r#"{{"method":"{method}","params":{{"threadId":"{thread}","turnId":"{turn}","itemId":"{item}","delta":"word {i} with \"quotes\" and \n","summaryIndex":0}},"emittedAtMs":1795465602747}}"#
+        )
+    };
+    let app = Dialect::named("codex-app-server").unwrap();
+    let texts: Vec<String> = (0..500)
+        .map(|i| delta("item/agentMessage/delta", "msg_m0", i))
+        .collect();
+    assert_eq!(allocations(app, &setup, &texts), 0);
+    let thoughts: Vec<String> = (0..500)
+        .map(|i| delta("item/reasoning/summaryTextDelta", "rs_m0", i))
+        .collect();
+    assert_eq!(allocations(app, &setup, &thoughts), 0);
+}
+
 /// Allocations per line, on average, translating the recordings in `dirs`
 /// (every copy's ids made unique, as in a day of logs).
 fn allocations_per_line(dialect: Dialect, dirs: &[&str]) -> f64 {

@@ -822,13 +822,13 @@ impl CodexAppServer {
                     ev.summary_index
                 };
                 self.enter_reasoning(id, index.unwrap_or(0), raw_part, em);
-                if let Some(d) = ev.delta {
-                    let text = text_of(d);
-                    if !text.is_empty() {
+                match ev.delta.map(|d| delta_text(d, &mut decoded)) {
+                    Some(text) if !text.is_empty() => {
                         let part = self.reasoning.as_ref().expect("entered above");
                         em.set_subagent(part.owner.as_deref());
-                        em.reasoning_content(&part.id, &text);
+                        em.reasoning_content_text(&part.id, text);
                     }
+                    _ => {}
                 }
             }
             _ => {
