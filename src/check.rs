@@ -430,7 +430,14 @@ impl Checker {
                 }
                 if act == Act::End {
                     run.open.remove(&key);
-                    if let Some(args) = run.args.remove(&id) {
+                    // A tool call's arguments, not those of another item
+                    // that happens to share its id.
+                    let args = if family == Tool {
+                        run.args.remove(&id)
+                    } else {
+                        None
+                    };
+                    if let Some(args) = args {
                         if !args.is_empty()
                             && serde_json::from_str::<serde::de::IgnoredAny>(&args).is_err()
                         {
@@ -714,5 +721,19 @@ mod tests {
         // After RUN_ERROR only RUN_STARTED.
         let input = "{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n{\"type\":\"RUN_ERROR\",\"message\":\"m\"}\n";
         assert!(verdict(input).unwrap_err()[0].contains("after the run ended"));
+    }
+    /// A text message may share its id with a tool call: its end does not
+    /// end the call, nor judge the call's arguments so far.
+    #[test]
+    fn a_message_with_a_tool_call_s_id_leaves_the_call_alone() {
+        let input = in_run(&[
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"x"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{\"a\":"}"#,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"c","role":"assistant"}"#,
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"c"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"1}"}"#,
+            r#"{"type":"TOOL_CALL_END","toolCallId":"c"}"#,
+        ]);
+        verdict(&input).unwrap();
     }
 }
