@@ -822,13 +822,12 @@ impl CodexAppServer {
                     ev.summary_index
                 };
                 self.enter_reasoning(id, index.unwrap_or(0), raw_part, em);
-                match ev.delta.map(|d| delta_text(d, &mut decoded)) {
-                    Some(text) if !text.is_empty() => {
-                        let part = self.reasoning.as_ref().expect("entered above");
+                let text = ev.delta.map(|d| delta_text(d, &mut decoded));
+                if let (Some(text), Some(part)) = (text, &self.reasoning) {
+                    if !text.is_empty() {
                         em.set_subagent(part.owner.as_deref());
                         em.reasoning_content_text(&part.id, text);
                     }
-                    _ => {}
                 }
             }
             _ => {
