@@ -125,7 +125,7 @@ pub enum Event<'a> {
     },
     Custom {
         name: &'a str,
-        value: Json<'a>,
+        value: MetaValue<'a>,
     },
     /// A CUSTOM `tool_output` event: live output of a running tool call
     /// (`value: {toolCallId, stream, delta}`).
@@ -1410,7 +1410,7 @@ impl Emitter {
         });
     }
 
-    pub fn custom(&mut self, name: &str, value: Json) {
+    pub fn custom(&mut self, name: &str, value: MetaValue) {
         self.write_or_hold(&Event::Custom { name, value });
     }
 

@@ -266,7 +266,7 @@ impl<'a> Session<'a> {
             line.clear();
             self.line = line;
             if let Some(value) = self.answered.take() {
-                em.custom("approval_response", &value);
+                em.custom("approval_response", crate::agui::MetaValue::Json(&value));
             }
             em.drain_to(out)?;
             out.flush()?;

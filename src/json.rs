@@ -14,9 +14,18 @@ use serde_json::value::RawValue;
 /// so that the parser need not check each string it borrows; a line that is
 /// not UTF-8 is parsed as bytes, as far as it goes.
 pub fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> serde_json::Result<T> {
-    match std::str::from_utf8(line) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(line),
+    parse_checked(line, std::str::from_utf8(line).ok())
+}
+
+/// [`parse`] with the line's UTF-8 checked already: `text` is the line as
+/// text when it is UTF-8.
+pub fn parse_checked<'a, T: Deserialize<'a>>(
+    line: &'a [u8],
+    text: Option<&'a str>,
+) -> serde_json::Result<T> {
+    match text {
+        Some(text) => serde_json::from_str(text),
+        None => serde_json::from_slice(line),
     }
 }
 

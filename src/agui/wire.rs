@@ -216,9 +216,10 @@ pub(super) fn event_open_for<'a>(
             value(o.0, event);
             o.str(b",\"source\":", source);
         }
-        Event::Custom { name, value } => {
+        Event::Custom { name, value: v } => {
             o.str(b",\"name\":", name);
-            o.json(b",\"value\":", value);
+            o.0.extend_from_slice(b",\"value\":");
+            value(o.0, v);
         }
         Event::ToolOutput {
             tool_call_id,

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, Held, LineError, Translate};
+use super::{parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{
     code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
     Usage,
@@ -362,7 +362,7 @@ impl Translate for Claude {
         self.close_lanes(em);
         if let Some(line) = self.deferred.take() {
             if let Ok(rec) = serde_json::from_str::<Record>(&line) {
-                self.end_run(&rec, line.as_bytes(), em);
+                self.end_run(&rec, Line::of_text(&line), em);
             }
         }
     }
@@ -373,7 +373,7 @@ impl Translate for Claude {
 }
 
 impl Claude {
-    fn record(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn record(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
         let sub = rec.parent_tool_use_id.as_deref();
         match rec.kind.as_deref() {
@@ -518,7 +518,7 @@ impl Claude {
 
     // ---- system ---------------------------------------------------------
 
-    fn system(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn system(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         match rec.subtype.as_deref() {
             Some("init") => {
                 let same =
@@ -609,7 +609,13 @@ impl Claude {
         }
     }
 
-    fn stream_event(&mut self, ev: &StreamEvent, sub: Option<&str>, line: &[u8], em: &mut Emitter) {
+    fn stream_event(
+        &mut self,
+        ev: &StreamEvent,
+        sub: Option<&str>,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) {
         let l = self.lane(sub);
         match &*ev.kind {
             "message_start" => {
@@ -899,7 +905,12 @@ impl Claude {
 
     // ---- complete lines ---------------------------------------------------
 
-    fn assistant(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn assistant(
+        &mut self,
+        rec: &Record,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
             return Err(LineError::Shape("assistant without message".into()));
         };
@@ -1031,7 +1042,7 @@ impl Claude {
         block: &Block,
         id: &str,
         msg_id: &str,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) {
         match kind {
@@ -1095,7 +1106,7 @@ impl Claude {
         }
     }
 
-    fn user(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn user(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
             return Err(LineError::Shape("user without message".into()));
         };
@@ -1197,7 +1208,7 @@ impl Claude {
 
     // ---- result -------------------------------------------------------------
 
-    fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn result(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         let waiting = self.background.iter().any(|b| em.subagent_open(b));
         if waiting {
             // Background subagents may still be streaming: only the main
@@ -1209,31 +1220,27 @@ impl Claude {
             self.close_lanes(em);
         }
         if let Some(prev) = self.deferred.take() {
-            if let Ok(v) = serde_json::from_str::<&RawValue>(&prev) {
-                em.raw(v, SOURCE);
-            }
+            raw(em, Line::of_text(&prev));
         }
         if waiting {
             // A background subagent is still at work: this is not the end.
-            self.deferred = std::str::from_utf8(line).ok().map(str::to_owned);
+            self.deferred = line.text().map(str::to_owned);
             return;
         }
         self.end_run(rec, line, em);
     }
 
-    fn end_run(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn end_run(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         if em.run_ended() {
             // A second result in the same run (a background task finished
             // after the first): the run goes on to this one; the first
             // result is kept as RAW.
             em.reopen_run();
             if let Some(prev) = self.last_result.get() {
-                if let Ok(v) = serde_json::from_str::<&RawValue>(prev) {
-                    em.raw(v, SOURCE);
-                }
+                raw(em, Line::of_text(prev));
             }
         }
-        self.last_result.set_opt(std::str::from_utf8(line).ok());
+        self.last_result.set_opt(line.text());
         let usage = self.usage(rec);
         let result = record_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
@@ -1487,7 +1494,7 @@ struct Source<'a> {
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
-fn raw(em: &mut Emitter, line: &[u8]) {
+fn raw(em: &mut Emitter, line: Line<'_>) {
     super::raw_record(em, line, SOURCE);
 }
 

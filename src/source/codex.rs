@@ -25,7 +25,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, Held, LineError, Translate};
+use super::{parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{
     code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Part, Role, Text, Usage,
 };
@@ -461,7 +461,7 @@ impl Translate for Codex {
 }
 
 impl Codex {
-    fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn record(&mut self, rec: Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         if let Some(msg) = rec.msg {
             self.legacy = true;
             return self.legacy(msg, line, em);
@@ -478,7 +478,7 @@ impl Codex {
                     self.restart();
                 }
                 self.legacy = true;
-                self.seed.add(line);
+                self.seed.add(&line);
                 if let Some(p) = rec.prompt {
                     if em.user_messages() {
                         self.prompt = Some(text_of(p).into_owned());
@@ -505,12 +505,12 @@ impl Codex {
         &mut self,
         kind: &str,
         rec: &Record,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let announces = matches!(kind, "thread.started" | "session.created" | "turn.started");
         if !announces && (self.pending || !em.in_run() && !em.run_ended()) {
-            self.open_run(None, line, em);
+            self.open_run(None, &line, em);
         }
         match kind {
             "thread.started" | "session.created" => {
@@ -521,7 +521,7 @@ impl Codex {
                 let thread = rec.thread_id.as_deref().or(rec.session_id.as_deref());
                 self.thread.set_opt(thread);
                 self.pending = true;
-                self.seed = Digest::of(line);
+                self.seed = Digest::of(&line);
                 em.announce_thread(self.thread.get());
             }
             "turn.started" => {
@@ -529,7 +529,7 @@ impl Codex {
                 // with its first record of content.
                 if !em.in_run() && !self.pending {
                     self.pending = true;
-                    self.seed = Digest::of(line);
+                    self.seed = Digest::of(&line);
                     em.announce_thread(self.thread.get());
                 }
             }
@@ -588,7 +588,7 @@ impl Codex {
         &mut self,
         event: &str,
         it: &Item,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let Some(id) = it.id.as_deref() else {
@@ -607,7 +607,7 @@ impl Codex {
         event: &str,
         it: &Item,
         id: &str,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let done = event == "item.completed";
@@ -771,12 +771,12 @@ impl Codex {
     // ---- legacy format --------------------------------------------------
 
     /// Legacy `{"id","msg":{…}}` events.
-    fn legacy(&mut self, msg: Msg, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn legacy(&mut self, msg: Msg, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let kind = msg.kind.as_deref().unwrap_or("");
         self.legacy_events = true;
         if kind == "session_configured" {
             if !em.in_run() {
-                self.open_run(msg.session_id.as_deref(), line, em);
+                self.open_run(msg.session_id.as_deref(), &line, em);
             }
             if let Some(m) = msg.model.as_deref() {
                 self.model = Some(m.to_owned());
@@ -786,7 +786,7 @@ impl Codex {
             return Ok(());
         }
         if !em.in_run() && !em.run_ended() {
-            self.open_run(None, line, em);
+            self.open_run(None, &line, em);
         }
         self.flush_prompt(em);
         if !matches!(kind, "token_count" | "error" | "stream_error") {
@@ -1405,7 +1405,7 @@ fn error_code(msg: &str) -> &'static str {
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
-fn raw(em: &mut Emitter, line: &[u8]) {
+fn raw(em: &mut Emitter, line: Line<'_>) {
     super::raw_record(em, line, SOURCE);
 }
 

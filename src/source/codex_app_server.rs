@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, TokenUsage};
-use super::{parse_record, record_json, LineError, Translate};
+use super::{parse_record, record_json, Line, LineError, Translate};
 use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of};
 
@@ -453,7 +453,7 @@ impl Translate for CodexAppServer {
 }
 
 impl CodexAppServer {
-    fn message(&mut self, msg: Message, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn message(&mut self, msg: Message, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let ts = msg.emitted_at_ms.and_then(|t| t.get().parse::<i64>().ok());
         em.set_timestamp(ts);
         // The client's agent, unless the line names a subagent's thread.
@@ -475,10 +475,7 @@ impl CodexAppServer {
             } else {
                 "server_request"
             };
-            match std::str::from_utf8(line)
-                .ok()
-                .and_then(|s| serde_json::from_str::<&RawValue>(s.trim()).ok())
-            {
+            match record_json(line) {
                 Some(v) => em.custom(name, v),
                 None => raw(em, line),
             }
@@ -556,7 +553,7 @@ impl CodexAppServer {
     fn response(
         &mut self,
         result: Option<&RawValue>,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         if let Some(r) = result.and_then(|r| serde_json::from_str::<ResponseResult>(r.get()).ok()) {
@@ -629,7 +626,7 @@ impl CodexAppServer {
         self.reasoning = None;
     }
 
-    fn turn(&mut self, method: &str, ev: TurnEvent, line: &[u8], em: &mut Emitter) {
+    fn turn(&mut self, method: &str, ev: TurnEvent, line: Line<'_>, em: &mut Emitter) {
         let turn = ev.turn.as_ref();
         let turn_id = turn.and_then(|t| t.id.as_deref());
         if let Some(t) = ev.thread_id.as_deref().filter(|t| self.is_child(t)) {
@@ -699,7 +696,7 @@ impl CodexAppServer {
         &mut self,
         method: &str,
         ev: ItemEvent,
-        line: &[u8],
+        line: Line<'_>,
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let Some(it) = ev.item else {
@@ -792,7 +789,7 @@ impl CodexAppServer {
         Ok(())
     }
 
-    fn delta(&mut self, method: &str, ev: DeltaEvent, line: &[u8], em: &mut Emitter) {
+    fn delta(&mut self, method: &str, ev: DeltaEvent, line: Line<'_>, em: &mut Emitter) {
         self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
         let Some(id) = ev.item_id.as_deref() else {
             em.unknown(format!("{method} without itemId"));
@@ -1304,6 +1301,6 @@ fn known_notification(method: &str) -> bool {
 
 /// A value's JSON text.
 /// Keep a record that parsed as RAW, copied as it is.
-fn raw(em: &mut Emitter, line: &[u8]) {
+fn raw(em: &mut Emitter, line: Line<'_>) {
     super::raw_record(em, line, SOURCE);
 }

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, Held, LineError, Translate};
+use super::{parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
@@ -145,7 +145,7 @@ impl Translate for Gemini {
 }
 
 impl Gemini {
-    fn record(&mut self, rec: Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn record(&mut self, rec: Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
         match &*rec.kind {
             "init" => self.init(&rec, line, em),
@@ -162,7 +162,7 @@ impl Gemini {
         Ok(())
     }
 
-    fn init(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn init(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         // A new run: nothing of the last one is kept (the buffers are).
         self.text.clear();
         self.parent.clear();
@@ -187,7 +187,7 @@ impl Gemini {
         &self.id
     }
 
-    fn message(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn message(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         match rec.role.as_deref() {
             Some("assistant") => {
                 self.unanswered = false;
@@ -247,7 +247,12 @@ impl Gemini {
         }
     }
 
-    fn tool_use(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) -> Result<(), LineError> {
+    fn tool_use(
+        &mut self,
+        rec: &Record,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
         self.unanswered = false;
         let (Some(id), Some(name)) = (rec.tool_id.as_deref(), rec.tool_name.as_deref()) else {
             return Err(LineError::Shape(
@@ -326,7 +331,7 @@ impl Gemini {
         Ok(())
     }
 
-    fn error(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn error(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         // The record goes out as it is: a warning is information, and a fatal
         // error's message also becomes the run's RUN_ERROR.
         raw(em, line);
@@ -337,7 +342,7 @@ impl Gemini {
         }
     }
 
-    fn result(&mut self, rec: &Record, line: &[u8], em: &mut Emitter) {
+    fn result(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         self.close_text(em);
         let event_msg = self.error.take();
         let usage = self.usage(rec.stats);
@@ -448,6 +453,6 @@ fn is_cancellation(kind: Option<&str>) -> bool {
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
-fn raw(em: &mut Emitter, line: &[u8]) {
+fn raw(em: &mut Emitter, line: Line<'_>) {
     super::raw_record(em, line, SOURCE);
 }

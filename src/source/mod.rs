@@ -89,20 +89,58 @@ impl LineError {
     }
 }
 
+/// An input line whose record has parsed: its bytes, and its text when it
+/// is UTF-8 (checked once, before the parse). Dereferences to the bytes.
+#[derive(Clone, Copy)]
+pub struct Line<'a> {
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+}
+
+impl<'a> Line<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Line {
+            bytes,
+            text: std::str::from_utf8(bytes).ok(),
+        }
+    }
+
+    /// A record's text that has parsed before (a record kept for later).
+    pub fn of_text(text: &'a str) -> Self {
+        Line {
+            bytes: text.as_bytes(),
+            text: Some(text),
+        }
+    }
+
+    /// The line as text, if it is UTF-8.
+    pub fn text(&self) -> Option<&'a str> {
+        self.text
+    }
+}
+
+impl std::ops::Deref for Line<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
 /// Parse `line` into a record, repairing lone surrogate escapes if that is
 /// what failed (the repaired copy is kept in `scratch`).
 pub fn parse_record<'a, T: serde::Deserialize<'a>>(
     line: &'a [u8],
     scratch: &'a mut Option<Vec<u8>>,
-) -> Result<(T, &'a [u8]), LineError> {
-    match json::parse::<T>(line) {
-        Ok(rec) => Ok((rec, line)),
+) -> Result<(T, Line<'a>), LineError> {
+    let checked = Line::new(line);
+    match json::parse_checked::<T>(line, checked.text) {
+        Ok(rec) => Ok((rec, checked)),
         Err(err) => match json::repair_surrogates(line, &err) {
             Some(fixed) => {
-                let fixed: &'a [u8] = scratch.insert(fixed);
-                match json::parse::<T>(fixed) {
+                let fixed = Line::new(scratch.insert(fixed));
+                match json::parse_checked::<T>(fixed.bytes, fixed.text) {
                     Ok(rec) => Ok((rec, fixed)),
-                    Err(err) => Err(LineError::from_parse(fixed, err)),
+                    Err(err) => Err(LineError::from_parse(fixed.bytes, err)),
                 }
             }
             None => Err(LineError::from_parse(line, err)),
@@ -117,21 +155,18 @@ pub fn line_json(line: &[u8]) -> Option<&RawValue> {
 }
 
 /// A record that has parsed, to copy into an event (`RUN_FINISHED.result`,
-/// metadata) as it is: no second parse. Strings skipped by the parser were
-/// not checked for UTF-8, so that is checked here.
-pub fn record_json(line: &[u8]) -> Option<MetaValue<'_>> {
-    std::str::from_utf8(line)
-        .ok()
-        .map(|json| MetaValue::Record(json.trim()))
+/// metadata) as it is: no second parse, and no second UTF-8 check.
+pub fn record_json(line: Line<'_>) -> Option<MetaValue<'_>> {
+    line.text().map(|json| MetaValue::Record(json.trim()))
 }
 
 /// A RAW event around a record that has parsed (so it is one valid JSON
-/// value), copied as it is: no second parse. Strings skipped by the parser
-/// were not checked for UTF-8, so that is checked here.
-pub fn raw_record(em: &mut Emitter, line: &[u8], source: &str) {
-    match std::str::from_utf8(line) {
-        Ok(json) => em.raw_line(json.trim(), source),
-        Err(_) => passthrough(em, source, 0, line),
+/// value), copied as it is: no second parse. A record that parsed but is not
+/// UTF-8 (in a string the parser skipped) goes out as bytes.
+pub fn raw_record(em: &mut Emitter, line: Line<'_>, source: &str) {
+    match line.text() {
+        Some(json) => em.raw_line(json.trim(), source),
+        None => passthrough(em, source, 0, &line),
     }
 }
 
