@@ -25,7 +25,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, Held, Line, LineError, Translate};
+use super::{input_text, parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{
     code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Part, Role, Text, Usage,
 };
@@ -833,10 +833,8 @@ impl Codex {
                     self.reasoning.set(&self.id);
                 }
                 if let (Some(id), Some(d)) = (self.reasoning.get(), msg.delta) {
-                    match json::literal(d) {
-                        Some(lit) => em.reasoning_content_text(id, Text::Literal(lit)),
-                        None => em.reasoning_content(id, &text_of(d)),
-                    }
+                    let mut decoded = None;
+                    em.reasoning_content_text(id, input_text(d, &mut decoded));
                 }
             }
             "agent_reasoning" | "agent_reasoning_raw_content" => match self.reasoning.take() {
@@ -1357,13 +1355,10 @@ fn scope(buf: &mut String, em: &Emitter, id: &str) {
     buf.push_str(id);
 }
 
-/// Streamed text for message `id`: the delta's JSON string copied as it is
-/// when it can be (the hot path), else decoded.
+/// Streamed text for message `id`.
 fn delta_text(em: &mut Emitter, id: &str, delta: &RawValue) {
-    match json::literal(delta) {
-        Some(lit) => em.text_content_text(id, Text::Literal(lit)),
-        None => em.text_content(id, &text_of(delta)),
-    }
+    let mut decoded = None;
+    em.text_content_text(id, input_text(delta, &mut decoded));
 }
 
 fn need_call_id<'m>(msg: &'m Msg, kind: &str) -> Result<&'m str, LineError> {

@@ -25,8 +25,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::codex::{mcp_content, openai_usage, TokenUsage};
-use super::{parse_record, record_json, Line, LineError, Translate};
-use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Text, Usage};
+use super::{input_text, parse_record, record_json, Line, LineError, Translate};
+use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Usage};
 use crate::json::{self, text_of};
 
 const SOURCE: &str = "codex-app-server";
@@ -804,7 +804,7 @@ impl CodexAppServer {
                         .streamed
                         .push((id.to_owned(), em.subagent().map(str::to_owned))),
                 }
-                match ev.delta.map(|d| delta_text(d, &mut decoded)) {
+                match ev.delta.map(|d| input_text(d, &mut decoded)) {
                     Some(text) if !text.is_empty() => em.text_content_text(id, text),
                     _ => {}
                 }
@@ -819,7 +819,7 @@ impl CodexAppServer {
                     ev.summary_index
                 };
                 self.enter_reasoning(id, index.unwrap_or(0), raw_part, em);
-                let text = ev.delta.map(|d| delta_text(d, &mut decoded));
+                let text = ev.delta.map(|d| input_text(d, &mut decoded));
                 if let (Some(text), Some(part)) = (text, &self.reasoning) {
                     if !text.is_empty() {
                         em.set_subagent(part.owner.as_deref());
@@ -830,7 +830,7 @@ impl CodexAppServer {
             _ => {
                 // Live output of a command or a patch: the final result
                 // still holds the whole output.
-                let delta = match ev.delta.map(|d| delta_text(d, &mut decoded)) {
+                let delta = match ev.delta.map(|d| input_text(d, &mut decoded)) {
                     Some(text) if !text.is_empty() => text,
                     _ => return,
                 };
@@ -912,15 +912,6 @@ impl CodexAppServer {
 
     fn usage(&self) -> Option<Usage<'_>> {
         self.totals.map(|t| openai_usage(self.model.as_deref(), t))
-    }
-}
-
-/// A delta for the output: the input's JSON string literal copied as it is,
-/// or its text decoded into `decoded` when it must be (a lone surrogate).
-fn delta_text<'d>(d: &'d RawValue, decoded: &'d mut Option<Cow<'d, str>>) -> Text<'d> {
-    match json::literal(d) {
-        Some(lit) => Text::Literal(lit),
-        None => Text::Str(decoded.insert(text_of(d))),
     }
 }
 

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{parse_record, record_json, Held, Line, LineError, Translate};
+use super::{input_text, parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
 use crate::json::{self, text_of, timestamp_ms};
 
@@ -193,14 +193,10 @@ impl Gemini {
                 self.unanswered = false;
                 if rec.delta == Some(true) {
                     // The hot path: copy the delta's JSON string as it is.
-                    let literal = rec.content.and_then(json::literal);
-                    let decoded = match literal {
-                        Some(_) => None,
-                        None => Some(rec.content.map(text_of).unwrap_or_default()),
-                    };
-                    let text = match (literal, &decoded) {
-                        (Some(l), _) => Text::Literal(l),
-                        (None, d) => Text::Str(d.as_deref().unwrap_or("")),
+                    let mut decoded = None;
+                    let text = match rec.content {
+                        Some(c) => input_text(c, &mut decoded),
+                        None => Text::Str(""),
                     };
                     let open = self.text.get().is_some_and(|id| em.is_open(id));
                     if !open {

@@ -7,7 +7,9 @@ use std::fmt;
 
 use serde_json::value::RawValue;
 
-use crate::agui::{Emitter, MetaValue};
+use std::borrow::Cow;
+
+use crate::agui::{Emitter, MetaValue, Text};
 use crate::json;
 
 pub use crate::dialect::{Dialect, FromCli};
@@ -145,6 +147,16 @@ pub fn parse_record<'a, T: serde::Deserialize<'a>>(
             }
             None => Err(LineError::from_parse(line, err)),
         },
+    }
+}
+
+/// Text from the input for the output: its JSON string literal copied as
+/// it is (the hot path: no decoding, no escaping again), or its text decoded
+/// into `decoded` when it must be (not a string, or a lone surrogate).
+pub fn input_text<'d>(v: &'d RawValue, decoded: &'d mut Option<Cow<'d, str>>) -> Text<'d> {
+    match json::literal(v) {
+        Some(lit) => Text::Literal(lit),
+        None => Text::Str(decoded.insert(json::text_of(v))),
     }
 }
 
