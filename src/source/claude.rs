@@ -314,7 +314,7 @@ struct AgentInput<'a> {
 #[derive(Default)]
 pub struct Claude {
     lanes: Vec<Lane>,
-    /// Scratch space for a streamed block's id.
+    /// Scratch space for a block's id.
     block_id: String,
     /// The run's `Task`/`Agent` tool calls, to name their subagents when no
     /// `task_started` record does (1.0.x has none).
@@ -647,11 +647,7 @@ impl Claude {
                 }
                 let msg_id = msg.get().unwrap_or_default();
                 let mut id = std::mem::take(&mut self.block_id);
-                id.clear();
-                id.push_str(msg_id);
-                if index > 0 {
-                    let _ = write!(id, "-{index}");
-                }
+                block_id(&mut id, msg_id, index);
                 self.block_start(l, index, block, msg_id, &id, em);
                 self.lanes[l].msg = msg;
                 self.block_id = id;
@@ -968,8 +964,10 @@ impl Claude {
                     0
                 }
             };
-            let id = block_id(msg_id, index);
+            let mut id = std::mem::take(&mut self.block_id);
+            block_id(&mut id, msg_id, index);
             self.complete_block(kind, block, &id, msg_id, line, em);
+            self.block_id = id;
             self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
         Ok(())
@@ -1400,13 +1398,13 @@ fn with_delta_text<R>(
     (!text.is_empty()).then(|| f(text))
 }
 
-/// The AG-UI id of block `index` of message `msg`: the message id for the
-/// first block, `<msg>-<index>` for the rest.
-fn block_id(msg: &str, index: u64) -> Cow<'_, str> {
-    if index == 0 {
-        Cow::Borrowed(msg)
-    } else {
-        Cow::Owned(format!("{msg}-{index}"))
+/// The AG-UI id of block `index` of message `msg`, into `out`: the
+/// message's id for the first block, with `-INDEX` after it for the others.
+fn block_id(out: &mut String, msg: &str, index: u64) {
+    out.clear();
+    out.push_str(msg);
+    if index > 0 {
+        let _ = write!(out, "-{index}");
     }
 }
 
