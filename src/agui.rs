@@ -264,11 +264,12 @@ pub enum Part<'a> {
     /// `{"type":"text","text":…}`.
     Text(Text<'a>),
     /// `{"type":KIND,"source":{"type":"data","value":…,"mimeType":…}}`
-    /// (KIND `image`, `audio`, `document`, …; `value` base64).
+    /// (KIND `image`, `audio`, `document`, …; `value` base64; an unknown
+    /// MIME type written as `application/octet-stream`).
     Data {
         kind: &'a str,
         value: &'a str,
-        mime_type: &'a str,
+        mime_type: Option<&'a str>,
     },
     /// `{"type":KIND,"source":{"type":"url","value":…[,"mimeType":…]}}`.
     Url {

@@ -446,7 +446,13 @@ fn part_list(out: &mut Vec<u8>, parts: &[Part]) {
                 kind,
                 value,
                 mime_type,
-            } => source_part(out, kind, "data", value, Some(mime_type)),
+            } => source_part(
+                out,
+                kind,
+                "data",
+                value,
+                Some(mime_type.unwrap_or("application/octet-stream")),
+            ),
             Part::Url {
                 kind,
                 value,
@@ -879,7 +885,7 @@ mod tests {
             Part::Data {
                 kind: "image",
                 value: "iVBO",
-                mime_type: "image/png",
+                mime_type: Some("image/png"),
             },
             Part::Url {
                 kind: "document",

@@ -1458,10 +1458,7 @@ fn result_parts(em: &mut Emitter, id: &str, content: &RawValue, meta: &[MetaFiel
                         (Some("base64"), Some(value), _) => Part::Data {
                             kind,
                             value,
-                            mime_type: src
-                                .media_type
-                                .as_deref()
-                                .unwrap_or("application/octet-stream"),
+                            mime_type: src.media_type.as_deref(),
                         },
                         (_, _, Some(value)) => Part::Url {
                             kind,

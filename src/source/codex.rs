@@ -1309,7 +1309,7 @@ impl McpContent<'_> {
                 ) if matches!(&**k, "image" | "audio") => Part::Data {
                     kind: k,
                     value: d,
-                    mime_type: mime_type.as_deref().unwrap_or("application/octet-stream"),
+                    mime_type: mime_type.as_deref(),
                 },
                 _ => Part::Text(Text::Str(raw.get())),
             })
