@@ -205,8 +205,8 @@ impl Gemini {
                         self.parent.set(&self.id);
                         self.text.set(&self.id);
                     }
-                    if !text.is_empty() {
-                        em.text_content_text(&self.id, text);
+                    if let (Some(id), false) = (self.text.get(), text.is_empty()) {
+                        em.text_content_text(id, text);
                     }
                 } else {
                     // A complete message: it stands on its own.
@@ -237,9 +237,8 @@ impl Gemini {
     }
 
     fn close_text(&mut self, em: &mut Emitter) {
-        if let Some(id) = self.text.get() {
+        if let Some(id) = self.text.take() {
             em.text_end(id);
-            self.text.clear();
         }
     }
 
