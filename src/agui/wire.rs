@@ -78,8 +78,7 @@ pub(super) fn event_open_for<'a>(
             o.str(b",\"threadId\":", thread_id);
             o.str(b",\"runId\":", run_id);
             if let Some(r) = result {
-                o.0.extend_from_slice(b",\"result\":");
-                value(o.0, r);
+                o.value(b",\"result\":", r);
             }
             match outcome {
                 Some(Outcome::Cancelled) if v0 => kept.cancelled = true,
@@ -161,10 +160,7 @@ pub(super) fn event_open_for<'a>(
                     o.str(b",\"content\":", &list_text(parts));
                     kept.content = Some(content);
                 }
-                Content::List(parts) => {
-                    o.0.extend_from_slice(b",\"content\":");
-                    part_list(o.0, parts);
-                }
+                Content::List(parts) => o.parts(b",\"content\":", parts),
             }
             o.str(b",\"role\":", role);
         }
@@ -212,14 +208,12 @@ pub(super) fn event_open_for<'a>(
             o.0.extend_from_slice(b",\"replace\":true");
         }
         Event::Raw { event, source } => {
-            o.0.extend_from_slice(b",\"event\":");
-            value(o.0, event);
+            o.value(b",\"event\":", event);
             o.str(b",\"source\":", source);
         }
         Event::Custom { name, value: v } => {
             o.str(b",\"name\":", name);
-            o.0.extend_from_slice(b",\"value\":");
-            value(o.0, v);
+            o.value(b",\"value\":", v);
         }
         Event::ToolOutput {
             tool_call_id,
@@ -252,8 +246,7 @@ pub(super) fn event_open_for<'a>(
         } => {
             o.str(b",\"subagentRunId\":", subagent_run_id);
             if let Some(r) = result {
-                o.0.extend_from_slice(b",\"result\":");
-                value(o.0, r);
+                o.value(b",\"result\":", r);
             }
         }
         Event::SubagentError {
@@ -295,10 +288,7 @@ pub(super) fn metadata(out: &mut Vec<u8>, kept: &Kept, extra: &[MetaField], give
     let mut o = Obj(out);
     match kept.content {
         Some(Content::Parts(j)) => o.json(b",\"content\":", j),
-        Some(Content::List(parts)) => {
-            o.0.extend_from_slice(b",\"content\":");
-            part_list(o.0, parts);
-        }
+        Some(Content::List(parts)) => o.parts(b",\"content\":", parts),
         Some(Content::Text(s)) => o.str(b",\"content\":", s),
         None => {}
     }
@@ -543,6 +533,16 @@ impl Obj<'_> {
     fn json(&mut self, key: &[u8], value: Json) {
         self.0.extend_from_slice(key);
         self.0.extend_from_slice(value.get().as_bytes());
+    }
+
+    fn value(&mut self, key: &[u8], v: MetaValue) {
+        self.0.extend_from_slice(key);
+        value(self.0, v);
+    }
+
+    fn parts(&mut self, key: &[u8], parts: &[Part]) {
+        self.0.extend_from_slice(key);
+        part_list(self.0, parts);
     }
 
     /// `,"key":value` for a key that may need escaping.
