@@ -5,11 +5,15 @@
 //! FILEs at once. A thread hands its FILE's output to the writer in chunks
 //! of 64 KiB; the writer takes the FILEs in order. A FILE's output ahead of
 //! the writer is held in memory (a few chunks per FILE, and a few MiB among
-//! all FILEs), and beyond that in an unnamed temporary file (spilled) that
-//! the writer copies out when it comes to that FILE; threads take a FILE
-//! only a few FILEs ahead of the writer. So memory is bounded (a few MiB, and
-//! N times the longest line), not by the size of a FILE, and the bytes are
-//! the same as with `-j 1`.
+//! all FILEs), and beyond that in an unnamed temporary file (spilled). When
+//! the writer comes to a FILE still being translated, what it spilled goes
+//! to the writer, and the rest of its output in memory: the thread waits for
+//! room rather than spill again, since the writer is taking its chunks. Spill
+//! files are reused from FILE to FILE: overwriting pages a file already has
+//! costs the file system much less than giving a new file blocks and freeing
+//! them. Threads take a FILE only a few FILEs ahead of the writer. So memory
+//! is bounded (a few MiB, and N times the longest line), not by the size of
+//! a FILE, and the bytes are the same as with `-j 1`.
 //!
 //! The writer never waits on a FILE that no thread has taken: FILEs are
 //! taken in order, so the first unwritten one is always being translated.
@@ -20,7 +24,7 @@
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use anyhow::Context;
@@ -40,6 +44,10 @@ const SHARED_CHUNKS: usize = 48;
 const SPILL_READ: usize = 512 * 1024;
 /// How many FILEs per thread may be taken ahead of the writer.
 const AHEAD_PER_JOB: usize = 2;
+/// A spill file is kept for reuse only if it holds at most this many bytes
+/// (so that a batch keeps at most a few of these on disk); a larger one is
+/// closed, and so freed, once copied out.
+const KEEP_SPILL: u64 = 64 << 20;
 
 /// The default of `--jobs`: the processors this process may run on, at
 /// most 8 (a batch is read from disk too: more threads rarely help).
@@ -82,16 +90,14 @@ pub fn translate_all(
         receivers.push((rx, pending));
     }
     let next = AtomicUsize::new(0);
-    let held = AtomicUsize::new(0);
-    let spare = Mutex::new(Vec::new());
-    let progress = Progress::default();
+    let shared = Shared::default();
     let ahead = jobs * AHEAD_PER_JOB;
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(path) = files.get(i) else { break };
-                if !progress.wait_until_near(i, ahead) {
+                if !shared.wait_until_near(i, ahead) {
                     break;
                 }
                 let Some((tx, pending)) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
@@ -100,16 +106,15 @@ pub fn translate_all(
                 let mut w = ChunkWriter {
                     tx: tx.clone(),
                     pending,
-                    held: &held,
-                    spare: &spare,
+                    shared: &shared,
                     buf: Vec::with_capacity(CHUNK),
                     spill: None,
                     index: i,
                 };
                 let piece = match run::translate_file(path, args, &mut w)
-                    .and_then(|o| w.finish().map(|spill| (o, spill)).map_err(Into::into))
+                    .and_then(|o| w.finish().map(|()| o).map_err(Into::into))
                 {
-                    Ok((outcome, spill)) => Piece::Done(Box::new(outcome), spill),
+                    Ok(outcome) => Piece::Done(Box::new(outcome)),
                     Err(err) => Piece::Failed(err),
                 };
                 // A closed channel: the writer has stopped; so do we.
@@ -118,23 +123,33 @@ pub fn translate_all(
                 }
             });
         }
-        let result = write_in_order(receivers, out, total, &progress, &held, &spare);
+        let result = write_in_order(receivers, out, total, &shared);
         // Whatever happened, no thread may wait for the writer any more.
-        progress.stop();
+        shared.stop();
         result
     })
 }
 
-/// How many FILEs the writer has written, for the threads that wait to be
-/// near enough to it.
+/// What the threads and the writer share.
 #[derive(Default)]
-struct Progress {
-    /// FILEs written; `usize::MAX` once the writer has stopped.
+struct Shared {
+    /// FILEs written; `usize::MAX` once the writer has stopped. The FILE
+    /// the writer is on is the one with this index.
     written: Mutex<usize>,
+    /// Signalled when `written` changes, and when the writer takes a chunk
+    /// while a thread waits for room.
     changed: Condvar,
+    /// A thread waits for the writer to take its chunks.
+    waiting: AtomicBool,
+    /// Chunks sent and not yet taken by the writer, all FILEs together.
+    held: AtomicUsize,
+    /// Chunks the writer is done with, for reuse.
+    spare: Mutex<Vec<Vec<u8>>>,
+    /// Spill files the writer is done with, for reuse.
+    spills: Mutex<Vec<File>>,
 }
 
-impl Progress {
+impl Shared {
     /// Wait until FILE `i` is less than `ahead` FILEs ahead of the writer;
     /// `false` if the writer has stopped.
     fn wait_until_near(&self, i: usize, ahead: usize) -> bool {
@@ -148,6 +163,56 @@ impl Progress {
             };
         }
         *written != usize::MAX
+    }
+
+    /// Whether the writer is on FILE `i` (it stays there until `i` is done).
+    fn writing(&self, i: usize) -> bool {
+        self.written.lock().is_ok_and(|w| *w == i)
+    }
+
+    /// Whether one more chunk of a FILE with `pending` chunks may be held in
+    /// memory.
+    fn room(&self, pending: &AtomicUsize) -> bool {
+        pending.load(Ordering::SeqCst) < MEMORY_CHUNKS
+            || self.held.load(Ordering::SeqCst) < SHARED_CHUNKS
+    }
+
+    /// Wait until there is [`room`](Self::room) for a chunk of the FILE the
+    /// writer is on (its chunks are being taken), or the writer has stopped.
+    fn wait_for_room(&self, pending: &AtomicUsize) {
+        let Ok(mut written) = self.written.lock() else {
+            return;
+        };
+        self.waiting.store(true, Ordering::SeqCst);
+        while *written != usize::MAX && !self.room(pending) {
+            written = match self.changed.wait(written) {
+                Ok(w) => w,
+                Err(_) => break,
+            };
+        }
+        self.waiting.store(false, Ordering::SeqCst);
+    }
+
+    /// The writer has taken a chunk of FILE whose count is `pending`.
+    fn taken(&self, pending: &AtomicUsize) {
+        pending.fetch_sub(1, Ordering::SeqCst);
+        self.held.fetch_sub(1, Ordering::SeqCst);
+        // A thread that saw no room has set `waiting` before it looked.
+        if self.waiting.load(Ordering::SeqCst) {
+            drop(self.written.lock());
+            self.changed.notify_all();
+        }
+    }
+
+    /// Give a written chunk's memory back to the threads (not that of a
+    /// larger piece, cut while spilling).
+    fn recycle(&self, mut chunk: Vec<u8>) {
+        if let Ok(mut spare) = self.spare.lock() {
+            if spare.len() < SHARED_CHUNKS && chunk.capacity() <= CHUNK {
+                chunk.clear();
+                spare.push(chunk);
+            }
+        }
     }
 
     fn advance(&self) {
@@ -165,12 +230,13 @@ impl Progress {
     }
 }
 
-/// What a thread hands to the writer.
+/// What a thread hands to the writer, in the order of its FILE's output.
 enum Piece {
     Bytes(Vec<u8>),
-    /// The FILE is done: what it gave, and the rest of its output, if it
-    /// was spilled.
-    Done(Box<FileOutcome>, Option<File>),
+    /// Output that was spilled while the writer was on an earlier FILE.
+    Spill(Spill),
+    /// The FILE is done: what it gave.
+    Done(Box<FileOutcome>),
     Failed(anyhow::Error),
 }
 
@@ -178,32 +244,26 @@ fn write_in_order(
     receivers: Vec<(mpsc::Receiver<Piece>, Arc<AtomicUsize>)>,
     out: &mut dyn Write,
     total: &mut Total,
-    progress: &Progress,
-    held: &AtomicUsize,
-    spare: &Mutex<Vec<Vec<u8>>>,
+    shared: &Shared,
 ) -> anyhow::Result<()> {
     // Spilled output is read back in large pieces: few system calls.
     let mut spill_buf = Vec::new();
     for (rx, pending) in receivers {
         loop {
             match rx.recv() {
-                Ok(Piece::Bytes(mut b)) => {
-                    pending.fetch_sub(1, Ordering::SeqCst);
-                    held.fetch_sub(1, Ordering::SeqCst);
+                Ok(Piece::Bytes(b)) => {
+                    shared.taken(&pending);
                     out.write_all(&b).context("writing stdout")?;
-                    // The chunk's memory goes back to the threads.
-                    if let Ok(mut spare) = spare.lock() {
-                        if spare.len() < SHARED_CHUNKS {
-                            b.clear();
-                            spare.push(b);
+                    shared.recycle(b);
+                }
+                Ok(Piece::Spill(spill)) => {
+                    if let Some(f) = spill.copy_to(out, &mut spill_buf)? {
+                        if let Ok(mut spills) = shared.spills.lock() {
+                            spills.push(f);
                         }
                     }
                 }
-                Ok(Piece::Done(outcome, spill)) => {
-                    if let Some(mut f) = spill {
-                        f.rewind().context("reading back spilled output")?;
-                        copy_back(&mut f, out, &mut spill_buf)?;
-                    }
+                Ok(Piece::Done(outcome)) => {
                     out.flush().context("writing stdout")?;
                     total.add(*outcome);
                     break;
@@ -214,7 +274,7 @@ fn write_in_order(
                 }
             }
         }
-        progress.advance();
+        shared.advance();
         if total.interrupted.is_some() {
             break;
         }
@@ -222,34 +282,69 @@ fn write_in_order(
     Ok(())
 }
 
-/// Copy a spill file's contents (from its start) to `out`, in pieces of
-/// [`SPILL_READ`] bytes.
-fn copy_back(f: &mut File, out: &mut dyn Write, buf: &mut Vec<u8>) -> anyhow::Result<()> {
-    use std::io::Read;
-    buf.resize(SPILL_READ, 0);
-    loop {
-        let n = match f.read(buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("reading back spilled output"),
+/// A FILE's output in a spill file: its first `len` bytes (a reused file
+/// may hold more, from an earlier FILE).
+struct Spill {
+    file: File,
+    len: u64,
+}
+
+impl Spill {
+    /// A file for the output of FILE `index`: one from `pool`, or a new one.
+    fn take(pool: &Mutex<Vec<File>>, index: usize) -> io::Result<Spill> {
+        let file = match pool.lock().ok().and_then(|mut p| p.pop()) {
+            Some(mut f) => {
+                f.rewind()?;
+                f
+            }
+            None => spill_file(index)?,
         };
-        out.write_all(&buf[..n]).context("writing stdout")?;
+        Ok(Spill { file, len: 0 })
+    }
+
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.file.write_all(data)?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// Copy the spilled output to `out` in pieces of [`SPILL_READ`] bytes;
+    /// give back the file if it is small enough to keep for another FILE.
+    fn copy_to(mut self, out: &mut dyn Write, buf: &mut Vec<u8>) -> anyhow::Result<Option<File>> {
+        use std::io::Read;
+        self.file.rewind().context("reading back spilled output")?;
+        buf.resize(SPILL_READ, 0);
+        let mut left = self.len;
+        while left > 0 {
+            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = match self.file.read(&mut buf[..want]) {
+                Ok(0) => {
+                    return Err(anyhow::anyhow!(
+                        "reading back spilled output: {left} bytes missing"
+                    ))
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("reading back spilled output"),
+            };
+            out.write_all(&buf[..n]).context("writing stdout")?;
+            left -= n as u64;
+        }
+        Ok((self.len <= KEEP_SPILL).then_some(self.file))
     }
 }
 
-/// The output of one FILE: chunks to the writer while it keeps up, the
-/// rest to a spill file.
-struct ChunkWriter<'h> {
+/// The output of one FILE. While the writer is on an earlier FILE, chunks
+/// go to it as long as there is room in memory, and the rest to a spill
+/// file. Once the writer is on this FILE, the spill so far goes to it, and
+/// every chunk after in memory, waiting for room: the writer is taking them.
+struct ChunkWriter<'s> {
     tx: mpsc::Sender<Piece>,
     /// Chunks sent and not yet taken by the writer.
     pending: Arc<AtomicUsize>,
-    /// The same, for all FILEs.
-    held: &'h AtomicUsize,
-    /// Chunks the writer is done with, for reuse.
-    spare: &'h Mutex<Vec<Vec<u8>>>,
+    shared: &'s Shared,
     buf: Vec<u8>,
-    spill: Option<File>,
+    spill: Option<Spill>,
     index: usize,
 }
 
@@ -258,39 +353,50 @@ impl ChunkWriter<'_> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let in_memory = self.pending.load(Ordering::SeqCst) < MEMORY_CHUNKS
-            || self.held.load(Ordering::SeqCst) < SHARED_CHUNKS;
-        if self.spill.is_none() && in_memory {
-            let fresh = self.spare.lock().ok().and_then(|mut s| s.pop());
-            let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(CHUNK));
-            let chunk = std::mem::replace(&mut self.buf, fresh);
-            self.pending.fetch_add(1, Ordering::SeqCst);
-            self.held.fetch_add(1, Ordering::SeqCst);
-            return self
-                .tx
-                .send(Piece::Bytes(chunk))
-                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe));
+        if self.shared.writing(self.index) {
+            if let Some(spill) = self.spill.take() {
+                self.hand(Piece::Spill(spill))?;
+            }
+            self.shared.wait_for_room(&self.pending);
+        } else if self.spill.is_some() || !self.shared.room(&self.pending) {
+            let spill = match &mut self.spill {
+                Some(spill) => spill,
+                None => self
+                    .spill
+                    .insert(Spill::take(&self.shared.spills, self.index)?),
+            };
+            spill.write(&self.buf)?;
+            self.buf.clear();
+            return Ok(());
         }
-        if self.spill.is_none() {
-            self.spill = Some(spill_file(self.index)?);
-        }
-        let f = self.spill.as_mut().expect("created above");
-        f.write_all(&self.buf)?;
-        self.buf.clear();
-        Ok(())
+        let fresh = self.shared.spare.lock().ok().and_then(|mut s| s.pop());
+        let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, fresh);
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        self.shared.held.fetch_add(1, Ordering::SeqCst);
+        self.hand(Piece::Bytes(chunk))
     }
 
-    /// The FILE's output is complete: the spill file holding its end, if any.
-    fn finish(mut self) -> io::Result<Option<File>> {
+    fn hand(&self, piece: Piece) -> io::Result<()> {
+        self.tx
+            .send(piece)
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+
+    /// The FILE's output is complete: hand over what is left of it.
+    fn finish(mut self) -> io::Result<()> {
         self.send()?;
-        Ok(self.spill.take())
+        match self.spill.take() {
+            Some(spill) => self.hand(Piece::Spill(spill)),
+            None => Ok(()),
+        }
     }
 }
 
 impl Write for ChunkWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         // Chunks are cut at their size, so that each stays in the memory it
-        // was given; once spilling, output goes to the file in larger pieces.
+        // was given; while spilling, output goes to the file in larger pieces.
         let mut rest = data;
         while !rest.is_empty() {
             let piece = if self.spill.is_some() {
@@ -344,4 +450,94 @@ fn spill_file(index: usize) -> io::Result<File> {
         io::ErrorKind::AlreadyExists,
         "no free name for a spill file in the temporary directory",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| seed.wrapping_add((i % 251) as u8)).collect()
+    }
+
+    /// A spill file reused for another FILE may hold more than that FILE
+    /// wrote to it: only what it wrote is copied out.
+    #[test]
+    fn a_reused_spill_file_gives_only_what_was_written_to_it() {
+        let pool = Mutex::new(Vec::new());
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        let long = bytes(3 * SPILL_READ + 17, 1);
+        let mut spill = Spill::take(&pool, 0).unwrap();
+        spill.write(&long).unwrap();
+        let file = spill.copy_to(&mut out, &mut buf).unwrap().unwrap();
+        assert!(out == long);
+        pool.lock().unwrap().push(file);
+
+        let short = bytes(1000, 2);
+        let mut spill = Spill::take(&pool, 1).unwrap();
+        assert!(pool.lock().unwrap().is_empty(), "the pooled file is reused");
+        spill.write(&short).unwrap();
+        out.clear();
+        spill.copy_to(&mut out, &mut buf).unwrap();
+        assert!(out == short, "{} bytes out of {}", out.len(), short.len());
+    }
+
+    /// A FILE ahead of the writer, with no room left in memory, spills;
+    /// when the writer comes to it, the spill goes out first, then the rest
+    /// in memory, waiting for the writer to take each chunk.
+    #[test]
+    fn a_file_that_spilled_ahead_is_written_in_order_once_the_writer_comes() {
+        let shared = Shared::default();
+        // Other FILEs hold the whole shared budget (and never give it back).
+        shared.held.store(SHARED_CHUNKS, Ordering::SeqCst);
+        let (tx0, rx0) = mpsc::channel();
+        let (tx1, rx1) = mpsc::channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let first = bytes(MEMORY_CHUNKS * CHUNK + 3 * SPILL_READ + 5, 3);
+        let second = bytes(20 * CHUNK + 9, 4);
+        let mut out = Vec::new();
+        let mut total = Total::default();
+        std::thread::scope(|scope| {
+            let (shared, first, second) = (&shared, &first, &second);
+            let mut w = ChunkWriter {
+                tx: tx1.clone(),
+                pending: Arc::clone(&pending),
+                shared,
+                buf: Vec::with_capacity(CHUNK),
+                spill: None,
+                index: 1,
+            };
+            scope.spawn(move || {
+                w.write_all(first).unwrap();
+                assert!(w.spill.is_some(), "no room: the rest is spilled");
+                // FILE 0 is done: the writer comes to this one.
+                tx0.send(Piece::Done(Box::default())).unwrap();
+                while !shared.writing(1) {
+                    std::thread::yield_now();
+                }
+                w.write_all(second).unwrap();
+                assert!(w.spill.is_none(), "the spill went to the writer");
+                w.finish().unwrap();
+                tx1.send(Piece::Done(Box::default())).unwrap();
+            });
+            let receivers = vec![(rx0, Arc::new(AtomicUsize::new(0))), (rx1, pending)];
+            write_in_order(receivers, &mut out, &mut total, shared).unwrap();
+        });
+        assert!(
+            out.len() == first.len() + second.len(),
+            "{} bytes",
+            out.len()
+        );
+        assert!(out[..first.len()] == first[..], "the first part, in order");
+        assert!(
+            out[first.len()..] == second[..],
+            "the second part, in order"
+        );
+        assert_eq!(
+            shared.spills.lock().unwrap().len(),
+            1,
+            "the spill file came back"
+        );
+    }
 }
