@@ -3,7 +3,7 @@
 //! Each FILE is a stream of its own ([`run::translate_file`]), so its output
 //! does not depend on the FILEs before it, and N threads can translate N
 //! FILEs at once. A thread hands its FILE's output to the writer in chunks
-//! of 64 KiB; the writer takes the FILEs in order. A FILE's output ahead of
+//! of 256 KiB; the writer takes the FILEs in order. A FILE's output ahead of
 //! the writer is held in memory (a few chunks per FILE, and a few MiB among
 //! all FILEs), and beyond that in an unnamed temporary file (spilled). When
 //! the writer comes to a FILE still being translated, what it spilled goes
@@ -32,14 +32,15 @@ use anyhow::Context;
 use crate::cli::FilterArgs;
 use crate::run::{self, FileOutcome, Total};
 
-/// Output is handed over in chunks of this many bytes.
-const CHUNK: usize = 64 * 1024;
+/// Output is handed over in chunks of this many bytes (each hand-over may
+/// wake the writer: larger chunks, fewer switches between threads).
+const CHUNK: usize = 256 * 1024;
 /// Chunks of a FILE held in memory before the rest is spilled, whatever
 /// the other FILEs hold ...
-const MEMORY_CHUNKS: usize = 4;
+const MEMORY_CHUNKS: usize = 2;
 /// ... and beyond that while all FILEs together hold fewer than this many
 /// (3 MiB): a FILE ahead of the writer is spilled only when it is large.
-const SHARED_CHUNKS: usize = 48;
+const SHARED_CHUNKS: usize = 12;
 /// Spilled output is written and read back this many bytes at a time.
 const SPILL_READ: usize = 512 * 1024;
 /// How many FILEs per thread may be taken ahead of the writer.
