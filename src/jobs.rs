@@ -22,7 +22,8 @@
 //! `-j 1`.
 
 use std::fs::File;
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -41,8 +42,9 @@ const MEMORY_CHUNKS: usize = 2;
 /// ... and beyond that while all FILEs together hold fewer than this many
 /// (3 MiB): a FILE ahead of the writer is spilled only when it is large.
 const SHARED_CHUNKS: usize = 12;
-/// Spilled output is written and read back this many bytes at a time.
-const SPILL_READ: usize = 512 * 1024;
+/// Spilled output is written (and, where the kernel cannot copy it, read
+/// back) this many bytes at a time.
+const SPILL_PIECE: usize = 512 * 1024;
 /// How many FILEs per thread may be taken ahead of the writer.
 const AHEAD_PER_JOB: usize = 2;
 /// A spill file is kept for reuse only if it holds at most this many bytes
@@ -61,7 +63,7 @@ pub fn default_jobs() -> usize {
 pub fn translate_all(
     args: &FilterArgs,
     files: &[PathBuf],
-    out: &mut dyn Write,
+    out: &mut (impl Write + AsFd),
     total: &mut Total,
 ) -> anyhow::Result<()> {
     let jobs = args
@@ -124,7 +126,16 @@ pub fn translate_all(
                 }
             });
         }
-        let result = write_in_order(receivers, out, total, &shared);
+        let result = out
+            .flush()
+            .and_then(|()| out.as_fd().try_clone_to_owned())
+            .context("writing stdout")
+            .and_then(|fd| {
+                // The writer hands over whole chunks, so nothing is gained
+                // from line buffering; and spilled output goes from file to
+                // stdout in the kernel, without a pass through this process.
+                write_in_order(receivers, &mut File::from(fd), total, &shared)
+            });
         // Whatever happened, no thread may wait for the writer any more.
         shared.stop();
         result
@@ -243,11 +254,12 @@ enum Piece {
 
 fn write_in_order(
     receivers: Vec<(mpsc::Receiver<Piece>, Arc<AtomicUsize>)>,
-    out: &mut dyn Write,
+    out: &mut File,
     total: &mut Total,
     shared: &Shared,
 ) -> anyhow::Result<()> {
-    // Spilled output is read back in large pieces: few system calls.
+    // Spilled output that cannot be sent in the kernel is copied through
+    // this buffer.
     let mut spill_buf = Vec::new();
     for (rx, pending) in receivers {
         loop {
@@ -309,13 +321,41 @@ impl Spill {
         Ok(())
     }
 
-    /// Copy the spilled output to `out` in pieces of [`SPILL_READ`] bytes;
+    /// Copy the spilled output to `out`, in the kernel where it can
+    /// (`sendfile`: to a file or a pipe, no pass through this process);
     /// give back the file if it is small enough to keep for another FILE.
-    fn copy_to(mut self, out: &mut dyn Write, buf: &mut Vec<u8>) -> anyhow::Result<Option<File>> {
-        use std::io::Read;
+    fn copy_to(mut self, out: &mut File, buf: &mut Vec<u8>) -> anyhow::Result<Option<File>> {
         self.file.rewind().context("reading back spilled output")?;
-        buf.resize(SPILL_READ, 0);
         let mut left = self.len;
+        while left > 0 {
+            let want = usize::try_from(left).unwrap_or(usize::MAX).min(1 << 30);
+            // SAFETY: both descriptors are open for as long as the borrows;
+            // with no offset given, the spill file's own is used and moved.
+            let n = unsafe {
+                libc::sendfile(
+                    out.as_raw_fd(),
+                    self.file.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    want,
+                )
+            };
+            match u64::try_from(n) {
+                Ok(0) => break,
+                Ok(n) => left -= n,
+                Err(_) => {
+                    let err = io::Error::last_os_error();
+                    match err.raw_os_error() {
+                        Some(libc::EINTR) => {}
+                        // Not between these two: copy through memory.
+                        Some(libc::EINVAL | libc::ENOSYS) => break,
+                        _ => return Err(err).context("writing stdout"),
+                    }
+                }
+            }
+        }
+        if left > 0 {
+            buf.resize(SPILL_PIECE, 0);
+        }
         while left > 0 {
             let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
             let n = match self.file.read(&mut buf[..want]) {
@@ -401,7 +441,7 @@ impl Write for ChunkWriter<'_> {
         let mut rest = data;
         while !rest.is_empty() {
             let piece = if self.spill.is_some() {
-                SPILL_READ
+                SPILL_PIECE
             } else {
                 CHUNK
             };
@@ -461,27 +501,59 @@ mod tests {
         (0..n).map(|i| seed.wrapping_add((i % 251) as u8)).collect()
     }
 
+    /// A file to write to, removed at once; `append`: opened to append,
+    /// which `sendfile` refuses, so that the copy goes through memory.
+    fn out_file(append: bool) -> File {
+        let path = std::env::temp_dir().join(format!(
+            "agui-translate-test-{}-{append}.out",
+            std::process::id()
+        ));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .append(append)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f
+    }
+
+    /// Everything written to `f` so far, and `f` emptied.
+    fn drain(f: &mut File) -> Vec<u8> {
+        let mut all = Vec::new();
+        f.rewind().unwrap();
+        f.read_to_end(&mut all).unwrap();
+        f.set_len(0).unwrap();
+        f.rewind().unwrap();
+        all
+    }
+
     /// A spill file reused for another FILE may hold more than that FILE
-    /// wrote to it: only what it wrote is copied out.
+    /// wrote to it: only what it wrote is copied out, whether the kernel
+    /// copies it or it goes through memory.
     #[test]
     fn a_reused_spill_file_gives_only_what_was_written_to_it() {
-        let pool = Mutex::new(Vec::new());
-        let mut out = Vec::new();
-        let mut buf = Vec::new();
-        let long = bytes(3 * SPILL_READ + 17, 1);
-        let mut spill = Spill::take(&pool, 0).unwrap();
-        spill.write(&long).unwrap();
-        let file = spill.copy_to(&mut out, &mut buf).unwrap().unwrap();
-        assert!(out == long);
-        pool.lock().unwrap().push(file);
+        for append in [false, true] {
+            let pool = Mutex::new(Vec::new());
+            let mut out = out_file(append);
+            let mut buf = Vec::new();
+            let long = bytes(3 * SPILL_PIECE + 17, 1);
+            let mut spill = Spill::take(&pool, 0).unwrap();
+            spill.write(&long).unwrap();
+            let file = spill.copy_to(&mut out, &mut buf).unwrap().unwrap();
+            assert!(drain(&mut out) == long);
+            assert_eq!(buf.is_empty(), !append, "copied through memory: {append}");
+            pool.lock().unwrap().push(file);
 
-        let short = bytes(1000, 2);
-        let mut spill = Spill::take(&pool, 1).unwrap();
-        assert!(pool.lock().unwrap().is_empty(), "the pooled file is reused");
-        spill.write(&short).unwrap();
-        out.clear();
-        spill.copy_to(&mut out, &mut buf).unwrap();
-        assert!(out == short, "{} bytes out of {}", out.len(), short.len());
+            let short = bytes(1000, 2);
+            let mut spill = Spill::take(&pool, 1).unwrap();
+            assert!(pool.lock().unwrap().is_empty(), "the pooled file is reused");
+            spill.write(&short).unwrap();
+            spill.copy_to(&mut out, &mut buf).unwrap();
+            let got = drain(&mut out);
+            assert!(got == short, "{} bytes out of {}", got.len(), short.len());
+        }
     }
 
     /// A FILE ahead of the writer, with no room left in memory, spills;
@@ -495,9 +567,9 @@ mod tests {
         let (tx0, rx0) = mpsc::channel();
         let (tx1, rx1) = mpsc::channel();
         let pending = Arc::new(AtomicUsize::new(0));
-        let first = bytes(MEMORY_CHUNKS * CHUNK + 3 * SPILL_READ + 5, 3);
+        let first = bytes(MEMORY_CHUNKS * CHUNK + 3 * SPILL_PIECE + 5, 3);
         let second = bytes(20 * CHUNK + 9, 4);
-        let mut out = Vec::new();
+        let mut out = out_file(false);
         let mut total = Total::default();
         std::thread::scope(|scope| {
             let (shared, first, second) = (&shared, &first, &second);
@@ -525,6 +597,7 @@ mod tests {
             let receivers = vec![(rx0, Arc::new(AtomicUsize::new(0))), (rx1, pending)];
             write_in_order(receivers, &mut out, &mut total, shared).unwrap();
         });
+        let out = drain(&mut out);
         assert!(
             out.len() == first.len() + second.len(),
             "{} bytes",
