@@ -325,12 +325,11 @@ pub fn preview(line: &[u8]) -> String {
 /// the Unix epoch. `None` for anything else.
 pub fn timestamp_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
+    // A field of fixed width: its digits, read as they come.
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(r)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(part).ok()?.parse().ok()
+        b.get(r)?.iter().try_fold(0i64, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
     };
     if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;
@@ -414,6 +413,10 @@ mod tests {
         assert_eq!(timestamp_ms("2026-11-22"), None);
         assert_eq!(timestamp_ms("2026-11-22T10:35:42.Z"), None);
         assert_eq!(timestamp_ms("2026-13-22T10:35:42Z"), None);
+        assert_eq!(timestamp_ms("2026-1a-22T10:35:42Z"), None);
+        assert_eq!(timestamp_ms("2026-11-22T1 :35:42Z"), None);
+        assert_eq!(timestamp_ms("2026-11-22T10:35:42+0a:00"), None);
+        assert_eq!(timestamp_ms("2026-11-22T10:35:42+01:3-"), None);
         assert_eq!(timestamp_ms("not a time at all!!"), None);
     }
 
