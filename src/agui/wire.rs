@@ -623,44 +623,84 @@ const ESCAPE: [u8; 256] = {
     t
 };
 
-/// `s` as a JSON string literal (the escapes serde_json writes).
+/// `s` as a JSON string literal (the escapes serde_json writes). Text
+/// rarely needs an escape: eight bytes are checked at a time, and runs
+/// that need none are copied whole.
 pub(super) fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc = ESCAPE[b as usize];
-        if esc == 0 {
-            continue;
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            if !needs_escape(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
+                i += 8;
+                continue;
+            }
         }
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
-        if esc == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(b >> 4)]);
-            out.push(HEX[usize::from(b & 0xf)]);
-        } else {
-            out.push(b'\\');
-            out.push(esc);
+        let end = (i + 8).min(bytes.len());
+        for (j, &b) in bytes.iter().enumerate().take(end).skip(i) {
+            let esc = ESCAPE[b as usize];
+            if esc == 0 {
+                continue;
+            }
+            out.extend_from_slice(&bytes[start..j]);
+            start = j + 1;
+            if esc == b'u' {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            } else {
+                out.push(b'\\');
+                out.push(esc);
+            }
         }
+        i = end;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
-/// `n` in decimal.
+/// Whether any of the eight bytes of `w` is a control character, `"` or
+/// `\` (bytes of 0x80 and above never are).
+#[inline]
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte below n sets its high bit in `x - n` and has it clear in `x`.
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    below(w, 0x20) | below(quote, 1) | below(backslash, 1) != 0
+}
+
+/// Two decimal digits of each number below 100.
+const DIGITS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
+/// `n` in decimal, two digits at a time.
 pub(super) fn u64_(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    while n >= 100 {
+        let d = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGITS[d..d + 2]);
+    }
+    if n >= 10 {
+        let d = n as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DIGITS[d..d + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     out.extend_from_slice(&buf[i..]);
 }
@@ -691,9 +731,48 @@ mod tests {
         }
     }
 
+    /// Eight bytes are checked at a time: a character to escape is found
+    /// at every place in a word, in strings of every length around a word's,
+    /// next to plain and to multi-byte characters.
+    #[test]
+    fn escapes_are_found_at_every_place_in_a_word() {
+        for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', ' ', '\u{7f}'] {
+            for filler in ["a", "é", "~"] {
+                for len in 0..20 {
+                    for at in 0..=len {
+                        let mut s: String = filler.repeat(at);
+                        s.push(special);
+                        s.push_str(&filler.repeat(len - at));
+                        let mut out = Vec::new();
+                        string(&mut out, &s);
+                        assert_eq!(
+                            String::from_utf8(out).unwrap(),
+                            serde_json::to_string(&s).unwrap(),
+                            "{s:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn integers() {
-        for n in [0i64, 1, 9, 10, 1234567890, -1, -10, i64::MIN, i64::MAX] {
+        for n in [
+            0i64,
+            1,
+            9,
+            10,
+            99,
+            100,
+            101,
+            1234567890,
+            1_764_000_000_123,
+            -1,
+            -10,
+            i64::MIN,
+            i64::MAX,
+        ] {
             let mut out = Vec::new();
             i64_(&mut out, n);
             assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
