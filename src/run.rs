@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -11,7 +12,7 @@ use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
 use crate::cli::{Args, CheckArgs, Command, FilterArgs, OutputArgs, StatsFormat};
-use crate::lines::Lines;
+use crate::lines::{self, Lines};
 use crate::source::{self, Dialect, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
@@ -62,7 +63,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in &files {
         let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
-            ("<stdin>".into(), Box::new(io::stdin().lock()))
+            let stdin = io::stdin().lock();
+            lines::widen_pipe(stdin.as_fd());
+            ("<stdin>".into(), Box::new(stdin))
         } else {
             let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             (path.display().to_string(), Box::new(f))
@@ -199,10 +202,16 @@ pub fn translate_file(
     };
     let mut result = FileOutcome::default();
     let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
-        ("<stdin>".into(), Box::new(io::stdin().lock()))
+        let stdin = io::stdin().lock();
+        lines::widen_pipe(stdin.as_fd());
+        ("<stdin>".into(), Box::new(stdin))
     } else {
         match File::open(path) {
-            Ok(f) => (path.display().to_string(), Box::new(f)),
+            Ok(f) => {
+                // A FILE may be a pipe too: `<(cmd)`, a named pipe.
+                lines::widen_pipe(f.as_fd());
+                (path.display().to_string(), Box::new(f))
+            }
             Err(err) => {
                 result.unreadable = true;
                 if crate::interrupt::caught().is_none() {

@@ -1,5 +1,6 @@
-//! The filter at its edges: signals on a live pipe, a `--from` that names the
-//! wrong CLI, unreadable FILEs in a batch, and `--jobs`.
+//! The filter at its edges: signals on a live pipe, the pipe it reads, a
+//! `--from` that names the wrong CLI, unreadable FILEs in a batch, and
+//! `--jobs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -94,6 +95,42 @@ fn interrupted_by(sig: libc::c_int) {
     assert_eq!(last["threadId"], "558cdc5e-b843-4244-9649-81a37329a497");
     let text = seen.join("\n") + "\n";
     assert!(check_bytes(text.as_bytes()).is_ok(), "{text}");
+}
+
+/// The pipe the filter reads is widened to 1 MiB (the writer is woken a
+/// sixteenth as often as with the default 64 KiB), and the events of a line
+/// still come out as soon as it is written.
+#[test]
+fn the_input_pipe_is_widened_and_lines_still_go_out_at_once() {
+    let line = std::fs::read_to_string(testdata("gemini/0.61.0/b_shell.jsonl"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut child = cmd()
+        .args(["--from", "gemini"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stdin);
+    // SAFETY: asking the size of a pipe we hold open.
+    let size = move || unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    writeln!(stdin, "{line}").unwrap();
+    stdin.flush().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("RUN_STARTED"), "{first}");
+    // A new pipe holds 64 KiB; the system may allow less than 1 MiB.
+    let max: i32 = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .map_or(1 << 20, |s| s.trim().parse().unwrap());
+    assert!(size() >= max.min(1 << 20), "{} bytes", size());
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }
 
 #[test]
