@@ -8,33 +8,11 @@
 //! so memory is bounded by the longest line, not by the size of the input.
 
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// 64 KiB: one read usually holds many events, and a pipe buffer is this big.
+/// 64 KiB: one read usually holds many events.
 const INITIAL_CAPACITY: usize = 64 * 1024;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// What a pipe read from is widened to: the most an unprivileged process may
-/// ask for unless the system says otherwise (`/proc/sys/fs/pipe-max-size`).
-const PIPE_SIZE: i32 = 1 << 20;
-
-/// Give a pipe that input comes from [`PIPE_SIZE`] bytes. A pipe holds
-/// 64 KiB by default, so the program writing into it (`cat log |`) is
-/// stopped and woken again every 64 KiB, which costs more than translating
-/// those bytes. Latency does not change: a read still returns whatever is
-/// there. Anything but a pipe, a pipe as wide already, and a refusal are
-/// left as they are.
-pub fn widen_pipe(fd: BorrowedFd<'_>) {
-    // SAFETY: `fcntl` on a descriptor that is open while borrowed; both
-    // commands only fail (on anything but a pipe, or a refused size).
-    unsafe {
-        let now = libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ);
-        if now > 0 && now < PIPE_SIZE {
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
-        }
-    }
-}
 
 pub struct Lines<R> {
     rdr: R,

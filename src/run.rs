@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -12,7 +12,7 @@ use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
 use crate::cli::{Args, CheckArgs, Command, FilterArgs, OutputArgs, StatsFormat};
-use crate::lines::{self, Lines};
+use crate::lines::Lines;
 use crate::source::{self, Dialect, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
@@ -64,7 +64,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     for path in &files {
         let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
             let stdin = io::stdin().lock();
-            lines::widen_pipe(stdin.as_fd());
+            widen_pipe(stdin.as_fd());
             ("<stdin>".into(), Box::new(stdin))
         } else {
             let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -116,6 +116,7 @@ fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     };
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    widen_pipe(out.as_fd());
     let mut total = Total::default();
     crate::jobs::translate_all(&args, &files, &mut out, &mut total)?;
     if let Some(format) = args.stats {
@@ -203,13 +204,13 @@ pub fn translate_file(
     let mut result = FileOutcome::default();
     let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
         let stdin = io::stdin().lock();
-        lines::widen_pipe(stdin.as_fd());
+        widen_pipe(stdin.as_fd());
         ("<stdin>".into(), Box::new(stdin))
     } else {
         match File::open(path) {
             Ok(f) => {
                 // A FILE may be a pipe too: `<(cmd)`, a named pipe.
-                lines::widen_pipe(f.as_fd());
+                widen_pipe(f.as_fd());
                 (path.display().to_string(), Box::new(f))
             }
             Err(err) => {
@@ -369,6 +370,29 @@ pub struct Options {
     pub strict: bool,
     /// Report nothing on stderr (bad lines are still counted).
     pub quiet: bool,
+}
+
+/// What a pipe is widened to: the most an unprivileged process may ask for
+/// unless the system says otherwise (`/proc/sys/fs/pipe-max-size`).
+const PIPE_SIZE: i32 = 1 << 20;
+
+/// Give a pipe the filter reads or writes [`PIPE_SIZE`] bytes. A pipe holds
+/// 64 KiB by default, so the program at its other end (`cat log |`,
+/// `| jq`) is stopped and woken again every 64 KiB, which costs more than
+/// translating those bytes. Latency does not change: a read still returns
+/// whatever is there, and a write goes through at once. A wider pipe counts
+/// against the user's pipe allowance while it is open (64 MiB by default);
+/// anything but a pipe, a pipe as wide already, and a refusal are left as
+/// they are.
+pub fn widen_pipe(fd: BorrowedFd<'_>) {
+    // SAFETY: `fcntl` on a descriptor that is open while borrowed; both
+    // commands only fail (on anything but a pipe, or a refused size).
+    unsafe {
+        let now = libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ);
+        if now > 0 && now < PIPE_SIZE {
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
+        }
+    }
 }
 
 /// What the inputs gave, for `--stats` and the exit status.

@@ -335,7 +335,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
     let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
     let child_out = child.stdout.take().expect("piped");
-    crate::lines::widen_pipe(child_out.as_fd());
+    run::widen_pipe(child_out.as_fd());
     let child_in = child.stdin.take();
     let exit = Exit::watch(child);
     let timed_out = Arc::new(AtomicBool::new(false));

@@ -97,11 +97,13 @@ fn interrupted_by(sig: libc::c_int) {
     assert!(check_bytes(text.as_bytes()).is_ok(), "{text}");
 }
 
-/// The pipe the filter reads is widened to 1 MiB (the writer is woken a
-/// sixteenth as often as with the default 64 KiB), and the events of a line
-/// still come out as soon as it is written.
+/// The pipes the filter reads and writes are widened to 1 MiB (the program
+/// at the other end is woken a sixteenth as often as with the default
+/// 64 KiB), and the events of a line still come out as soon as it is
+/// written.
 #[test]
-fn the_input_pipe_is_widened_and_lines_still_go_out_at_once() {
+fn pipes_are_widened_and_lines_still_go_out_at_once() {
+    use std::os::fd::AsRawFd;
     let line = std::fs::read_to_string(testdata("gemini/0.61.0/b_shell.jsonl"))
         .unwrap()
         .lines()
@@ -115,20 +117,22 @@ fn the_input_pipe_is_widened_and_lines_still_go_out_at_once() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stdin);
+    let stdout = child.stdout.take().unwrap();
     // SAFETY: asking the size of a pipe we hold open.
-    let size = move || unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    let size = |fd| unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    let (fd_in, fd_out) = (stdin.as_raw_fd(), stdout.as_raw_fd());
     writeln!(stdin, "{line}").unwrap();
     stdin.flush().unwrap();
+    let mut stdout = BufReader::new(stdout);
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    stdout.read_line(&mut first).unwrap();
     assert!(first.contains("RUN_STARTED"), "{first}");
     // A new pipe holds 64 KiB; the system may allow less than 1 MiB.
     let max: i32 = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
         .map_or(1 << 20, |s| s.trim().parse().unwrap());
-    assert!(size() >= max.min(1 << 20), "{} bytes", size());
+    let want = max.min(1 << 20);
+    assert!(size(fd_in) >= want, "input: {} bytes", size(fd_in));
+    assert!(size(fd_out) >= want, "output: {} bytes", size(fd_out));
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
