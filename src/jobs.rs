@@ -504,9 +504,12 @@ mod tests {
     /// A file to write to, removed at once; `append`: opened to append,
     /// which `sendfile` refuses, so that the copy goes through memory.
     fn out_file(append: bool) -> File {
+        // Tests run at once in one process: each file has its own name.
+        static MADE: AtomicUsize = AtomicUsize::new(0);
         let path = std::env::temp_dir().join(format!(
-            "agui-translate-test-{}-{append}.out",
-            std::process::id()
+            "agui-translate-test-{}-{}.out",
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::SeqCst)
         ));
         let f = std::fs::OpenOptions::new()
             .read(true)
