@@ -1,6 +1,6 @@
-//! The filter at its edges: signals on a live pipe, the pipe it reads, a
-//! `--from` that names the wrong CLI, unreadable FILEs in a batch, and
-//! `--jobs`.
+//! The filter at its edges: signals on a live pipe, the pipes it reads and
+//! writes, a `--from` that names the wrong CLI, unreadable FILEs in a batch,
+//! and `--jobs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
