@@ -1180,6 +1180,32 @@ impl Emitter {
     /// JSON (pieces out of order in a damaged stream): AG-UI wants a call's
     /// ARGS to join into JSON.
     pub fn tool_args(&mut self, id: &str, delta: &str) -> bool {
+        self.args(id, delta, false)
+    }
+
+    /// Arguments that are one whole JSON value, as parsed from the input
+    /// (the common case: a call's input arrives complete). Its bytes need no
+    /// second look.
+    pub fn tool_args_value(&mut self, id: &str, value: &RawValue) -> bool {
+        self.args(id, value.get(), true)
+    }
+
+    /// Arguments made of `fields` (see [`MetaField`]), as one delta (`{}`
+    /// for none).
+    pub fn tool_args_fields(&mut self, id: &str, fields: &[MetaField]) -> bool {
+        let mut buf = std::mem::take(&mut self.args_json);
+        buf.clear();
+        wire::object(&mut buf, fields);
+        let json = std::str::from_utf8(&buf).expect("the writer writes UTF-8");
+        // Written here: a whole JSON object.
+        let done = self.args(id, json, true);
+        self.args_json = buf;
+        done
+    }
+
+    /// TOOL_CALL_ARGS with `delta`; `whole`: a whole JSON value, valid
+    /// already.
+    fn args(&mut self, id: &str, delta: &str, whole: bool) -> bool {
         let Some(open) = self
             .open
             .find(Kind::Tool, id)
@@ -1189,7 +1215,11 @@ impl Emitter {
         };
         if let Some(c) = open.args.as_mut() {
             self.args_scratch.clone_from(c);
-            self.args_scratch.feed(delta);
+            if whole {
+                self.args_scratch.feed_whole(delta);
+            } else {
+                self.args_scratch.feed(delta);
+            }
             if self.args_scratch.is_broken() {
                 return false;
             }
@@ -1200,17 +1230,6 @@ impl Emitter {
             delta,
         });
         true
-    }
-
-    /// Arguments made of `fields` (see [`MetaField`]), as one delta.
-    pub fn tool_args_fields(&mut self, id: &str, fields: &[MetaField]) -> bool {
-        let mut buf = std::mem::take(&mut self.args_json);
-        buf.clear();
-        wire::object(&mut buf, fields);
-        let json = std::str::from_utf8(&buf).expect("the writer writes UTF-8");
-        let done = self.tool_args(id, json);
-        self.args_json = buf;
-        done
     }
 
     pub fn tool_end(&mut self, id: &str) -> bool {

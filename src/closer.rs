@@ -106,6 +106,20 @@ impl Closer {
         self.broken
     }
 
+    /// Feed `value`, a whole JSON value known to be valid (parsed already,
+    /// or written by this program): when nothing was fed before, it completes
+    /// the text without a look at its bytes; otherwise it is followed as any
+    /// piece is (a second value breaks the text).
+    pub fn feed_whole(&mut self, value: &str) {
+        if self.empty && !self.broken {
+            debug_assert!(serde_json::from_str::<serde::de::IgnoredAny>(value).is_ok());
+            self.empty = false;
+            self.done = true;
+        } else {
+            self.feed(value);
+        }
+    }
+
     pub fn feed(&mut self, text: &str) {
         for &b in text.as_bytes() {
             if self.broken {
@@ -333,6 +347,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A whole value fed into a fresh text completes it, as feeding it byte
+    /// by byte would; fed after anything, it is followed as any piece is.
+    #[test]
+    fn a_whole_value_completes_a_fresh_text_and_is_followed_after_one() {
+        let value = r#"{"a": [1, "}"], "b": {}}"#;
+        let mut whole = Closer::default();
+        whole.feed_whole(value);
+        let mut bytes = Closer::default();
+        bytes.feed(value);
+        assert_eq!(
+            (whole.done, whole.empty, whole.broken, whole.closing()),
+            (bytes.done, bytes.empty, bytes.broken, bytes.closing())
+        );
+        whole.feed_whole("{}");
+        assert!(whole.is_broken(), "a second value");
+
+        let mut started = Closer::default();
+        started.feed(r#"{"a": "#);
+        started.feed_whole("[1]");
+        assert!(!started.is_broken());
+        assert_eq!(started.closing().as_deref(), Some("}"));
     }
 
     #[test]

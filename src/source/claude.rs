@@ -1018,8 +1018,10 @@ impl Claude {
         b.confirmed = true;
         if want == Kind::Tool && !b.args {
             // No argument deltas: the complete input is the arguments.
-            let args = block.input.map_or("{}", RawValue::get);
-            em.tool_args(&b.id, args);
+            match block.input {
+                Some(input) => em.tool_args_value(&b.id, input),
+                None => em.tool_args_fields(&b.id, &[]),
+            };
             b.args = true;
         }
         if want == Kind::Thinking && b.signature.is_empty() {
@@ -1082,7 +1084,10 @@ impl Claude {
                     Some(msg_id),
                     em,
                 ) {
-                    em.tool_args(tid, block.input.map_or("{}", RawValue::get));
+                    match block.input {
+                        Some(input) => em.tool_args_value(tid, input),
+                        None => em.tool_args_fields(tid, &[]),
+                    };
                     em.tool_end(tid);
                 }
             }

@@ -984,11 +984,10 @@ impl Codex {
                     inv.as_ref().and_then(|i| i.tool.as_deref()).unwrap_or("")
                 );
                 em.tool_start(id, &name, None);
-                let args = inv
-                    .as_ref()
-                    .and_then(|i| i.arguments)
-                    .map_or("{}", RawValue::get);
-                em.tool_args(id, if args == "null" { "{}" } else { args });
+                match inv.as_ref().and_then(|i| i.arguments) {
+                    Some(args) if args.get() != "null" => em.tool_args_value(id, args),
+                    _ => em.tool_args_fields(id, &[]),
+                };
             }
             "mcp_tool_call_end" => {
                 let id = need_call_id(&msg, kind)?;
@@ -1326,9 +1325,9 @@ fn item_args(kind: &str, it: &Item, id: &str, em: &mut Emitter) {
     match kind {
         "command_execution" => em.tool_args_fields(id, &[("command", json(it.command))]),
         "file_change" => em.tool_args_fields(id, &[("changes", json(it.changes))]),
-        "mcp_tool_call" => match it.arguments.map(RawValue::get) {
-            None | Some("null") => em.tool_args(id, "{}"),
-            Some(a) => em.tool_args(id, a),
+        "mcp_tool_call" => match it.arguments {
+            Some(a) if a.get() != "null" => em.tool_args_value(id, a),
+            _ => em.tool_args_fields(id, &[]),
         },
         "web_search" => em.tool_args_fields(
             id,

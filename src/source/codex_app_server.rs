@@ -1014,7 +1014,7 @@ fn tool_args(kind: &str, it: &Item, id: &str, em: &mut Emitter) {
         }
         "fileChange" => em.tool_args_fields(id, &[("changes", json(it.changes))]),
         "mcpToolCall" | "dynamicToolCall" => match it.arguments {
-            Some(a) if a.get().starts_with('{') => em.tool_args(id, a.get()),
+            Some(a) if a.get().starts_with('{') => em.tool_args_value(id, a),
             Some(a) if a.get() != "null" => {
                 em.tool_args_fields(id, &[("arguments", Some(MetaValue::Json(a)))])
             }

@@ -267,7 +267,7 @@ impl Gemini {
             return Ok(());
         }
         if let Some(params) = rec.parameters {
-            em.tool_args(id, params.get());
+            em.tool_args_value(id, params);
             if name == "write_todos" {
                 crate::plan::todos(em, None, params, crate::plan::GEMINI);
             }
