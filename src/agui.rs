@@ -1190,6 +1190,15 @@ impl Emitter {
         self.args(id, value.get(), true)
     }
 
+    /// The input's arguments, one whole JSON value, or `{}` when it gives
+    /// none.
+    pub fn tool_args_given(&mut self, id: &str, value: Option<&RawValue>) -> bool {
+        match value {
+            Some(v) => self.tool_args_value(id, v),
+            None => self.tool_args_fields(id, &[]),
+        }
+    }
+
     /// Arguments made of `fields` (see [`MetaField`]), as one delta (`{}`
     /// for none).
     pub fn tool_args_fields(&mut self, id: &str, fields: &[MetaField]) -> bool {

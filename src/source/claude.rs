@@ -1018,10 +1018,7 @@ impl Claude {
         b.confirmed = true;
         if want == Kind::Tool && !b.args {
             // No argument deltas: the complete input is the arguments.
-            match block.input {
-                Some(input) => em.tool_args_value(&b.id, input),
-                None => em.tool_args_fields(&b.id, &[]),
-            };
+            em.tool_args_given(&b.id, block.input);
             b.args = true;
         }
         if want == Kind::Thinking && b.signature.is_empty() {
@@ -1084,10 +1081,7 @@ impl Claude {
                     Some(msg_id),
                     em,
                 ) {
-                    match block.input {
-                        Some(input) => em.tool_args_value(tid, input),
-                        None => em.tool_args_fields(tid, &[]),
-                    };
+                    em.tool_args_given(tid, block.input);
                     em.tool_end(tid);
                 }
             }

@@ -984,10 +984,8 @@ impl Codex {
                     inv.as_ref().and_then(|i| i.tool.as_deref()).unwrap_or("")
                 );
                 em.tool_start(id, &name, None);
-                match inv.as_ref().and_then(|i| i.arguments) {
-                    Some(args) if args.get() != "null" => em.tool_args_value(id, args),
-                    _ => em.tool_args_fields(id, &[]),
-                };
+                let args = inv.as_ref().and_then(|i| i.arguments);
+                em.tool_args_given(id, args.filter(|a| a.get() != "null"));
             }
             "mcp_tool_call_end" => {
                 let id = need_call_id(&msg, kind)?;
@@ -1325,10 +1323,7 @@ fn item_args(kind: &str, it: &Item, id: &str, em: &mut Emitter) {
     match kind {
         "command_execution" => em.tool_args_fields(id, &[("command", json(it.command))]),
         "file_change" => em.tool_args_fields(id, &[("changes", json(it.changes))]),
-        "mcp_tool_call" => match it.arguments {
-            Some(a) if a.get() != "null" => em.tool_args_value(id, a),
-            _ => em.tool_args_fields(id, &[]),
-        },
+        "mcp_tool_call" => em.tool_args_given(id, it.arguments.filter(|a| a.get() != "null")),
         "web_search" => em.tool_args_fields(
             id,
             &[("query", json(it.query)), ("action", json(it.action))],
