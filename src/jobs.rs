@@ -131,9 +131,8 @@ pub fn translate_all(
             .and_then(|()| out.as_fd().try_clone_to_owned())
             .context("writing stdout")
             .and_then(|fd| {
-                // The writer hands over whole chunks, so nothing is gained
-                // from line buffering; and spilled output goes from file to
-                // stdout in the kernel, without a pass through this process.
+                // The writer hands over whole chunks: nothing is gained from
+                // line buffering.
                 write_in_order(receivers, &mut File::from(fd), total, &shared)
             });
         // Whatever happened, no thread may wait for the writer any more.
@@ -258,8 +257,9 @@ fn write_in_order(
     total: &mut Total,
     shared: &Shared,
 ) -> anyhow::Result<()> {
-    // Spilled output that cannot be sent in the kernel is copied through
-    // this buffer.
+    let kernel = sendfile_copies(out);
+    // Spilled output that is not sent in the kernel is copied through this
+    // buffer.
     let mut spill_buf = Vec::new();
     for (rx, pending) in receivers {
         loop {
@@ -270,7 +270,7 @@ fn write_in_order(
                     shared.recycle(b);
                 }
                 Ok(Piece::Spill(spill)) => {
-                    if let Some(f) = spill.copy_to(out, &mut spill_buf)? {
+                    if let Some(f) = spill.copy_to(out, kernel, &mut spill_buf)? {
                         if let Ok(mut spills) = shared.spills.lock() {
                             spills.push(f);
                         }
@@ -321,13 +321,19 @@ impl Spill {
         Ok(())
     }
 
-    /// Copy the spilled output to `out`, in the kernel where it can
-    /// (`sendfile`: to a file or a pipe, no pass through this process);
-    /// give back the file if it is small enough to keep for another FILE.
-    fn copy_to(mut self, out: &mut File, buf: &mut Vec<u8>) -> anyhow::Result<Option<File>> {
+    /// Copy the spilled output to `out`: with `kernel` (see
+    /// [`sendfile_copies`]) by `sendfile`, without a pass through this
+    /// process, where the kernel can; give back the file if it is small
+    /// enough to keep for another FILE.
+    fn copy_to(
+        mut self,
+        out: &mut File,
+        kernel: bool,
+        buf: &mut Vec<u8>,
+    ) -> anyhow::Result<Option<File>> {
         self.file.rewind().context("reading back spilled output")?;
         let mut left = self.len;
-        while left > 0 {
+        while kernel && left > 0 {
             let want = usize::try_from(left).unwrap_or(usize::MAX).min(1 << 30);
             // SAFETY: both descriptors are open for as long as the borrows;
             // with no offset given, the spill file's own is used and moved.
@@ -373,6 +379,19 @@ impl Spill {
         }
         Ok((self.len <= KEEP_SPILL).then_some(self.file))
     }
+}
+
+/// Whether `sendfile` into `out` copies the bytes before it returns: into a
+/// file or a device it does. Into a pipe (or a socket) it hands over the spill
+/// file's pages themselves, and those change when the file is reused for the
+/// next FILE while a slow reader has not read them yet: there the copy goes
+/// through memory.
+fn sendfile_copies(out: &File) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    out.metadata().is_ok_and(|m| {
+        let kind = m.file_type();
+        kind.is_file() || kind.is_char_device() || kind.is_block_device()
+    })
 }
 
 /// The output of one FILE. While the writer is on an earlier FILE, chunks
@@ -544,7 +563,7 @@ mod tests {
             let long = bytes(3 * SPILL_PIECE + 17, 1);
             let mut spill = Spill::take(&pool, 0).unwrap();
             spill.write(&long).unwrap();
-            let file = spill.copy_to(&mut out, &mut buf).unwrap().unwrap();
+            let file = spill.copy_to(&mut out, true, &mut buf).unwrap().unwrap();
             assert!(drain(&mut out) == long);
             assert_eq!(buf.is_empty(), !append, "copied through memory: {append}");
             pool.lock().unwrap().push(file);
@@ -553,10 +572,26 @@ mod tests {
             let mut spill = Spill::take(&pool, 1).unwrap();
             assert!(pool.lock().unwrap().is_empty(), "the pooled file is reused");
             spill.write(&short).unwrap();
-            spill.copy_to(&mut out, &mut buf).unwrap();
+            spill.copy_to(&mut out, true, &mut buf).unwrap();
             let got = drain(&mut out);
             assert!(got == short, "{} bytes out of {}", got.len(), short.len());
         }
+    }
+
+    /// `sendfile` is used into a file or a device, not into a pipe (which
+    /// would hold on to the spill file's pages).
+    #[test]
+    fn spills_are_sent_in_the_kernel_into_files_and_devices_only() {
+        assert!(sendfile_copies(&out_file(false)));
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null");
+        assert!(sendfile_copies(&null.unwrap()));
+        let mut child = std::process::Command::new("true")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pipe = std::os::fd::OwnedFd::from(child.stdout.take().unwrap());
+        assert!(!sendfile_copies(&File::from(pipe)));
+        child.wait().unwrap();
     }
 
     /// A FILE ahead of the writer, with no room left in memory, spills;

@@ -307,6 +307,8 @@ fn jobs_spill_what_runs_ahead_and_keep_the_order() {
         "codex/0.169.0/sigterm_command.jsonl",
         "claude/2.1.328/a-text-partial.jsonl",
         "gemini/0.61.0/k_resume_1.jsonl",
+        "codex/0.169.0/sigterm_command.jsonl",
+        "gemini/0.61.0/b_shell.jsonl",
     ]
     .iter()
     .enumerate()
@@ -324,12 +326,39 @@ fn jobs_spill_what_runs_ahead_and_keep_the_order() {
             .output()
             .unwrap()
     };
+    // Read slowly: output copied into the pipe stays there a while, and
+    // must not change while it waits (as it would if the pages of a spill
+    // file in the pipe were written again for another FILE).
+    let run_slowly = |jobs: &str| {
+        let mut child = cmd()
+            .env("TMPDIR", &dir)
+            .args(["-j", jobs])
+            .args(&files)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (mut all, mut buf) = (Vec::new(), vec![0; 64 << 10]);
+        loop {
+            std::thread::sleep(Duration::from_millis(4));
+            match std::io::Read::read(&mut stdout, &mut buf).unwrap() {
+                0 => break,
+                n => all.extend_from_slice(&buf[..n]),
+            }
+        }
+        assert!(child.wait().unwrap().success());
+        all
+    };
     let one = run("1");
     assert!(one.stdout.len() > 16 << 20, "{}", one.stdout.len());
     for jobs in ["2", "4"] {
         let many = run(jobs);
         assert!(many.stdout == one.stdout, "-j {jobs}: other bytes");
         assert_eq!(many.status.code(), one.status.code());
+        assert!(
+            run_slowly(jobs) == one.stdout,
+            "-j {jobs}, read slowly: other bytes"
+        );
     }
     // Spill files are removed as soon as they are made.
     let left: Vec<_> = std::fs::read_dir(&dir)
