@@ -30,7 +30,7 @@ use crate::plan::{self, Field, Item, Plan};
 
 const SOURCE: &str = "claude";
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct Record<'a> {
     #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
@@ -346,8 +346,9 @@ pub struct Claude {
 impl Translate for Claude {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
         let mut scratch = self.scratch.take();
-        let result = match parse_record::<Record>(line, &mut scratch) {
-            Ok((rec, line)) => {
+        let mut rec = Record::default();
+        let result = match parse_record(line, &mut scratch, &mut rec) {
+            Ok(line) => {
                 let r = self.record(&rec, line, em);
                 em.set_subagent(None);
                 r

@@ -34,7 +34,7 @@ use crate::json::{self, text_of};
 const SOURCE: &str = "codex";
 
 /// One line, of either format: every top-level field either has.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct Record<'a> {
     #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
     kind: Option<Cow<'a, str>>,
@@ -400,8 +400,9 @@ pub struct Codex {
 impl Translate for Codex {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
         let mut scratch = self.scratch.take();
-        let result = match parse_record::<Record>(line, &mut scratch) {
-            Ok((rec, line)) => self.record(rec, line, em),
+        let mut rec = Record::default();
+        let result = match parse_record(line, &mut scratch, &mut rec) {
+            Ok(line) => self.record(rec, line, em),
             Err(e) => Err(e),
         };
         self.scratch = scratch;

@@ -421,8 +421,9 @@ impl Translate for CodexAppServer {
             self.seed.add(line);
         }
         let mut scratch = self.scratch.take();
-        let result = match parse_record::<Message>(line, &mut scratch) {
-            Ok((msg, line)) => self.message(msg, line, em),
+        let mut msg = Message::default();
+        let result = match parse_record(line, &mut scratch, &mut msg) {
+            Ok(line) => self.message(msg, line, em),
             Err(e) => Err(e),
         };
         self.scratch = scratch;

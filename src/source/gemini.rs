@@ -34,7 +34,7 @@ const NO_ANSWER: &str =
     "the model did not answer (the CLI reported success without a reply or an error)";
 
 /// One line of Gemini's stream; every field that any event type has.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct Record<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
@@ -124,8 +124,9 @@ pub struct Gemini {
 impl Translate for Gemini {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
         let mut scratch = self.scratch.take();
-        let result = match parse_record::<Record>(line, &mut scratch) {
-            Ok((rec, line)) => self.record(rec, line, em),
+        let mut rec = Record::default();
+        let result = match parse_record(line, &mut scratch, &mut rec) {
+            Ok(line) => self.record(rec, line, em),
             Err(e) => Err(e),
         };
         self.scratch = scratch;

@@ -128,20 +128,23 @@ impl std::ops::Deref for Line<'_> {
     }
 }
 
-/// Parse `line` into a record, repairing lone surrogate escapes if that is
-/// what failed (the repaired copy is kept in `scratch`).
+/// Parse `line` into `place`, a fresh record, repairing lone surrogate
+/// escapes if that is what failed (the repaired copy is kept in `scratch`):
+/// the line the record was read from.
 pub fn parse_record<'a, T: serde::Deserialize<'a>>(
     line: &'a [u8],
     scratch: &'a mut Option<Vec<u8>>,
-) -> Result<(T, Line<'a>), LineError> {
+    place: &mut T,
+) -> Result<Line<'a>, LineError> {
     let checked = Line::new(line);
-    match json::parse_checked::<T>(line, checked.text) {
-        Ok(rec) => Ok((rec, checked)),
+    match json::parse_into(line, checked.text, place) {
+        Ok(()) => Ok(checked),
         Err(err) => match json::repair_surrogates(line, &err) {
             Some(fixed) => {
+                // Every field is written again (absent ones as absent).
                 let fixed = Line::new(scratch.insert(fixed));
-                match json::parse_checked::<T>(fixed.bytes, fixed.text) {
-                    Ok(rec) => Ok((rec, fixed)),
+                match json::parse_into(fixed.bytes, fixed.text, place) {
+                    Ok(()) => Ok(fixed),
                     Err(err) => Err(LineError::from_parse(fixed.bytes, err)),
                 }
             }
