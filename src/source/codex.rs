@@ -402,7 +402,7 @@ impl Translate for Codex {
         let mut scratch = self.scratch.take();
         let mut rec = Record::default();
         let result = match parse_record(line, &mut scratch, &mut rec) {
-            Ok(line) => self.record(rec, line, em),
+            Ok(line) => self.record(&rec, line, em),
             Err(e) => Err(e),
         };
         self.scratch = scratch;
@@ -462,8 +462,8 @@ impl Translate for Codex {
 }
 
 impl Codex {
-    fn record(&mut self, rec: Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
-        if let Some(msg) = rec.msg {
+    fn record(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
+        if let Some(msg) = &rec.msg {
             self.legacy = true;
             return self.legacy(msg, line, em);
         }
@@ -772,7 +772,7 @@ impl Codex {
     // ---- legacy format --------------------------------------------------
 
     /// Legacy `{"id","msg":{…}}` events.
-    fn legacy(&mut self, msg: Msg, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
+    fn legacy(&mut self, msg: &Msg, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let kind = msg.kind.as_deref().unwrap_or("");
         self.legacy_events = true;
         if kind == "session_configured" {

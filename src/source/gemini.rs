@@ -126,7 +126,7 @@ impl Translate for Gemini {
         let mut scratch = self.scratch.take();
         let mut rec = Record::default();
         let result = match parse_record(line, &mut scratch, &mut rec) {
-            Ok(line) => self.record(rec, line, em),
+            Ok(line) => self.record(&rec, line, em),
             Err(e) => Err(e),
         };
         self.scratch = scratch;
@@ -146,7 +146,7 @@ impl Translate for Gemini {
 }
 
 impl Gemini {
-    fn record(&mut self, rec: Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
+    fn record(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
         match &*rec.kind {
             "init" => self.init(&rec, line, em),
