@@ -496,7 +496,7 @@ impl Codex {
                 }
                 Ok(())
             }
-            Some(kind) => self.current(kind, &rec, line, em),
+            Some(kind) => self.current(kind, rec, line, em),
         }
     }
 
@@ -852,7 +852,7 @@ impl Codex {
                 }
             }
             "exec_command_begin" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 if self.call(id).is_some() || em.is_open(id) || self.has_ended(id) {
                     // The same command announced again (a retry): one tool call.
                     raw(em, line);
@@ -880,7 +880,7 @@ impl Codex {
                 );
             }
             "exec_command_output_delta" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 let mut bytes = std::mem::take(&mut self.decoded);
                 bytes.clear();
                 base64::engine::general_purpose::STANDARD
@@ -903,7 +903,7 @@ impl Codex {
                 self.decoded = bytes;
             }
             "exec_command_end" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 self.end_call(id, em);
                 let failed = msg.exit_code.is_some_and(|c| c.get() != "0");
                 let stderr = msg.stderr.filter(|s| s.get() != "\"\"");
@@ -932,7 +932,7 @@ impl Codex {
                 self.ended(id);
             }
             "patch_apply_begin" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 if em.is_open(id) || self.has_ended(id) {
                     raw(em, line);
                     return Ok(());
@@ -948,7 +948,7 @@ impl Codex {
                 );
             }
             "patch_apply_end" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 let ok = msg.success.unwrap_or(true);
                 let stdout = msg.stdout.map(text_of).unwrap_or_default();
                 let stderr = msg.stderr.map(text_of).unwrap_or_default();
@@ -970,7 +970,7 @@ impl Codex {
                 self.ended(id);
             }
             "mcp_tool_call_begin" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 if em.is_open(id) || self.has_ended(id) {
                     raw(em, line);
                     return Ok(());
@@ -989,7 +989,7 @@ impl Codex {
                 em.tool_args_given(id, args.filter(|a| a.get() != "null"));
             }
             "mcp_tool_call_end" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 if !em.is_open(id) {
                     em.tool_start(id, "mcp", None);
                 }
@@ -1030,14 +1030,14 @@ impl Codex {
                 self.ended(id);
             }
             "web_search_begin" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 if !self.searches.contains_key(id) && !em.is_open(id) {
                     self.began += 1;
                     self.searches.insert(id.to_owned(), self.began);
                 }
             }
             "web_search_end" => {
-                let id = need_call_id(&msg, kind)?;
+                let id = need_call_id(msg, kind)?;
                 self.searches.remove(id);
                 if !em.is_open(id) {
                     self.close_streams(em);

@@ -149,12 +149,12 @@ impl Gemini {
     fn record(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
         match &*rec.kind {
-            "init" => self.init(&rec, line, em),
-            "message" => self.message(&rec, line, em),
-            "tool_use" => self.tool_use(&rec, line, em)?,
-            "tool_result" => self.tool_result(&rec, em)?,
-            "error" => self.error(&rec, line, em),
-            "result" => self.result(&rec, line, em),
+            "init" => self.init(rec, line, em),
+            "message" => self.message(rec, line, em),
+            "tool_use" => self.tool_use(rec, line, em)?,
+            "tool_result" => self.tool_result(rec, em)?,
+            "error" => self.error(rec, line, em),
+            "result" => self.result(rec, line, em),
             other => {
                 em.unknown(format!("record type {other:?}"));
                 raw(em, line);
