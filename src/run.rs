@@ -62,14 +62,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
     let mut failed = false;
     for path in &files {
-        let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
-            let stdin = io::stdin().lock();
-            widen_pipe(stdin.as_fd());
-            ("<stdin>".into(), Box::new(stdin))
-        } else {
-            let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            (path.display().to_string(), Box::new(f))
-        };
+        let (name, rdr) =
+            open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
         match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
             Ok(s) => writeln!(out, "{name}: OK, {s}")?,
             Err(violations) => {
@@ -202,24 +196,14 @@ pub fn translate_file(
         quiet: args.quiet,
     };
     let mut result = FileOutcome::default();
-    let (name, rdr): (String, Box<dyn Read>) = if path.as_os_str() == "-" {
-        let stdin = io::stdin().lock();
-        widen_pipe(stdin.as_fd());
-        ("<stdin>".into(), Box::new(stdin))
-    } else {
-        match File::open(path) {
-            Ok(f) => {
-                // A FILE may be a pipe too: `<(cmd)`, a named pipe.
-                widen_pipe(f.as_fd());
-                (path.display().to_string(), Box::new(f))
+    let (name, rdr) = match open_input(path) {
+        Ok(input) => input,
+        Err(err) => {
+            result.unreadable = true;
+            if crate::interrupt::caught().is_none() {
+                let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
             }
-            Err(err) => {
-                result.unreadable = true;
-                if crate::interrupt::caught().is_none() {
-                    let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
-                }
-                return Ok(result);
-            }
+            return Ok(result);
         }
     };
     let mut em = emitter(&args.output);
@@ -370,6 +354,20 @@ pub struct Options {
     pub strict: bool,
     /// Report nothing on stderr (bad lines are still counted).
     pub quiet: bool,
+}
+
+/// An input by its name on the command line (`-`: standard input), with
+/// the name reports give it; a pipe (stdin, `<(cmd)`, a named pipe) is
+/// widened.
+fn open_input(path: &Path) -> io::Result<(String, Box<dyn Read>)> {
+    if path.as_os_str() == "-" {
+        let stdin = io::stdin().lock();
+        widen_pipe(stdin.as_fd());
+        return Ok(("<stdin>".into(), Box::new(stdin)));
+    }
+    let f = File::open(path)?;
+    widen_pipe(f.as_fd());
+    Ok((path.display().to_string(), Box::new(f)))
 }
 
 /// What a pipe is widened to: the most an unprivileged process may ask for
