@@ -19,8 +19,8 @@ use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
 use crate::json;
+use crate::request::Approval;
 use crate::source::Translate;
-use crate::spawn::Approval;
 
 /// What one session asks of the server.
 pub struct Options<'a> {

@@ -9,7 +9,8 @@ use clap::builder::{EnumValueParser, PossibleValue, StyledStr, TypedValueParser}
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser, ValueEnum};
 
-use crate::agui::{AguiVersion, Format, ToolNames};
+use crate::agui::{AguiVersion, Emitter, Format, ToolNames};
+use crate::run::StatsFormat;
 use crate::source::FromCli;
 
 /// `--help` groups options under these headings, as ripgrep does.
@@ -472,12 +473,12 @@ pub struct RunArgs {
     #[arg(
         long,
         value_enum,
-        value_parser = values::<crate::spawn::Approval>(),
-        default_value_t = crate::spawn::Approval::Default,
+        value_parser = values::<crate::request::Approval>(),
+        default_value_t = crate::request::Approval::Default,
         value_name = "MODE",
         help_heading = RUN
     )]
-    pub approval: crate::spawn::Approval,
+    pub approval: crate::request::Approval,
 
     /// How `run codex` talks to Codex: `app-server` streams text and
     /// command output as they come, `exec` is `codex exec --json` (each
@@ -486,19 +487,19 @@ pub struct RunArgs {
     #[arg(
         long,
         value_enum,
-        value_parser = values::<crate::spawn::Transport>(),
-        default_value_t = crate::spawn::Transport::Auto,
+        value_parser = values::<crate::request::Transport>(),
+        default_value_t = crate::request::Transport::Auto,
         value_name = "HOW",
         help_heading = RUN
     )]
-    pub codex_transport: crate::spawn::Transport,
+    pub codex_transport: crate::request::Transport,
 
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.
     #[arg(
         long,
         value_name = "DURATION",
-        value_parser = crate::spawn::parse_duration,
+        value_parser = crate::request::parse_duration,
         help_heading = RUN
     )]
     pub timeout: Option<std::time::Duration>,
@@ -518,13 +519,15 @@ pub struct RunArgs {
     pub output: OutputArgs,
 }
 
-/// How `--stats` prints its summary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum StatsFormat {
-    /// Lines for people.
-    Text,
-    /// One JSON object.
-    Json,
+impl OutputArgs {
+    /// An emitter set up by the output options.
+    pub fn emitter(&self) -> Emitter {
+        let mut em = Emitter::new(self.format, self.thread_id.clone(), self.run_id.clone());
+        em.set_tool_names(self.tool_names);
+        em.set_version(self.agui_version);
+        em.set_user_messages(!self.no_user_messages);
+        em
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! `--jobs N`: several FILEs translated at once, written in argument order.
+//! The FILE arguments of the filter: each FILE translated as a stream of its
+//! own ([`translate_file`]), and with `--jobs N` several at once, written in
+//! argument order.
 //!
-//! Each FILE is a stream of its own ([`run::translate_file`]), so its output
+//! Since each FILE is a stream of its own, its output
 //! does not depend on the FILEs before it, and N threads can translate N
 //! FILEs at once. A thread hands its FILE's output to the writer in chunks
 //! of 256 KiB; the writer takes the FILEs in order. A FILE's output ahead of
@@ -24,14 +26,16 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::{AsFd, AsRawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use anyhow::Context;
 
+use crate::agui::EVENT_TYPES;
 use crate::cli::FilterArgs;
-use crate::run::{self, FileOutcome, Total};
+use crate::run::{open_input, pump, settle, Looks, Options, Stats};
+use crate::source;
 
 /// Output is handed over in chunks of this many bytes (each hand-over may
 /// wake the writer: larger chunks, fewer switches between threads).
@@ -75,7 +79,7 @@ pub fn translate_all(
     // translated on this thread.
     if jobs <= 1 || files.iter().any(|p| p.as_os_str() == "-") {
         for path in files {
-            total.add(run::translate_file(path, args, out)?);
+            total.add(translate_file(path, args, out)?);
             if total.interrupted.is_some() {
                 break;
             }
@@ -114,7 +118,7 @@ pub fn translate_all(
                     spill: None,
                     index: i,
                 };
-                let piece = match run::translate_file(path, args, &mut w)
+                let piece = match translate_file(path, args, &mut w)
                     .and_then(|o| w.finish().map(|()| o).map_err(Into::into))
                 {
                     Ok(outcome) => Piece::Done(Box::new(outcome)),
@@ -510,6 +514,163 @@ fn spill_file(index: usize) -> io::Result<File> {
         io::ErrorKind::AlreadyExists,
         "no free name for a spill file in the temporary directory",
     ))
+}
+
+/// What translating the FILE arguments gave, summed over the files.
+#[derive(Debug, Default)]
+pub struct Total {
+    pub stats: Stats,
+    /// Events written, by type.
+    pub counts: [u64; EVENT_TYPES.len()],
+    pub bytes_out: u64,
+    /// A FILE could not be opened or read.
+    pub unreadable: bool,
+    /// An input was not the named CLI's (`--from`), or was not recognized.
+    pub mismatched: bool,
+    /// The signal that ended the translation.
+    pub interrupted: Option<i32>,
+}
+
+impl Total {
+    /// Add one file's outcome.
+    pub fn add(&mut self, file: FileOutcome) {
+        let s = file.stats;
+        self.stats.lines += s.lines;
+        self.stats.bytes += s.bytes;
+        self.stats.bad += s.bad;
+        for (what, n) in s.unknown {
+            *self.stats.unknown.entry(what).or_default() += n;
+        }
+        for (t, n) in self.counts.iter_mut().zip(file.counts) {
+            *t += n;
+        }
+        self.bytes_out += file.bytes_out;
+        self.unreadable |= file.unreadable;
+        self.mismatched |= file.mismatched;
+        if self.interrupted.is_none() {
+            self.interrupted = file.interrupted;
+        }
+    }
+}
+
+/// What translating one FILE gave.
+#[derive(Debug, Default)]
+pub struct FileOutcome {
+    pub stats: Stats,
+    pub counts: [u64; EVENT_TYPES.len()],
+    pub bytes_out: u64,
+    pub unreadable: bool,
+    pub mismatched: bool,
+    pub interrupted: Option<i32>,
+}
+
+/// Translate one FILE (`-`: standard input) to `out`, as a stream of its
+/// own: its own emitter, so that the output of a FILE does not depend on the
+/// FILEs before it (which is what lets `--jobs` translate them at once). A
+/// FILE that cannot be opened or read is reported and ends as far as it got;
+/// only an output error is returned.
+pub fn translate_file(
+    path: &Path,
+    args: &FilterArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<FileOutcome> {
+    let opts = Options {
+        strict: args.strict,
+        quiet: args.quiet,
+    };
+    let mut result = FileOutcome::default();
+    let (name, rdr) = match open_input(path) {
+        Ok(input) => input,
+        Err(err) => {
+            result.unreadable = true;
+            if crate::interrupt::caught().is_none() {
+                let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
+            }
+            return Ok(result);
+        }
+    };
+    let mut em = args.output.emitter();
+    let mut tr = source::for_input(args.from)?;
+    let mut stats = Stats {
+        looks: args.from.dialect().map(Looks::new),
+        ..Stats::default()
+    };
+    let mut input = Input::new(rdr);
+    let saw_input = pump(
+        &mut input,
+        &name,
+        tr.as_mut(),
+        &mut em,
+        out,
+        opts,
+        &mut stats,
+    )?;
+    if let Some(sig) = crate::interrupt::caught() {
+        // Finish what was read; end the run as cancelled.
+        em.cancel_run();
+        em.drain_to(out).context("writing stdout")?;
+        out.flush().context("writing stdout")?;
+        result.interrupted = Some(sig);
+    } else {
+        if let Some(err) = input.error.take() {
+            result.unreadable = true;
+            let _ = writeln!(io::stderr(), "agui-translate: {name}: {err}");
+            if !saw_input {
+                // Nothing was read (a directory): no stream, as for a FILE
+                // that cannot be opened.
+                return Ok(result);
+            }
+        }
+        if !saw_input && !opts.quiet && !result.unreadable {
+            let _ = writeln!(io::stderr(), "agui-translate: {name}: the input is empty");
+        }
+        settle(
+            &name,
+            tr.as_mut(),
+            &mut em,
+            out,
+            saw_input,
+            opts,
+            &mut stats,
+        )?;
+    }
+    result.mismatched = stats.mismatched;
+    result.counts = *em.counts();
+    result.bytes_out = em.bytes_out();
+    result.stats = stats;
+    Ok(result)
+}
+
+/// An input as the filter reads it: it ends once a signal was caught (also
+/// when the signal interrupts a read), and a read error ends it too; the
+/// error is kept, to be reported once the stream is settled.
+struct Input<R> {
+    rdr: R,
+    error: Option<io::Error>,
+}
+
+impl<R: Read> Input<R> {
+    fn new(rdr: R) -> Self {
+        Input { rdr, error: None }
+    }
+}
+
+impl<R: Read> Read for Input<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if crate::interrupt::caught().is_some() || self.error.is_some() {
+                return Ok(0);
+            }
+            match self.rdr.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.error = Some(e);
+                    return Ok(0);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

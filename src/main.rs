@@ -3,10 +3,10 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use agui_translate::{cli, run};
+use agui_translate::{cli, command};
 
 fn main() -> ExitCode {
-    match run::main(cli::parse()) {
+    match command::main(cli::parse()) {
         Ok(code) => code,
         // `| head`: the reader went away; that is not our failure.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

@@ -5,28 +5,16 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
-use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
-use crate::cli::{Args, CheckArgs, Command, FilterArgs, OutputArgs, StatsFormat};
 use crate::lines::Lines;
 use crate::source::{self, Dialect, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
 /// input is already buffered (a bulk input is written in large batches).
 const BATCH: usize = 64 * 1024;
-
-pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    match args.command {
-        Some(Command::Run(run)) => crate::spawn::main(*run),
-        Some(Command::Check(c)) => check(c),
-        Some(Command::Serve(s)) => crate::serve::main(s),
-        None => translate(args.filter),
-    }
-}
 
 /// Translate a whole input held in memory, reporting nothing (for tests and
 /// fuzzing).
@@ -49,245 +37,6 @@ pub fn translate_bytes(from: crate::source::FromCli, input: &[u8]) -> Vec<u8> {
     )
     .expect("writing to memory cannot fail");
     out
-}
-
-/// `agui-translate check`.
-fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let files = if args.files.is_empty() {
-        vec![Path::new("-").to_path_buf()]
-    } else {
-        args.files
-    };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let mut failed = false;
-    for path in &files {
-        let (name, rdr) =
-            open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
-        match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
-            Ok(s) => writeln!(out, "{name}: OK, {s}")?,
-            Err(violations) => {
-                failed = true;
-                for v in &violations {
-                    let at = if v.line == 0 {
-                        "end".to_owned()
-                    } else {
-                        v.line.to_string()
-                    };
-                    let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
-                }
-                let n = violations.len();
-                let s = if n == 1 { "" } else { "s" };
-                writeln!(out, "{name}: INVALID, {n} problem{s}")?;
-            }
-        }
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// An emitter set up by the output options.
-pub fn emitter(o: &OutputArgs) -> Emitter {
-    let mut em = Emitter::new(o.format, o.thread_id.clone(), o.run_id.clone());
-    em.set_tool_names(o.tool_names);
-    em.set_version(o.agui_version);
-    em.set_user_messages(!o.no_user_messages);
-    em
-}
-
-fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
-    let started = Instant::now();
-    // Fail on an unsupported dialect before reading anything.
-    source::for_input(args.from)?;
-    crate::interrupt::install().context("installing the signal handlers")?;
-    let files = if args.files.is_empty() {
-        vec![Path::new("-").to_path_buf()]
-    } else {
-        args.files.clone()
-    };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    widen_pipe(out.as_fd());
-    let mut total = Total::default();
-    crate::jobs::translate_all(&args, &files, &mut out, &mut total)?;
-    if let Some(format) = args.stats {
-        let report = total.stats.report_counts(
-            &total.counts,
-            total.bytes_out,
-            started.elapsed().as_secs_f64(),
-            format,
-        );
-        let _ = io::stderr().write_all(report.as_bytes());
-    }
-    Ok(if let Some(sig) = total.interrupted {
-        ExitCode::from(128 + sig as u8)
-    } else if total.unreadable {
-        ExitCode::from(2)
-    } else if total.stats.bad > 0 || total.mismatched {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// What translating the FILE arguments gave, summed over the files.
-#[derive(Debug, Default)]
-pub struct Total {
-    pub stats: Stats,
-    /// Events written, by type.
-    pub counts: [u64; EVENT_TYPES.len()],
-    pub bytes_out: u64,
-    /// A FILE could not be opened or read.
-    pub unreadable: bool,
-    /// An input was not the named CLI's (`--from`), or was not recognized.
-    pub mismatched: bool,
-    /// The signal that ended the translation.
-    pub interrupted: Option<i32>,
-}
-
-impl Total {
-    /// Add one file's outcome.
-    pub fn add(&mut self, file: FileOutcome) {
-        let s = file.stats;
-        self.stats.lines += s.lines;
-        self.stats.bytes += s.bytes;
-        self.stats.bad += s.bad;
-        for (what, n) in s.unknown {
-            *self.stats.unknown.entry(what).or_default() += n;
-        }
-        for (t, n) in self.counts.iter_mut().zip(file.counts) {
-            *t += n;
-        }
-        self.bytes_out += file.bytes_out;
-        self.unreadable |= file.unreadable;
-        self.mismatched |= file.mismatched;
-        if self.interrupted.is_none() {
-            self.interrupted = file.interrupted;
-        }
-    }
-}
-
-/// What translating one FILE gave.
-#[derive(Debug, Default)]
-pub struct FileOutcome {
-    pub stats: Stats,
-    pub counts: [u64; EVENT_TYPES.len()],
-    pub bytes_out: u64,
-    pub unreadable: bool,
-    pub mismatched: bool,
-    pub interrupted: Option<i32>,
-}
-
-/// Translate one FILE (`-`: standard input) to `out`, as a stream of its
-/// own: its own emitter, so that the output of a FILE does not depend on the
-/// FILEs before it (which is what lets `--jobs` translate them at once). A
-/// FILE that cannot be opened or read is reported and ends as far as it got;
-/// only an output error is returned.
-pub fn translate_file(
-    path: &Path,
-    args: &FilterArgs,
-    out: &mut dyn Write,
-) -> anyhow::Result<FileOutcome> {
-    let opts = Options {
-        strict: args.strict,
-        quiet: args.quiet,
-    };
-    let mut result = FileOutcome::default();
-    let (name, rdr) = match open_input(path) {
-        Ok(input) => input,
-        Err(err) => {
-            result.unreadable = true;
-            if crate::interrupt::caught().is_none() {
-                let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
-            }
-            return Ok(result);
-        }
-    };
-    let mut em = emitter(&args.output);
-    let mut tr = source::for_input(args.from)?;
-    let mut stats = Stats {
-        looks: args.from.dialect().map(Looks::new),
-        ..Stats::default()
-    };
-    let mut input = Input::new(rdr);
-    let saw_input = pump(
-        &mut input,
-        &name,
-        tr.as_mut(),
-        &mut em,
-        out,
-        opts,
-        &mut stats,
-    )?;
-    if let Some(sig) = crate::interrupt::caught() {
-        // Finish what was read; end the run as cancelled.
-        em.cancel_run();
-        em.drain_to(out).context("writing stdout")?;
-        out.flush().context("writing stdout")?;
-        result.interrupted = Some(sig);
-    } else {
-        if let Some(err) = input.error.take() {
-            result.unreadable = true;
-            let _ = writeln!(io::stderr(), "agui-translate: {name}: {err}");
-            if !saw_input {
-                // Nothing was read (a directory): no stream, as for a FILE
-                // that cannot be opened.
-                return Ok(result);
-            }
-        }
-        if !saw_input && !opts.quiet && !result.unreadable {
-            let _ = writeln!(io::stderr(), "agui-translate: {name}: the input is empty");
-        }
-        settle(
-            &name,
-            tr.as_mut(),
-            &mut em,
-            out,
-            saw_input,
-            opts,
-            &mut stats,
-        )?;
-    }
-    result.mismatched = stats.mismatched;
-    result.counts = *em.counts();
-    result.bytes_out = em.bytes_out();
-    result.stats = stats;
-    Ok(result)
-}
-
-/// An input as the filter reads it: it ends once a signal was caught (also
-/// when the signal interrupts a read), and a read error ends it too; the
-/// error is kept, to be reported once the stream is settled.
-struct Input<R> {
-    rdr: R,
-    error: Option<io::Error>,
-}
-
-impl<R: Read> Input<R> {
-    fn new(rdr: R) -> Self {
-        Input { rdr, error: None }
-    }
-}
-
-impl<R: Read> Read for Input<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if crate::interrupt::caught().is_some() || self.error.is_some() {
-                return Ok(0);
-            }
-            match self.rdr.read(buf) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.error = Some(e);
-                    return Ok(0);
-                }
-            }
-        }
-    }
 }
 
 /// With `--from CLI`: whether the input is that CLI's, told by the records
@@ -359,7 +108,7 @@ pub struct Options {
 /// An input by its name on the command line (`-`: standard input), with
 /// the name reports give it; a pipe (stdin, `<(cmd)`, a named pipe) is
 /// widened.
-fn open_input(path: &Path) -> io::Result<(String, Box<dyn Read>)> {
+pub fn open_input(path: &Path) -> io::Result<(String, Box<dyn Read>)> {
     if path.as_os_str() == "-" {
         let stdin = io::stdin().lock();
         widen_pipe(stdin.as_fd());
@@ -391,6 +140,15 @@ pub fn widen_pipe(fd: BorrowedFd<'_>) {
             libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
         }
     }
+}
+
+/// How `--stats` prints its summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object.
+    Json,
 }
 
 /// What the inputs gave, for `--stats` and the exit status.

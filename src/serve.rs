@@ -21,8 +21,6 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cli::ServeArgs;
-
 /// Connections served at once; more are answered 503 at once. Each holds a
 /// thread and, while its run lasts, a CLI: a bound that keeps a burst of
 /// requests from starting a CLI each.
@@ -76,8 +74,25 @@ impl Sessions {
     }
 }
 
-/// `agui-translate serve`.
-pub fn main(a: ServeArgs) -> anyhow::Result<ExitCode> {
+/// What `serve` is asked to do.
+#[derive(Debug)]
+pub struct Config {
+    /// The CLI that answers.
+    pub cli: crate::dialect::Dialect,
+    /// Where to listen (`ADDR:PORT`).
+    pub listen: String,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// Options given to every run.
+    pub run_options: Vec<String>,
+}
+
+/// `agui-translate serve`. `check_run` checks the arguments of a run as the
+/// command line takes them.
+pub fn main(
+    a: Config,
+    check_run: impl Fn(Vec<std::ffi::OsString>) -> Result<(), clap::Error>,
+) -> anyhow::Result<ExitCode> {
     let addr: SocketAddr = match a.listen.parse() {
         Ok(addr) => addr,
         Err(_) => return usage(&format!("--listen {:?}: not ADDR:PORT", a.listen)),
@@ -99,7 +114,11 @@ pub fn main(a: ServeArgs) -> anyhow::Result<ExitCode> {
         Some("session"),
         "file",
     );
-    if let Err(e) = crate::cli::parse_from(std::iter::once("agui-translate".into()).chain(probe)) {
+    if let Err(e) = check_run(
+        std::iter::once("agui-translate".into())
+            .chain(probe)
+            .collect(),
+    ) {
         let _ = writeln!(
             io::stderr(),
             "agui-translate: serve: the options after `--` are run's, and serve sets \

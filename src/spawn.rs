@@ -21,67 +21,13 @@ use anyhow::Context;
 
 use crate::agui::{code, Outcome};
 use crate::appserver;
-use crate::cli::RunArgs;
 use crate::dialect::{Client, Dialect};
 use crate::redact::Redactor;
+use crate::request::{RunRequest, Transport};
 use crate::run::{self, Options, Stats};
 use crate::source;
 use crate::stderr::Tail;
 use crate::supervise::{self, Exit, Output, Signals};
-
-/// How tool calls are approved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Approval {
-    /// The CLI's own default (it may refuse tools it would ask about).
-    #[default]
-    Default,
-    /// Approve file edits without asking.
-    AutoEdit,
-    /// Approve everything without asking.
-    Yolo,
-}
-
-/// How `run codex` talks to Codex.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Transport {
-    /// `app-server` when the installed version is one it is known to work
-    /// with, else `exec`.
-    #[default]
-    Auto,
-    /// `codex exec --json`: messages arrive only when complete.
-    Exec,
-    /// `codex app-server`, agui-translate its client: text, reasoning and
-    /// command output stream as they come, approvals are answered by
-    /// --approval.
-    AppServer,
-}
-
-/// `90s`, `10m`, `1h`, `500ms`, or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("not a duration: {s:?} (try 90s, 10m, 1h)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" | "" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?} in {s:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("a duration must be positive: {s:?}"));
-    }
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("too long a duration: {s:?}"))
-}
 
 /// A file of ours in the temporary directory, removed when dropped (after
 /// the CLI has exited).
@@ -160,7 +106,7 @@ fn find_on_path(program: &Path) -> Option<PathBuf> {
 /// Values that reach the CLI as the argument of one of its options: one
 /// that begins with `-` would be read as an option of its own
 /// (`--resume=--last`), so it is refused.
-fn refuse_option_like_values(a: &RunArgs) -> anyhow::Result<()> {
+fn refuse_option_like_values(a: &RunRequest) -> anyhow::Result<()> {
     let values = [
         ("--model", a.model.as_deref()),
         ("--resume", a.resume.as_deref()),
@@ -221,13 +167,29 @@ fn meaning(cli: Dialect, status: i32) -> (&'static str, String) {
     }
 }
 
-/// `agui-translate run`.
-pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
-    if a.check {
-        return check();
-    }
-    let cli = a.cli.expect("clap requires the CLI unless --check");
-    if let Some(d) = &a.cwd {
+/// `agui-translate run` as the command line asked for it.
+#[derive(Debug)]
+pub struct Run {
+    /// The CLI to start.
+    pub cli: Dialect,
+    /// The prompt; `-` or none reads it from standard input.
+    pub prompt: Option<String>,
+    /// What the CLI is told.
+    pub request: RunRequest,
+    /// The CLI's executable, when named (`--cli`).
+    pub cli_path: Option<PathBuf>,
+    /// How `run codex` talks to Codex.
+    pub transport: Transport,
+    /// End the run (as cancelled) after this long.
+    pub timeout: Option<Duration>,
+    /// Where to write the CLI's session id at the end.
+    pub session_file: Option<PathBuf>,
+}
+
+/// `agui-translate run`: the events go out through `em`.
+pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
+    let cli = a.cli;
+    if let Some(d) = &a.request.cwd {
         // Checked here: a spawn that fails on it would look like a missing CLI.
         if !d.is_dir() {
             anyhow::bail!("--cwd {}: no such directory", d.display());
@@ -249,30 +211,30 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
     }
-    refuse_option_like_values(&a)?;
+    refuse_option_like_values(&a.request)?;
     let exe = executable(cli, a.cli_path.as_deref());
-    let client = transport(cli, a.codex_transport, exe.as_deref().ok())?;
+    let client = transport(cli, a.transport, exe.as_deref().ok())?;
     // The policy file lives until the CLI has exited.
     let (args, _policy) = match client {
-        Some((_, c)) => ((c.argv)(&a)?, None),
+        Some((_, c)) => ((c.argv)(&a.request)?, None),
         None => {
             let command = cli
                 .exec()
                 .with_context(|| format!("{cli} cannot be started by run"))?;
             let policy = match &command.deny_file {
-                Some(file) if !a.deny_tool.is_empty() => Some(TempFile::create(
+                Some(file) if !a.request.deny_tool.is_empty() => Some(TempFile::create(
                     "agui-translate-deny-tools",
                     file.ext,
-                    &(file.contents)(&a.deny_tool)?,
+                    &(file.contents)(&a.request.deny_tool)?,
                 )?),
                 _ => None,
             };
-            let args = (command.argv)(&a, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
+            let args = (command.argv)(&a.request, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
             (args, policy)
         }
     };
     // The session's directory, for the server (which also runs there).
-    let cwd = match (&client, &a.cwd) {
+    let cwd = match (&client, &a.request.cwd) {
         (Some(_), Some(d)) => Some(
             std::path::absolute(d)
                 .ok()
@@ -281,7 +243,6 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => None,
     };
-    let mut em = run::emitter(&a.output);
     let stdout = io::stdout();
     let mut out = stdout.lock();
 
@@ -309,7 +270,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(d) = &a.cwd {
+    if let Some(d) = &a.request.cwd {
         cmd.current_dir(d);
     }
     let signals = Arc::new(Signals::install()?);
@@ -363,10 +324,10 @@ pub fn main(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let (Some(server_in), Some(ask)) = (child_in, &ask) {
         let opts = appserver::Options {
             prompt: &prompt,
-            resume: a.resume.as_deref(),
+            resume: a.request.resume.as_deref(),
             cwd: cwd.as_deref(),
-            model: a.model.as_deref(),
-            approval: a.approval,
+            model: a.request.model.as_deref(),
+            approval: a.request.approval,
         };
         output.get_mut().set_tick(true);
         let mut server_in = ServerInput(Some(server_in));
@@ -571,7 +532,7 @@ fn failure(status: ExitStatus) -> Option<i32> {
 }
 
 /// `run --check`: which CLIs are installed, and their versions.
-fn check() -> anyhow::Result<ExitCode> {
+pub fn check() -> anyhow::Result<ExitCode> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut missing = 0;
@@ -632,20 +593,6 @@ fn probe_version(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("99999999999999999999s").is_err());
-        assert!(parse_duration("1e400").is_err());
-    }
 
     #[test]
     fn exit_statuses_mean_something() {

@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::cli::RunArgs;
-use crate::spawn::Approval;
+use crate::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "claude",
@@ -55,7 +54,7 @@ fn detect(p: &Probe) -> bool {
     }
 }
 
-fn argv(a: &RunArgs, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
+fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let mut v: Vec<String> = Vec::new();
     let s = |x: &str| x.to_owned();
     v.extend([

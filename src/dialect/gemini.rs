@@ -4,8 +4,7 @@ use std::path::Path;
 
 use super::{Command, DenyFile, Exec, Probe, Spec};
 use crate::agui::code;
-use crate::cli::RunArgs;
-use crate::spawn::Approval;
+use crate::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "gemini",
@@ -62,7 +61,7 @@ fn detect(p: &Probe) -> bool {
     }
 }
 
-fn argv(a: &RunArgs, prompt: &str, policy: Option<&Path>) -> anyhow::Result<Vec<String>> {
+fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let mut v: Vec<String> = Vec::new();
     let s = |x: &str| x.to_owned();
     // yargs takes a value that begins with `-` for an option of its own:

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use clap::builder::PossibleValue;
 
-use crate::cli::RunArgs;
+use crate::request::RunRequest;
 use crate::source::Translate;
 
 mod claude;
@@ -76,7 +76,7 @@ pub struct Exec {
     /// The argument list (without the executable), or why the options cannot
     /// be expressed for this CLI. `deny_file` is the file written by
     /// `deny_file` below, if any.
-    pub argv: fn(&RunArgs, &str, Option<&Path>) -> anyhow::Result<Vec<String>>,
+    pub argv: fn(&RunRequest, &str, Option<&Path>) -> anyhow::Result<Vec<String>>,
     /// For a CLI that reads the `--deny-tool` rules from a file: how to
     /// write it.
     pub deny_file: Option<DenyFile>,
@@ -89,7 +89,7 @@ pub struct Client {
     pub transport_of: &'static str,
     /// The argument list that starts the server, or why the options cannot
     /// be expressed for it.
-    pub argv: fn(&RunArgs) -> anyhow::Result<Vec<String>>,
+    pub argv: fn(&RunRequest) -> anyhow::Result<Vec<String>>,
     /// The name `PROGRAM --version` prints before its version
     /// (`codex-cli 0.169.0`): output without it is not this CLI's.
     pub version_name: &'static str,

@@ -1,0 +1,140 @@
+//! The commands: what each subcommand of the command line does, put
+//! together from the layers below (the filter loop in [`crate::run`] and
+//! [`crate::jobs`], `run` in [`crate::spawn`], `serve` in [`crate::serve`],
+//! the validator in [`crate::check`]). This is the one module that turns the
+//! command line ([`crate::cli`]) into what those take.
+
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::cli::{Args, CheckArgs, Command, FilterArgs, RunArgs, ServeArgs};
+use crate::request::RunRequest;
+use crate::{jobs, run, source};
+
+/// Run the command the arguments name.
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(Command::Run(run)) => run_cli(*run),
+        Some(Command::Check(c)) => check(c),
+        Some(Command::Serve(s)) => serve(s),
+        None => translate(args.filter),
+    }
+}
+
+/// `agui-translate run`.
+fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.check {
+        return crate::spawn::check();
+    }
+    let em = a.output.emitter();
+    let run = crate::spawn::Run {
+        cli: a.cli.expect("clap requires the CLI unless --check"),
+        prompt: a.prompt,
+        request: RunRequest {
+            model: a.model,
+            max_turns: a.max_turns,
+            cwd: a.cwd,
+            resume: a.resume,
+            allow_tool: a.allow_tool,
+            deny_tool: a.deny_tool,
+            approval: a.approval,
+            extra: a.extra,
+        },
+        cli_path: a.cli_path,
+        transport: a.codex_transport,
+        timeout: a.timeout,
+        session_file: a.session_file,
+    };
+    crate::spawn::main(run, em)
+}
+
+/// `agui-translate serve`; the options for its runs are checked by this
+/// program's command line.
+fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let config = crate::serve::Config {
+        cli: a.cli,
+        listen: a.listen,
+        token: a.token,
+        run_options: a.run_options,
+    };
+    crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
+}
+
+/// `agui-translate check`.
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let files = if args.files.is_empty() {
+        vec![Path::new("-").to_path_buf()]
+    } else {
+        args.files
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut failed = false;
+    for path in &files {
+        let (name, rdr) =
+            run::open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
+        match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
+            Ok(s) => writeln!(out, "{name}: OK, {s}")?,
+            Err(violations) => {
+                failed = true;
+                for v in &violations {
+                    let at = if v.line == 0 {
+                        "end".to_owned()
+                    } else {
+                        v.line.to_string()
+                    };
+                    let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
+                }
+                let n = violations.len();
+                let s = if n == 1 { "" } else { "s" };
+                writeln!(out, "{name}: INVALID, {n} problem{s}")?;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `agui-translate [FILE]…`: the filter.
+fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    // Fail on an unsupported dialect before reading anything.
+    source::for_input(args.from)?;
+    crate::interrupt::install().context("installing the signal handlers")?;
+    let files = if args.files.is_empty() {
+        vec![Path::new("-").to_path_buf()]
+    } else {
+        args.files.clone()
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    run::widen_pipe(out.as_fd());
+    let mut total = jobs::Total::default();
+    jobs::translate_all(&args, &files, &mut out, &mut total)?;
+    if let Some(format) = args.stats {
+        let report = total.stats.report_counts(
+            &total.counts,
+            total.bytes_out,
+            started.elapsed().as_secs_f64(),
+            format,
+        );
+        let _ = io::stderr().write_all(report.as_bytes());
+    }
+    Ok(if let Some(sig) = total.interrupted {
+        ExitCode::from(128 + sig as u8)
+    } else if total.unreadable {
+        ExitCode::from(2)
+    } else if total.stats.bad > 0 || total.mismatched {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,102 @@
+//! What `run` asks of a CLI, in terms of neither the command line nor the
+//! process that starts the CLI: the [`RunRequest`] a dialect's table turns
+//! into the CLI's arguments ([`crate::dialect`]), and the policy types the
+//! command line parses and the process code acts on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the CLI is told: the options of `run` that reach its command line
+/// (or, for a server transport, its requests).
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The model the CLI uses.
+    pub model: Option<String>,
+    /// Stop after this many agent turns.
+    pub max_turns: Option<u32>,
+    /// The directory the CLI runs in.
+    pub cwd: Option<PathBuf>,
+    /// The session to continue.
+    pub resume: Option<String>,
+    /// Tools allowed without asking.
+    pub allow_tool: Vec<String>,
+    /// Tools forbidden.
+    pub deny_tool: Vec<String>,
+    /// How tool calls are approved.
+    pub approval: Approval,
+    /// Arguments passed to the CLI untouched.
+    pub extra: Vec<String>,
+}
+
+/// How tool calls are approved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Approval {
+    /// The CLI's own default (it may refuse tools it would ask about).
+    #[default]
+    Default,
+    /// Approve file edits without asking.
+    AutoEdit,
+    /// Approve everything without asking.
+    Yolo,
+}
+
+/// How `run codex` talks to Codex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Transport {
+    /// `app-server` when the installed version is one it is known to work
+    /// with, else `exec`.
+    #[default]
+    Auto,
+    /// `codex exec --json`: messages arrive only when complete.
+    Exec,
+    /// `codex app-server`, agui-translate its client: text, reasoning and
+    /// command output stream as they come, approvals are answered by
+    /// --approval.
+    AppServer,
+}
+
+/// `90s`, `10m`, `1h`, `500ms`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("not a duration: {s:?} (try 90s, 10m, 1h)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("a duration must be positive: {s:?}"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("too long a duration: {s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err());
+        assert!(parse_duration("1e400").is_err());
+    }
+}
