@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 mod digest;
 mod open;
+pub mod plan;
 mod wire;
 pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
@@ -115,7 +116,7 @@ pub enum Event<'a> {
     /// An ACTIVITY_SNAPSHOT of type `PLAN` that replaces the last one.
     PlanSnapshot {
         message_id: &'a str,
-        plan: &'a crate::plan::Plan<'a>,
+        plan: &'a plan::Plan<'a>,
     },
     Raw {
         /// The record copied as it is, or an object made here around what
@@ -1462,9 +1463,9 @@ impl Emitter {
         });
     }
 
-    /// A plan (see [`crate::plan`]) as message `message_id`, replacing the
+    /// A plan (see [`plan`]) as message `message_id`, replacing the
     /// last snapshot with that id.
-    pub fn plan_snapshot(&mut self, message_id: &str, plan: &crate::plan::Plan) {
+    pub fn plan_snapshot(&mut self, message_id: &str, plan: &plan::Plan) {
         self.ensure_run();
         self.write(&Event::PlanSnapshot { message_id, plan });
     }

@@ -10,8 +10,8 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser, ValueEnum};
 
 use crate::agui::{AguiVersion, Emitter, Format, ToolNames};
+use crate::dialect::FromCli;
 use crate::run::StatsFormat;
-use crate::source::FromCli;
 
 /// `--help` groups options under these headings, as ripgrep does.
 const INPUT: &str = "Input";

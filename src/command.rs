@@ -14,7 +14,7 @@ use anyhow::Context;
 
 use crate::cli::{Args, CheckArgs, Command, FilterArgs, RunArgs, ServeArgs};
 use crate::request::RunRequest;
-use crate::{jobs, run, source};
+use crate::{jobs, run};
 
 /// Run the command the arguments name.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
@@ -107,7 +107,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // Fail on an unsupported dialect before reading anything.
-    source::for_input(args.from)?;
+    crate::dialect::for_input(args.from)?;
     crate::interrupt::install().context("installing the signal handlers")?;
     let files = if args.files.is_empty() {
         vec![Path::new("-").to_path_buf()]

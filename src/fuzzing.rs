@@ -1,8 +1,8 @@
 //! The property every fuzz target asserts, in one place so that the fuzz
 //! targets and the test suite's randomized run check the same thing.
 
+use crate::dialect::FromCli;
 use crate::run::translate_bytes;
-use crate::source::FromCli;
 
 /// Translate `data` read as `from` and panic unless the output is
 /// well-formed AG-UI (see [`crate::check`]) with at least one run.

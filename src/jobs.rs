@@ -35,7 +35,6 @@ use anyhow::Context;
 use crate::agui::EVENT_TYPES;
 use crate::cli::FilterArgs;
 use crate::run::{open_input, pump, settle, Looks, Options, Stats};
-use crate::source;
 
 /// Output is handed over in chunks of this many bytes (each hand-over may
 /// wake the writer: larger chunks, fewer switches between threads).
@@ -590,7 +589,7 @@ pub fn translate_file(
         }
     };
     let mut em = args.output.emitter();
-    let mut tr = source::for_input(args.from)?;
+    let mut tr = crate::dialect::for_input(args.from)?;
     let mut stats = Stats {
         looks: args.from.dialect().map(Looks::new),
         ..Stats::default()

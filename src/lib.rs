@@ -18,7 +18,6 @@ pub mod interrupt;
 pub mod jobs;
 pub mod json;
 pub mod lines;
-pub mod plan;
 pub mod redact;
 pub mod request;
 pub mod run;

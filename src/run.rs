@@ -9,8 +9,9 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
+use crate::dialect::{self, Dialect};
 use crate::lines::Lines;
-use crate::source::{self, Dialect, Translate};
+use crate::source::{self, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
 /// input is already buffered (a bulk input is written in large batches).
@@ -18,9 +19,9 @@ const BATCH: usize = 64 * 1024;
 
 /// Translate a whole input held in memory, reporting nothing (for tests and
 /// fuzzing).
-pub fn translate_bytes(from: crate::source::FromCli, input: &[u8]) -> Vec<u8> {
+pub fn translate_bytes(from: crate::dialect::FromCli, input: &[u8]) -> Vec<u8> {
     let mut em = Emitter::new(crate::agui::Format::Ndjson, None, None);
-    let mut tr = source::for_input(from).expect("every dialect has a translator");
+    let mut tr = dialect::for_input(from).expect("every dialect has a translator");
     let mut out = Vec::new();
     let opts = Options {
         strict: false,
@@ -40,7 +41,7 @@ pub fn translate_bytes(from: crate::source::FromCli, input: &[u8]) -> Vec<u8> {
 }
 
 /// With `--from CLI`: whether the input is that CLI's, told by the records
-/// that only one CLI writes ([`source::detect::classify`]) until the first
+/// that only one CLI writes ([`crate::dialect::classify`]) until the first
 /// one of the named CLI.
 #[derive(Debug, Clone, Copy)]
 pub struct Looks {
@@ -64,7 +65,7 @@ impl Looks {
         if self.own {
             return;
         }
-        match source::detect::classify(line) {
+        match crate::dialect::classify(line) {
             Some(d) if d == self.named => self.own = true,
             Some(d) => {
                 self.other.get_or_insert(d);

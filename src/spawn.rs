@@ -25,7 +25,6 @@ use crate::dialect::{Client, Dialect};
 use crate::redact::Redactor;
 use crate::request::{RunRequest, Transport};
 use crate::run::{self, Options, Stats};
-use crate::source;
 use crate::stderr::Tail;
 use crate::supervise::{self, Exit, Output, Signals};
 
@@ -313,7 +312,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     );
 
     let stream = client.map_or(cli, |(d, _)| d);
-    let mut tr = source::for_dialect(stream)?;
+    let mut tr = crate::dialect::for_dialect(stream)?;
     let mut stats = Stats::default();
     let mut output = BufReader::new(Output::new(child_out, exit.clone()));
     // How a session with a server ended.

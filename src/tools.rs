@@ -1,8 +1,78 @@
 //! Canonical tool names (`--tool-names canonical`): one vocabulary for the
 //! tools of all three CLIs, so a UI can treat "read a file" the same
 //! whoever did it. The native name is never lost: it goes into the
-//! TOOL_CALL_START's `metadata.nativeName`. Each CLI's table
-//! ([`crate::dialect`]) lists its tools with their canonical names.
+//! TOOL_CALL_START's `metadata.nativeName`. Each CLI's tools are listed here
+//! with their canonical names (a dialect's table, in [`crate::dialect`],
+//! names its list).
+
+/// Every CLI's table, each a list of native names (and item types that are
+/// tool calls) with their canonical names.
+pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE];
+
+/// Gemini CLI's tools.
+pub static GEMINI: &[(&str, &str)] = &[
+    ("read_file", "file_read"),
+    ("read_many_files", "file_read"),
+    ("write_file", "file_write"),
+    ("replace", "file_edit"),
+    ("edit", "file_edit"),
+    ("run_shell_command", "shell"),
+    ("glob", "search_files"),
+    ("grep_search", "search_text"),
+    ("search_file_content", "search_text"),
+    ("grep", "search_text"),
+    ("list_directory", "list_dir"),
+    ("ls", "list_dir"),
+    ("google_web_search", "web_search"),
+    ("web_fetch", "web_fetch"),
+    ("write_todos", "todo"),
+    ("invoke_agent", "subagent"),
+    ("generalist", "subagent"),
+    ("codebase_investigator", "subagent"),
+    ("cli_help", "subagent"),
+    ("save_memory", "memory"),
+];
+
+/// Codex's tool names and the item types that are tool calls (the
+/// app-server dialect names its items the same way).
+pub static CODEX: &[(&str, &str)] = &[
+    ("view_image", "file_read"),
+    ("apply_patch", "file_edit"),
+    ("file_change", "file_edit"),
+    ("shell", "shell"),
+    ("local_shell", "shell"),
+    ("exec_command", "shell"),
+    ("command_execution", "shell"),
+    ("web_search", "web_search"),
+    ("update_plan", "todo"),
+    ("todo_list", "todo"),
+    ("spawn_agent", "subagent"),
+];
+
+/// Claude Code's tools.
+pub static CLAUDE: &[(&str, &str)] = &[
+    ("Read", "file_read"),
+    ("NotebookRead", "file_read"),
+    ("Write", "file_write"),
+    ("Edit", "file_edit"),
+    ("MultiEdit", "file_edit"),
+    ("NotebookEdit", "file_edit"),
+    ("Bash", "shell"),
+    ("BashOutput", "shell"),
+    ("KillShell", "shell"),
+    ("KillBash", "shell"),
+    ("Glob", "search_files"),
+    ("Grep", "search_text"),
+    ("LS", "list_dir"),
+    ("WebSearch", "web_search"),
+    ("WebFetch", "web_fetch"),
+    ("TodoWrite", "todo"),
+    ("TaskCreate", "todo"),
+    ("TaskUpdate", "todo"),
+    ("TaskList", "todo"),
+    ("Task", "subagent"),
+    ("Agent", "subagent"),
+];
 
 /// A tool name in the canonical vocabulary.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,9 +87,9 @@ pub struct Canonical<'a> {
 /// `mcp:SERVER/TOOL` (as the Codex translator names them) or
 /// `SERVER__TOOL` (Gemini CLI's names for MCP tools).
 pub fn canonical(native: &str) -> Canonical<'_> {
-    let known = crate::dialect::ALL
+    let known = ALL
         .iter()
-        .flat_map(|spec| spec.tools)
+        .flat_map(|table| table.iter())
         .find(|(name, _)| *name == native);
     if let Some((_, canon)) = known {
         return Canonical {
@@ -107,5 +177,15 @@ mod tests {
     fn unknown_names_stay() {
         assert_eq!(canonical("ExitPlanMode").name, "ExitPlanMode");
         assert_eq!(canonical("__x").name, "__x");
+    }
+
+    #[test]
+    fn a_native_tool_name_means_one_thing() {
+        let all: Vec<(&str, &str)> = ALL.iter().flat_map(|t| t.iter().copied()).collect();
+        for (native, canon) in &all {
+            for (n, c) in &all {
+                assert!(n != native || c == canon, "{native} is {canon} and {c}");
+            }
+        }
     }
 }

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use agui_translate::dialect::FromCli;
 use agui_translate::run::translate_bytes;
-use agui_translate::source::FromCli;
 use serde_json::Value;
 
 mod common;

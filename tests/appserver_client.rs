@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicBool;
 
 use agui_translate::agui::{Emitter, Format};
 use agui_translate::appserver::{End, Options, Session};
+use agui_translate::dialect::{for_dialect, Dialect};
 use agui_translate::request::Approval;
-use agui_translate::source::{for_dialect, Dialect};
 use serde_json::Value;
 
 mod common;

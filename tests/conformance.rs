@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use agui_translate::dialect::FromCli;
 use agui_translate::run::translate_bytes;
-use agui_translate::source::FromCli;
 
 mod common;
 

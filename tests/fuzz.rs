@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
+use agui_translate::dialect::FromCli;
 use agui_translate::fuzzing::translate_and_check;
-use agui_translate::source::FromCli;
 
 struct Rng(u64);
 
@@ -117,7 +117,7 @@ fn mutate(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
 fn mutated_recordings_give_well_formed_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut seeds: Vec<(FromCli, Vec<u8>)> = Vec::new();
-    for dialect in agui_translate::source::Dialect::all() {
+    for dialect in agui_translate::dialect::Dialect::all() {
         let from = FromCli::Dialect(dialect);
         let mut dirs = vec![root.join(dialect.name())];
         while let Some(dir) = dirs.pop() {

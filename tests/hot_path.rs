@@ -5,7 +5,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use agui_translate::agui::{Emitter, Format};
-use agui_translate::source::{for_dialect, Dialect};
+use agui_translate::dialect::{for_dialect, Dialect};
 
 struct Counting;
 

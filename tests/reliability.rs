@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
 use agui_translate::check::check_bytes;
+use agui_translate::dialect::FromCli;
 use agui_translate::run::translate_bytes as translate;
-use agui_translate::source::FromCli;
 use assert_cmd::Command;
 use predicates::prelude::*;
 

@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    agui_translate::fuzzing::translate_and_check(agui_translate::source::FromCli::Auto, data);
+    agui_translate::fuzzing::translate_and_check(agui_translate::dialect::FromCli::Auto, data);
 });

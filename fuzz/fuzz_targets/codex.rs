@@ -3,7 +3,7 @@
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     agui_translate::fuzzing::translate_and_check(
-        agui_translate::source::FromCli::named("codex").unwrap(),
+        agui_translate::dialect::FromCli::named("codex").unwrap(),
         data,
     );
 });

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::plan::{Field, Plan};
+use super::plan::{Field, Plan};
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;

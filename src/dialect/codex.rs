@@ -19,24 +19,8 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status: |_| None,
-    tools: TOOLS,
+    tools: crate::tools::CODEX,
 };
-
-/// Codex's tool names and the item types that are tool calls (the
-/// app-server dialect names its items the same way).
-pub(super) static TOOLS: &[(&str, &str)] = &[
-    ("view_image", "file_read"),
-    ("apply_patch", "file_edit"),
-    ("file_change", "file_edit"),
-    ("shell", "shell"),
-    ("local_shell", "shell"),
-    ("exec_command", "shell"),
-    ("command_execution", "shell"),
-    ("web_search", "web_search"),
-    ("update_plan", "todo"),
-    ("todo_list", "todo"),
-    ("spawn_agent", "subagent"),
-];
 
 /// A `type` with a dot (`thread.started`, `item.completed`), `error` without
 /// `severity` (Gemini's has one); legacy: `{"id":…,"msg":{…}}`, the

@@ -23,7 +23,7 @@ pub static SPEC: Spec = Spec {
         since: (0, 169, 0),
     })),
     exit_status: |_| None,
-    tools: super::codex::TOOLS,
+    tools: crate::tools::CODEX,
 };
 
 /// No `type`: a notification or request (`method`), or a response (`id`

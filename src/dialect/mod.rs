@@ -4,8 +4,14 @@
 //! how to tell its records, how `run` starts it and what its exit statuses
 //! mean, and what its tools are called.
 //!
-//! Adding a dialect is a file here with its [`Spec`], a line in [`ALL`], and
-//! its translator. Two dialects may come from one CLI (its program, package
+//! This is the one place a dialect is bound to its translator and its
+//! command: the translators ([`crate::source`]) and the tool names
+//! ([`crate::tools`]) below know nothing of this table, and `run` is given
+//! a [`RunRequest`] (not the command line's options). [`for_input`] and
+//! [`detect`] (`--from auto`) pick the translator.
+//!
+//! Adding a dialect is a file here with its [`Spec`], a line in [`ALL`], its
+//! translator, and its tools' table in [`crate::tools`]. Two dialects may come from one CLI (its program, package
 //! and environment variable then appear in both); `run` starts those with a
 //! [`Command`]: a command line whose stdout is the stream ([`Exec`]), or a
 //! server this program is the client of ([`Client`]), which `run` reaches
@@ -18,6 +24,8 @@ use clap::builder::PossibleValue;
 
 use crate::request::RunRequest;
 use crate::source::Translate;
+
+pub mod detect;
 
 mod claude;
 mod codex;
@@ -32,6 +40,20 @@ pub static ALL: &[&Spec] = &[
     &claude::SPEC,
     &codex_app_server::SPEC,
 ];
+
+/// A fresh translator for one input stream: the forced dialect's, or one
+/// that detects it.
+pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
+    match from.dialect() {
+        Some(d) => for_dialect(d),
+        None => Ok(Box::new(detect::Detect::default())),
+    }
+}
+
+/// A fresh translator for one input stream.
+pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
+    Ok((d.translator)())
+}
 
 /// One CLI's table.
 pub struct Spec {
@@ -58,7 +80,7 @@ pub struct Spec {
     /// the AG-UI error code and an explanation.
     pub exit_status: fn(i32) -> Option<(&'static str, String)>,
     /// Its tool names (and item types that are tool calls), each with its
-    /// canonical name (see [`crate::tools`]).
+    /// canonical name: its table in [`crate::tools`].
     pub tools: &'static [(&'static str, &'static str)],
 }
 
@@ -354,12 +376,13 @@ mod tests {
     }
 
     #[test]
-    fn a_native_tool_name_means_one_thing() {
-        let all: Vec<(&str, &str)> = ALL.iter().flat_map(|s| s.tools.iter().copied()).collect();
-        for (native, canon) in &all {
-            for (n, c) in &all {
-                assert!(n != native || c == canon, "{native} is {canon} and {c}");
-            }
+    fn every_tool_table_belongs_to_a_dialect() {
+        for table in crate::tools::ALL {
+            assert!(ALL.iter().any(|s| std::ptr::eq(s.tools, *table)));
+        }
+        for s in ALL {
+            let known = crate::tools::ALL.iter().any(|t| std::ptr::eq(s.tools, *t));
+            assert!(known, "{}", s.name);
         }
     }
 }

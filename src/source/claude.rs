@@ -21,12 +21,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{parse_record, record_json, Held, Line, LineError, Translate};
+use crate::agui::plan::{self, Field, Item, Plan};
 use crate::agui::{
     code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
     Usage,
 };
 use crate::json::{self, text_of, timestamp_ms};
-use crate::plan::{self, Field, Item, Plan};
 
 const SOURCE: &str = "claude";
 
@@ -1519,7 +1519,7 @@ mod tests {
             "{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}}\n{result}\n"
         );
         let out = crate::run::translate_bytes(
-            crate::source::FromCli::named("claude").unwrap(),
+            crate::dialect::FromCli::named("claude").unwrap(),
             input.as_bytes(),
         );
         let last = String::from_utf8(out)
@@ -1610,7 +1610,7 @@ mod tests {
             }
         }
         let out = crate::run::translate_bytes(
-            crate::source::FromCli::named("claude").unwrap(),
+            crate::dialect::FromCli::named("claude").unwrap(),
             input.as_bytes(),
         );
         let starts: Vec<String> = String::from_utf8(out)

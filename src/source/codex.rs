@@ -665,7 +665,7 @@ impl Codex {
                 }
             }
             "todo_list" => {
-                crate::plan::snapshot(em, id, it.items, crate::plan::CODEX_TODO, &[]);
+                crate::agui::plan::snapshot(em, id, it.items, crate::agui::plan::CODEX_TODO, &[]);
             }
             "error" => {
                 // A non-fatal error: kept as it is.
@@ -1051,7 +1051,13 @@ impl Codex {
             "plan_update" => {
                 let id = self.plan_id(em);
                 let extra = [("explanation", msg.explanation)];
-                crate::plan::snapshot(em, &id, msg.plan, crate::plan::CODEX_PLAN, &extra);
+                crate::agui::plan::snapshot(
+                    em,
+                    &id,
+                    msg.plan,
+                    crate::agui::plan::CODEX_PLAN,
+                    &extra,
+                );
             }
             "error" => {
                 raw(em, line);

@@ -531,7 +531,13 @@ impl CodexAppServer {
                 let scope = ev.thread_id.as_deref().filter(|_| child);
                 let id = format!("{}-plan", scope.unwrap_or(em.run_id()));
                 let extra = [("explanation", ev.explanation)];
-                crate::plan::snapshot(em, &id, ev.plan, crate::plan::CODEX_PLAN, &extra);
+                crate::agui::plan::snapshot(
+                    em,
+                    &id,
+                    ev.plan,
+                    crate::agui::plan::CODEX_PLAN,
+                    &extra,
+                );
             }
             Some(Params::Thread(ev)) => {
                 if self.thread.is_none() {

@@ -270,7 +270,7 @@ impl Gemini {
         if let Some(params) = rec.parameters {
             em.tool_args_value(id, params);
             if name == "write_todos" {
-                crate::plan::todos(em, None, params, crate::plan::GEMINI);
+                crate::agui::plan::todos(em, None, params, crate::agui::plan::GEMINI);
             }
         }
         Ok(())

@@ -12,13 +12,11 @@ use std::borrow::Cow;
 use crate::agui::{Emitter, MetaValue, Text};
 use crate::json;
 
-pub use crate::dialect::{Dialect, FromCli};
 pub use crate::held::Held;
 
 pub mod claude;
 pub mod codex;
 pub mod codex_app_server;
-pub mod detect;
 pub mod gemini;
 
 pub trait Translate {
@@ -36,20 +34,6 @@ pub trait Translate {
 
 /// The `source` of RAW events before `--from auto` has told the dialect.
 pub const UNDETECTED: &str = "unknown";
-
-/// A fresh translator for one input stream: the forced dialect's, or one
-/// that detects it.
-pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
-    match from.dialect() {
-        Some(d) => for_dialect(d),
-        None => Ok(Box::new(detect::Detect::default())),
-    }
-}
-
-/// A fresh translator for one input stream.
-pub fn for_dialect(d: Dialect) -> anyhow::Result<Box<dyn Translate>> {
-    Ok((d.translator)())
-}
 
 /// Why a line could not be translated. The line itself still goes out as a
 /// RAW event; this is what is reported on stderr.

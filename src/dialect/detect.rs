@@ -7,9 +7,9 @@
 //! a record every dialect could have written) go out as RAW, as they would
 //! with `--from`. One line is almost always enough.
 
-use super::{for_dialect, Dialect, LineError, Translate};
+use super::{classify, for_dialect, Dialect};
 use crate::agui::Emitter;
-pub use crate::dialect::classify;
+use crate::source::{self, LineError, Translate};
 
 /// Forwards to the translator of the detected dialect.
 #[derive(Default)]
@@ -33,12 +33,12 @@ impl Translate for Detect {
                     Err(e) => return Err(LineError::Shape(format!("{e:#}"))),
                 },
                 None => {
-                    let v = super::line_json(line).ok_or_else(|| {
+                    let v = source::line_json(line).ok_or_else(|| {
                         let err = serde_json::from_slice::<serde::de::IgnoredAny>(line).err();
                         LineError::not_json(line, err)
                     })?;
                     em.unknown("record before the dialect was known");
-                    em.raw(v, super::UNDETECTED);
+                    em.raw(v, source::UNDETECTED);
                     return Ok(());
                 }
             }
@@ -54,7 +54,7 @@ impl Translate for Detect {
     }
 
     fn source(&self) -> &'static str {
-        self.dialect().map_or(super::UNDETECTED, |d| d.name())
+        self.dialect().map_or(source::UNDETECTED, |d| d.name())
     }
 }
 

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::agui::Emitter;
+use super::Emitter;
 use crate::json::{self, text_of};
 
 /// An item's status, in the one vocabulary.
