@@ -1,30 +1,53 @@
 //! agui-translate: coding-agent CLI streams in, AG-UI 1.0 events out.
 //!
-//! Data flows one way: [`lines`] splits the input, a translator in [`source`]
-//! reads each line and writes events through the [`agui::Emitter`], and
-//! [`run`] hands the output to stdout and decides when to flush. The binary
-//! (`main.rs`) only parses arguments and maps errors to exit codes.
+//! The modules are layers, each importing only its own layer and the ones
+//! below it (docs/architecture.md; `cargo test --test layers` checks it).
+//! Top to bottom, as declared here:
+//!
+//! - **commands**: [`command`] runs what the command line ([`cli`]) names;
+//!   [`jobs`] translates the filter's FILE arguments; [`fuzzing`] is the
+//!   fuzzers' entry point.
+//! - **process**: `serve` ([`serve`]), `run` ([`spawn`]), the client of a
+//!   CLI's server ([`appserver`]), and the child process ([`supervise`],
+//!   its stderr in [`stderr`], secrets hidden by [`redact`]).
+//! - **filter loop**: [`run`] reads lines into a translator and hands the
+//!   events to the output.
+//! - **dialect table**: one table per CLI ([`dialect`]), the one place a
+//!   dialect is bound to its translator and its command, over the neutral
+//!   [`request`] types.
+//! - **translators**: [`source`], one per CLI's stream format.
+//! - **writer**: the AG-UI events ([`agui`]) and the canonical tool names
+//!   ([`tools`]).
+//! - **bytes and JSON**: the AG-UI validator ([`check`], [`schema`]), lines
+//!   ([`lines`]), JSON in place ([`json`]), small stores ([`held`],
+//!   [`closer`]) and the signals caught ([`interrupt`]).
 
-pub mod agui;
-pub mod appserver;
-pub mod check;
 pub mod cli;
-pub mod closer;
 pub mod command;
-pub mod dialect;
 pub mod fuzzing;
-pub mod held;
-pub mod interrupt;
 pub mod jobs;
-pub mod json;
-pub mod lines;
+
+pub mod appserver;
 pub mod redact;
-pub mod request;
-pub mod run;
-pub mod schema;
 pub mod serve;
-pub mod source;
 pub mod spawn;
 pub mod stderr;
 pub mod supervise;
+
+pub mod run;
+
+pub mod dialect;
+pub mod request;
+
+pub mod source;
+
+pub mod agui;
 pub mod tools;
+
+pub mod check;
+pub mod closer;
+pub mod held;
+pub mod interrupt;
+pub mod json;
+pub mod lines;
+pub mod schema;
