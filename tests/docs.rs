@@ -463,6 +463,20 @@ fn run_check_exit_statuses() {
 
 // ---------------------------------------------------------------- examples
 
+/// Set by CI (`.ci/run`): a test that would be skipped for want of a
+/// program fails instead.
+const NO_SKIP_VAR: &str = "AGUI_NO_SKIP";
+
+/// Says on the terminal that `what` did not run and why (written past the
+/// harness's capture, to be seen), or fails where skips are refused.
+fn skip(what: &str, why: &str) {
+    if std::env::var_os(NO_SKIP_VAR).is_some_and(|v| v == "1") {
+        panic!("{what}: {why}; {NO_SKIP_VAR}=1 refuses the skip");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {what}: {why}");
+}
+
 /// README.md and every page under docs/.
 fn documents() -> Vec<PathBuf> {
     let mut docs = vec![root().join("README.md")];
@@ -499,18 +513,23 @@ fn fenced(text: &str, lang: &str) -> Vec<(usize, Vec<String>)> {
     blocks
 }
 
-/// Every `console` example runs, from the repository's root and with this
-/// build first on PATH, and prints what the documentation shows.
-#[test]
-fn console_examples_print_what_they_show() {
+/// `PATH` with this build's `agui-translate` first.
+fn path_with_this_build() -> std::ffi::OsString {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_agui-translate"))
         .parent()
         .unwrap()
         .to_owned();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+    std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
-    .unwrap();
+    .unwrap()
+}
+
+/// Every `console` example runs, from the repository's root and with this
+/// build first on PATH, and prints what the documentation shows.
+#[test]
+fn console_examples_print_what_they_show() {
+    let path = path_with_this_build();
     let mut ran = 0;
     for doc in documents() {
         let text = std::fs::read_to_string(&doc).unwrap();
@@ -536,12 +555,12 @@ fn console_examples_print_what_they_show() {
                     .output()
                     .unwrap();
                 if out.status.code() == Some(127) {
-                    // Written past the harness's capture, to be seen.
-                    use std::io::Write;
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "SKIPPED {name}:{line}: a program it uses is not installed: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
+                    skip(
+                        &format!("{name}:{line}"),
+                        &format!(
+                            "a program it uses is not installed: {}",
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        ),
                     );
                     continue;
                 }
@@ -645,4 +664,482 @@ fn sh_examples_use_real_options() {
         }
     }
     assert!(checked >= 10, "only {checked} commands checked");
+}
+
+// ---------------------------------------------------------------- docs/ci.md
+
+/// Whether `program args` runs and exits with 0.
+fn runs(program: &str, args: &[&str]) -> bool {
+    StdCommand::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The first program of `programs` that does not run, if any.
+fn first_missing<'a>(programs: &[(&'a str, &[&str])]) -> Option<&'a str> {
+    programs
+        .iter()
+        .find(|(program, args)| !runs(program, args))
+        .map(|(program, _)| *program)
+}
+
+/// docs/ci.md's text.
+fn ci_page() -> String {
+    std::fs::read_to_string(root().join("docs/ci.md")).unwrap()
+}
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-docs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `agui-translate ARGS` run in `dir`: its standard output, after checking
+/// that it exited with 0.
+fn translated(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = StdCommand::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A YAML document as JSON, read by PyYAML.
+fn yaml_to_json(yaml: &str) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = StdCommand::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "docs/ci.md: a YAML example does not parse: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A CI job as the tests run it: scripts, each run by a shell (its argv
+/// without the script's file) in the job's folder; the job stops at the
+/// first that fails. `after` runs whatever happened.
+#[derive(Debug)]
+struct CiJob {
+    scripts: Vec<(Vec<&'static str>, String)>,
+    after: Vec<String>,
+    /// The files the job keeps (its artifacts).
+    keeps: Vec<String>,
+}
+
+/// How GitHub Actions runs a `run:` step with this `shell` (its
+/// documented templates on Linux).
+fn github_shell(shell: Option<&str>) -> Vec<&'static str> {
+    match shell {
+        None => vec!["bash", "-e"],
+        Some("bash") => vec!["bash", "--noprofile", "--norc", "-eo", "pipefail"],
+        Some("sh") => vec!["sh", "-e"],
+        Some(other) => panic!("docs/ci.md: shell {other:?} is not one the tests know"),
+    }
+}
+
+/// The GitHub Actions workflow's one job. Its `run:` steps are run, but
+/// the one installing agui-translate (the tests use this build); `uses:`
+/// steps (artifacts) are left to GitHub. `honour_shell: false` runs every
+/// step as GitHub does when no `shell:` is set.
+fn github_job(workflow: &serde_json::Value, honour_shell: bool) -> CiJob {
+    let jobs = workflow["jobs"].as_object().expect("jobs");
+    assert_eq!(jobs.len(), 1, "one job");
+    let job = jobs.values().next().unwrap();
+    let default_shell = job["defaults"]["run"]["shell"].as_str();
+    let mut scripts = Vec::new();
+    let mut keeps = Vec::new();
+    let mut installs = 0;
+    for step in job["steps"].as_array().expect("steps") {
+        if let Some(uses) = step["uses"].as_str() {
+            if uses.starts_with("actions/upload-artifact") {
+                let paths = step["with"]["path"].as_str().expect("path");
+                keeps.extend(paths.lines().map(|l| l.trim().to_owned()));
+            }
+            continue;
+        }
+        let run = step["run"].as_str().expect("a step runs or uses");
+        if run.starts_with("cargo install ") {
+            installs += 1;
+            continue;
+        }
+        assert!(
+            !run.contains("${{"),
+            "an expression in a step run here: {run}"
+        );
+        assert!(step.get("if").is_none(), "a condition on a step run here");
+        let shell = step["shell"].as_str().or(default_shell);
+        let shell = github_shell(shell.filter(|_| honour_shell));
+        scripts.push((shell, run.to_owned()));
+    }
+    assert_eq!(installs, 1, "the one step not run installs agui-translate");
+    assert!(scripts.len() >= 2, "{scripts:?}");
+    CiJob {
+        scripts,
+        after: Vec::new(),
+        keeps,
+    }
+}
+
+/// The GitLab CI file's one job: `before_script` installs (not run), then
+/// `script` as one bash script stopping at the first failing line, then
+/// `after_script`. `pipefail: false` leaves out the `set -o pipefail` line.
+fn gitlab_job(pipeline: &serde_json::Value, pipefail: bool) -> CiJob {
+    let jobs = pipeline.as_object().expect("jobs");
+    assert_eq!(jobs.len(), 1, "one job");
+    let job = jobs.values().next().unwrap();
+    let lines = |key: &str| -> Vec<String> {
+        job[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}"))
+            .iter()
+            .map(|l| l.as_str().unwrap().to_owned())
+            .collect()
+    };
+    for line in lines("before_script") {
+        assert!(
+            line.contains("apt-get install") || line.starts_with("cargo install "),
+            "before_script only installs: {line}"
+        );
+    }
+    let script: Vec<String> = lines("script")
+        .into_iter()
+        .filter(|l| pipefail || l != "set -o pipefail")
+        .collect();
+    assert!(script.iter().all(|l| !l.contains("$AGUI")), "{script:?}");
+    let keeps = job["artifacts"]["paths"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    CiJob {
+        scripts: vec![(vec!["bash", "-e"], script.join("\n"))],
+        after: lines("after_script"),
+        keeps,
+    }
+}
+
+/// Runs `job` in `dir` with this build first on PATH: whether it passed,
+/// and its log (what its scripts wrote on stdout and stderr).
+fn run_ci_job(job: &CiJob, dir: &Path) -> (bool, String) {
+    let path = path_with_this_build();
+    let run = |shell: &[&str], script: &str| {
+        let file = dir.join(".ci-step.sh");
+        std::fs::write(&file, script).unwrap();
+        StdCommand::new(shell[0])
+            .args(&shell[1..])
+            .arg(&file)
+            .current_dir(dir)
+            .env("PATH", &path)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap()
+    };
+    let mut passed = true;
+    let mut log = String::new();
+    let mut add = |out: &std::process::Output| {
+        log += &String::from_utf8_lossy(&out.stdout);
+        log += &String::from_utf8_lossy(&out.stderr);
+    };
+    for (shell, script) in &job.scripts {
+        let out = run(shell, script);
+        add(&out);
+        if !out.status.success() {
+            passed = false;
+            break;
+        }
+    }
+    if !job.after.is_empty() {
+        add(&run(&["bash"], &job.after.join("\n")));
+    }
+    (passed, log)
+}
+
+/// Recordings that translate cleanly and whose runs succeed.
+const CI_LOGS: [&str; 4] = [
+    "gemini/0.61.0/b_shell.jsonl",
+    "codex/0.169.0/failing.jsonl",
+    "claude/2.1.330/files-plain.jsonl",
+    "codex-app-server/0.169.0/approval_shell.jsonl",
+];
+
+/// A job folder whose `logs/` holds [`CI_LOGS`] and `extra` (name, bytes).
+fn ci_folder(name: &str, extra: Option<(&str, Vec<u8>)>) -> PathBuf {
+    let dir = scratch(name);
+    let logs = dir.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    for rel in CI_LOGS {
+        std::fs::copy(
+            root().join("testdata").join(rel),
+            logs.join(rel.replace('/', "-")),
+        )
+        .unwrap();
+    }
+    if let Some((file, bytes)) = extra {
+        std::fs::write(logs.join(file), bytes).unwrap();
+    }
+    dir
+}
+
+/// The GitHub Actions and GitLab CI examples parse, and their jobs, run on
+/// a folder of recordings, pass and keep the plain command's events; a log
+/// with a line that is not JSON, an empty log and a failed run each fail
+/// them; and without `shell: bash` or `set -o pipefail` the log with a
+/// line that is not JSON passes, as the page says.
+#[test]
+fn ci_examples_pass_and_fail_for_the_right_reasons() {
+    let test = "docs/ci.md: the CI examples";
+    let needed: &[(&str, &[&str])] = &[
+        ("bash", &["--version"]),
+        ("gzip", &["--version"]),
+        ("jq", &["--version"]),
+        ("python3", &["--version"]),
+    ];
+    if let Some(missing) = first_missing(needed) {
+        return skip(test, &format!("{missing} is not installed"));
+    }
+    if !runs("python3", &["-c", "import yaml"]) {
+        return skip(test, "PyYAML is not installed (pip install pyyaml)");
+    }
+    let blocks = fenced(&ci_page(), "yaml");
+    assert_eq!(blocks.len(), 2, "a GitHub Actions and a GitLab CI example");
+    let github = yaml_to_json(&blocks[0].1.join("\n"));
+    let gitlab = yaml_to_json(&blocks[1].1.join("\n"));
+    assert!(github["jobs"].is_object(), "GitHub Actions' first");
+    let jobs = [
+        (
+            "GitHub Actions",
+            github_job(&github, true),
+            github_job(&github, false),
+        ),
+        (
+            "GitLab CI",
+            gitlab_job(&gitlab, true),
+            gitlab_job(&gitlab, false),
+        ),
+    ];
+
+    let not_json = {
+        let mut bytes =
+            std::fs::read(root().join("testdata/gemini/0.61.0/a_text_unicode.jsonl")).unwrap();
+        bytes.extend_from_slice(b"Error: quota exceeded\n");
+        bytes
+    };
+    let failed = std::fs::read(root().join("testdata/claude/2.0.5/http500.jsonl")).unwrap();
+    for (ci, job, weakened) in &jobs {
+        let slug = ci.replace(' ', "-");
+        // Passes, and keeps the plain command's events and figures.
+        let dir = ci_folder(&format!("{slug}-ok"), None);
+        let (passed, log) = run_ci_job(job, &dir);
+        assert!(passed, "{ci}: {log}");
+        for kept in &job.keeps {
+            assert!(dir.join(kept).is_file(), "{ci}: {kept} was not made");
+        }
+        let events = StdCommand::new("gzip")
+            .arg("-dc")
+            .arg(dir.join("events.ndjson.gz"))
+            .output()
+            .unwrap();
+        let mut logs: Vec<String> = CI_LOGS
+            .iter()
+            .map(|rel| format!("logs/{}", rel.replace('/', "-")))
+            .collect();
+        logs.sort();
+        let mut args = vec!["--strict"];
+        args.extend(logs.iter().map(String::as_str));
+        let plain = translated(&dir, &args);
+        assert!(!plain.is_empty());
+        assert!(events.stdout == plain, "{ci}: events.ndjson.gz");
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("stats.json")).unwrap()).unwrap();
+        assert_eq!(stats["runs"], CI_LOGS.len(), "{ci}: {stats}");
+        assert_eq!(stats["badLines"], 0, "{ci}: {stats}");
+        let _ = std::fs::remove_dir_all(&dir);
+
+        // Fails on what should fail it.
+        for (case, extra) in [
+            ("not-json", ("zz-not-json.jsonl", not_json.clone())),
+            ("empty", ("zz-empty.jsonl", Vec::new())),
+            ("failed-run", ("zz-http500.jsonl", failed.clone())),
+        ] {
+            let dir = ci_folder(&format!("{slug}-{case}"), Some(extra));
+            let (passed, log) = run_ci_job(job, &dir);
+            assert!(!passed, "{ci}: a job with the {case} log passed: {log}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        // Without pipefail, the line that is not JSON goes unnoticed.
+        let dir = ci_folder(
+            &format!("{slug}-not-json-no-pipefail"),
+            Some(("zz-not-json.jsonl", not_json.clone())),
+        );
+        let (passed, log) = run_ci_job(weakened, &dir);
+        assert!(passed, "{ci}: without pipefail: {log}");
+        assert!(log.contains("zz-not-json.jsonl:8: "), "{ci}: {log}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The recordings the Spark example translates, by folder.
+const SPARK_LOGS: [&str; 6] = [
+    "gemini/0.61.0/b_shell.jsonl",
+    "gemini/0.61.0/bigout.jsonl",
+    "codex/0.169.0/failing.jsonl",
+    "codex-app-server/0.169.0/approval_shell.jsonl",
+    "claude/2.1.330/files-plain.jsonl",
+    "claude/2.0.5/http500.jsonl",
+];
+
+const SPARK_TEST: &str = "spark_example_writes_what_the_plain_command_writes";
+
+/// docs/ci.md's Spark program, run as the page runs it (`spark-submit
+/// --master 'local[2]' …`) on recordings in folders, writes in its part
+/// files, read in order, the bytes `agui-translate` writes for the sorted
+/// list of files, split among several tasks. Skipped, saying so, where Java
+/// or pyspark is missing (refused under `AGUI_NO_SKIP=1`).
+#[test]
+fn spark_example_writes_what_the_plain_command_writes() {
+    let needed: &[(&str, &[&str])] = &[("java", &["-version"]), ("python3", &["--version"])];
+    if let Some(missing) = first_missing(needed) {
+        return skip(SPARK_TEST, &format!("{missing} is not installed"));
+    }
+    let Some(spark_home) = StdCommand::new("python3")
+        .args([
+            "-c",
+            "import os, pyspark; print(os.path.dirname(pyspark.__file__))",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8(o.stdout).unwrap().trim()))
+    else {
+        return skip(SPARK_TEST, "pyspark is not installed (pip install pyspark)");
+    };
+    let page = ci_page();
+    let programs = fenced(&page, "python");
+    assert_eq!(programs.len(), 1, "one Spark program");
+    let command = fenced(&page, "sh")
+        .into_iter()
+        .flat_map(|(_, body)| body)
+        .find(|l| l.starts_with("spark-submit "))
+        .expect("a spark-submit line");
+    let words = simple_commands(&command).remove(0);
+    let script = words.iter().position(|w| w.ends_with(".py")).unwrap();
+    let (logs, out) = (&words[script + 1], &words[script + 2]);
+
+    let dir = scratch("spark").canonicalize().unwrap();
+    std::fs::write(dir.join(&words[script]), programs[0].1.join("\n") + "\n").unwrap();
+    let mut inputs = Vec::new();
+    for rel in SPARK_LOGS {
+        let (cli, file) = rel.split_once('/').unwrap();
+        let to = dir.join(logs).join(cli).join(file.replace('/', "-"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join("testdata").join(rel), &to).unwrap();
+        inputs.push(to.into_os_string().into_string().unwrap());
+    }
+    inputs.sort();
+
+    let submit = spark_home.join("bin/spark-submit");
+    let started = std::time::Instant::now();
+    let run = StdCommand::new(&submit)
+        // No web UI: nothing to look at, and no port to bind.
+        .args(["--conf", "spark.ui.enabled=false"])
+        .args(&words[1..])
+        .current_dir(&dir)
+        .env("PATH", path_with_this_build())
+        .env("SPARK_LOCAL_IP", "127.0.0.1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{command}:\n{stderr}");
+
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir.join(out))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("part-")
+        })
+        .collect();
+    parts.sort();
+    let written: Vec<Vec<u8>> = parts.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(
+        written.iter().filter(|w| !w.is_empty()).count() >= 2,
+        "the files were split among tasks: {parts:?}"
+    );
+    let options: Vec<&str> = words[script + 3..].iter().map(String::as_str).collect();
+    let mut args = options.clone();
+    args.extend(inputs.iter().map(String::as_str));
+    let plain = translated(&dir, &args);
+    assert!(plain.len() > 10_000);
+    assert!(
+        written.concat() == plain,
+        "the Spark output differs from {args:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{SPARK_TEST}: Spark took {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Where Java is missing, the Spark test says so on the terminal, and
+/// fails instead under `AGUI_NO_SKIP=1`.
+#[test]
+fn spark_skip_is_visible_and_refused_in_ci() {
+    let run = |no_skip: bool| {
+        let mut cmd = StdCommand::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", SPARK_TEST])
+            .env("PATH", "/nonexistent")
+            .env_remove(NO_SKIP_VAR);
+        if no_skip {
+            cmd.env(NO_SKIP_VAR, "1");
+        }
+        cmd.output().unwrap()
+    };
+    let skipped = run(false);
+    assert!(skipped.status.success());
+    let stderr = String::from_utf8_lossy(&skipped.stderr);
+    assert!(
+        stderr.contains(&format!("SKIPPED {SPARK_TEST}: java is not installed")),
+        "{stderr}"
+    );
+    let refused = run(true);
+    assert!(!refused.status.success());
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        stdout.contains("AGUI_NO_SKIP=1 refuses the skip"),
+        "{stdout}"
+    );
 }
