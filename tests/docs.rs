@@ -1143,3 +1143,50 @@ fn spark_skip_is_visible_and_refused_in_ci() {
         "{stdout}"
     );
 }
+
+/// GitHub's anchor for a markdown heading: lower case, spaces as `-`,
+/// punctuation but `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every link from README.md or a page under docs/ to another of them
+/// names a file that exists, and a heading in it when it names one.
+#[test]
+fn links_between_pages_resolve() {
+    let mut checked = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let name = doc.strip_prefix(root()).unwrap().display().to_string();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let target = &rest[..rest.find(')').unwrap_or(0)];
+            if target.contains("://") || !target.contains(".md") {
+                continue;
+            }
+            let (file, heading) = target.split_once('#').unwrap_or((target, ""));
+            let path = doc.parent().unwrap().join(file);
+            let linked =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {target}: {e}"));
+            if !heading.is_empty() {
+                let headings: Vec<String> = linked
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .map(|l| anchor(l.trim_start_matches('#')))
+                    .collect();
+                assert!(headings.iter().any(|h| h == heading), "{name}: {target}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} links checked");
+}
