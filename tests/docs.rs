@@ -1102,6 +1102,10 @@ fn spark_example_writes_what_the_plain_command_writes() {
     let plain = translated(&dir, &args);
     assert!(plain.len() > 10_000);
     assert!(
+        plain.iter().any(|b| *b >= 0x80),
+        "text beyond ASCII goes through"
+    );
+    assert!(
         written.concat() == plain,
         "the Spark output differs from {args:?}"
     );
