@@ -7,9 +7,10 @@
 //! - **commands**: [`command`] runs what the command line ([`cli`]) names;
 //!   [`jobs`] translates the filter's FILE arguments; [`fuzzing`] is the
 //!   fuzzers' entry point.
-//! - **process**: `serve` ([`serve`]), `run` ([`spawn`]), the client of a
-//!   CLI's server ([`appserver`]), and the child process ([`supervise`],
-//!   its stderr in [`stderr`], secrets hidden by [`redact`]).
+//! - **process**: `serve` ([`serve`], its HTTP in [`http`]), `run`
+//!   ([`spawn`]), the client of a CLI's server ([`appserver`]), and the
+//!   child process ([`supervise`], its stderr in [`stderr`], secrets hidden
+//!   by [`redact`]).
 //! - **filter loop**: [`run`] reads lines into a translator and hands the
 //!   events to the output.
 //! - **dialect table**: one table per CLI ([`dialect`]), the one place a
@@ -28,6 +29,7 @@ pub mod fuzzing;
 pub mod jobs;
 
 pub mod appserver;
+pub mod http;
 pub mod redact;
 pub mod serve;
 pub mod spawn;

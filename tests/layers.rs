@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "process",
         &[
             "serve",
+            "http",
             "spawn",
             "appserver",
             "supervise",
