@@ -267,7 +267,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --help gemini codex claude"
+            opts="-h --listen --token --token-file --allow-origin --allow-host --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -278,6 +278,18 @@ _agui__translate() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-origin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -102,14 +102,26 @@ Options after `--` are given to every run: any option of `agui-translate
 run` but the ones serve sets (--format, --thread-id, --run-id, --resume),
 and after a second `--`, the CLI's own arguments.
 
-A server that listens beyond the loopback interface requires --token: the
-CLI runs tools on this machine for whoever can reach it.";
+Safe by default: a request must be addressed to the server by a name of its
+own (the listening address, localhost, 127.0.0.1, [::1], or one given with
+--allow-host; otherwise 421), so that a web page cannot reach it through DNS
+rebinding; a POST must be application/json (otherwise 415), so that a browser
+always asks first; and a request from a web page (with an Origin header) is
+refused (403) unless the page's origin was given with --allow-origin.
+Requests without Origin (curl, programs) are not affected.
+
+A token (--token-file, the AGUI_SERVE_TOKEN environment variable, or --token,
+which other local users can read on the command line) makes every request
+send `Authorization: Bearer TOKEN`. A server that listens beyond the loopback
+interface requires one: the CLI runs tools on this machine for whoever can
+reach it.";
 
 const SERVE_AFTER_HELP: &str = "\
 Examples:
   agui-translate serve claude
   agui-translate serve gemini --listen 127.0.0.1:0 -- --model gemini-2.5-flash
-  agui-translate serve codex --listen 0.0.0.0:8799 --token \"$TOKEN\" -- --timeout 10m
+  agui-translate serve claude --allow-origin http://localhost:3000
+  agui-translate serve codex --listen 0.0.0.0:8799 --token-file ~/.agui-token -- --timeout 10m
 
 Exit status:
   0  stopped by SIGINT, SIGTERM or SIGHUP (each run ends as cancelled)
@@ -129,9 +141,25 @@ pub struct ServeArgs {
     pub listen: String,
 
     /// Require `Authorization: Bearer TOKEN` on every request (required
-    /// when --listen is not a loopback address).
+    /// when --listen is not a loopback address). Other local users can read
+    /// a command line: prefer --token-file or AGUI_SERVE_TOKEN.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+
+    /// Read the token from FILE (its first line).
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+
+    /// Let web pages from ORIGIN (`scheme://host[:port]`, matched exactly)
+    /// call the server; repeatable. Pages from any other origin are refused.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+
+    /// Serve requests addressed to NAME (the Host header, as through a
+    /// reverse proxy); repeatable. Besides these, only the listening
+    /// address, localhost, 127.0.0.1 and [::1] are served.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
 
     /// Options given to every run (after `--`): run's own, then, after a
     /// second `--`, the CLI's.

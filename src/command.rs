@@ -60,6 +60,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         cli: a.cli,
         listen: a.listen,
         token: a.token,
+        token_file: a.token_file,
+        allow_origin: a.allow_origin,
+        allow_host: a.allow_host,
         run_options: a.run_options,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))

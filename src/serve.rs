@@ -8,46 +8,166 @@
 //! away ends its run as SIGTERM does. A connection is a thread: the server
 //! is blocking, and the runs are processes of their own.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
-/// Connections served at once; more are answered 503 at once. Each holds a
-/// thread and, while its run lasts, a CLI: a bound that keeps a burst of
-/// requests from starting a CLI each.
-const MAX_CONNECTIONS: usize = 32;
-/// Request line and headers, at most.
-const MAX_HEAD: usize = 64 * 1024;
+use crate::http::{self, Refused};
+
+/// Runs going at once; more requests are answered 503. Each holds a thread
+/// and a CLI: a bound that keeps a burst of requests from starting a CLI
+/// each.
+const MAX_RUNS: usize = 32;
+/// Connections still sending their request, at most; more are answered 503
+/// at once. They hold no run slot, and each has [`REQUEST_TIMEOUT`].
+const MAX_PENDING: usize = 256;
 /// A request body, at most (a long conversation of messages fits).
 const MAX_BODY: usize = 16 * 1024 * 1024;
-/// How long a client may take to send its request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send its whole request, head and body.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may leave its stream unread (the socket's buffers
+/// full) before its run ends as on a disconnect.
+const STALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a stopped server waits for its runs' responses to finish, and
+/// then for its connections to close, before it exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+const STOP_LIMIT: Duration = Duration::from_secs(4);
+/// What `Retry-After` says when every run slot is taken.
+const RETRY_AFTER_SECS: u32 = 5;
+/// A thread or run id, at most (bytes).
+const MAX_ID: usize = 1024;
 /// Threads whose CLI session is remembered; the oldest is forgotten first.
 const MAX_SESSIONS: usize = 10_000;
+/// The environment variable that gives the token.
+pub const TOKEN_VAR: &str = "AGUI_SERVE_TOKEN";
 
 /// What the connections share.
 struct Shared {
     cli: crate::dialect::Dialect,
-    token: Option<String>,
+    token: Option<Vec<u8>>,
+    access: Access,
     /// Options for every run (after `--` on the command line).
     run_options: Vec<String>,
+    /// Where runs leave their session ids: a directory of this server's
+    /// own, which no other user can write in.
+    session_dir: PathBuf,
     sessions: Mutex<Sessions>,
     /// Threads with a run going: a second request waits for none, it is
     /// refused (409), so that two runs never resume one session at once.
     busy: Mutex<HashSet<String>>,
     /// The runs going, by process id: ended when the server stops.
     runs: Mutex<HashSet<u32>>,
-    connections: AtomicUsize,
+    /// Run slots taken.
+    running: AtomicUsize,
+    /// Connections still sending their request.
+    pending: AtomicUsize,
+    /// Every open connection, to be closed when the server stops.
+    open: Mutex<HashMap<u64, TcpStream>>,
+    next_conn: AtomicU64,
     next_file: AtomicUsize,
+    stopping: AtomicBool,
+}
+
+/// Who may call: the names a request may be addressed to (`Host`), and the
+/// web pages (`Origin`) that may call from a browser.
+struct Access {
+    /// Host names, in lower case, without a port.
+    hosts: Vec<String>,
+    /// Listening on every address: any address literal names this server.
+    any_address: bool,
+    origins: Vec<String>,
+}
+
+impl Access {
+    fn new(local: SocketAddr, hosts: &[String], origins: &[String]) -> Self {
+        let mut names: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(String::from).into();
+        names.push(match local.ip() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        });
+        names.extend(hosts.iter().map(|h| h.to_ascii_lowercase()));
+        Access {
+            hosts: names,
+            any_address: local.ip().is_unspecified(),
+            origins: origins.iter().map(|o| o.to_ascii_lowercase()).collect(),
+        }
+    }
+
+    /// Whether a `Host` header names this server. A name that is not its
+    /// own is how a DNS-rebinding page reaches it.
+    fn host(&self, host: &str) -> bool {
+        let Some(name) = host_name(host) else {
+            return false;
+        };
+        let name = name.to_ascii_lowercase();
+        self.hosts.contains(&name)
+            || (self.any_address
+                && (name.parse::<std::net::Ipv4Addr>().is_ok()
+                    || name
+                        .strip_prefix('[')
+                        .and_then(|n| n.strip_suffix(']'))
+                        .is_some_and(|n| n.parse::<std::net::Ipv6Addr>().is_ok())))
+    }
+
+    /// Whether a page from `origin` may call: one given with
+    /// `--allow-origin`, or the server's own (the `Host` it was sent to).
+    fn origin(&self, origin: &str, host: &str) -> bool {
+        let origin = origin.to_ascii_lowercase();
+        self.origins.contains(&origin)
+            || origin
+                .strip_prefix("http://")
+                .is_some_and(|o| o == host.to_ascii_lowercase())
+    }
+}
+
+/// The name in a `Host` value (`name`, `name:port`, `[v6]:port`), or
+/// `None` if it is not one.
+fn host_name(host: &str) -> Option<&str> {
+    let (name, port) = if host.starts_with('[') {
+        let end = host.find(']')? + 1;
+        (&host[..end], &host[end..])
+    } else {
+        match host.split_once(':') {
+            Some((n, p)) => (n, &host[n.len()..][..p.len() + 1]),
+            None => (host, ""),
+        }
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(ip) => ip.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+        }
+    };
+    (name_ok && port_ok).then_some(name)
+}
+
+/// An `--allow-origin` value: `scheme://host[:port]`, as a browser writes
+/// an origin (no path, not even `/`).
+fn origin_ok(o: &str) -> bool {
+    let rest = o
+        .strip_prefix("http://")
+        .or_else(|| o.strip_prefix("https://"));
+    rest.and_then(host_name).is_some()
 }
 
 /// AG-UI thread id → the CLI's session id, bounded.
@@ -81,10 +201,39 @@ pub struct Config {
     pub cli: crate::dialect::Dialect,
     /// Where to listen (`ADDR:PORT`).
     pub listen: String,
-    /// The bearer token every request must carry, if any.
+    /// The bearer token every request must carry, if any (`--token`).
     pub token: Option<String>,
+    /// A file whose first line is the token (`--token-file`).
+    pub token_file: Option<PathBuf>,
+    /// Origins whose web pages may call.
+    pub allow_origin: Vec<String>,
+    /// Host names besides the server's own.
+    pub allow_host: Vec<String>,
     /// Options given to every run.
     pub run_options: Vec<String>,
+}
+
+/// The token from `--token`, `--token-file` or the environment, if any.
+fn token_of(a: &Config) -> Result<Option<String>, String> {
+    let token = if let Some(t) = &a.token {
+        t.clone()
+    } else if let Some(file) = &a.token_file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("--token-file {}: {e}", file.display()))?;
+        text.lines().next().unwrap_or("").trim().to_owned()
+    } else if let Some(t) = std::env::var_os(TOKEN_VAR) {
+        t.into_string()
+            .map_err(|_| format!("{TOKEN_VAR} is not UTF-8"))?
+    } else {
+        return Ok(None);
+    };
+    if token.is_empty() {
+        return Err("the token is empty".into());
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the token has a space or a character that is not ASCII".into());
+    }
+    Ok(Some(token))
 }
 
 /// `agui-translate serve`. `check_run` checks the arguments of a run as the
@@ -97,13 +246,27 @@ pub fn main(
         Ok(addr) => addr,
         Err(_) => return usage(&format!("--listen {:?}: not ADDR:PORT", a.listen)),
     };
-    if !addr.ip().is_loopback() && a.token.is_none() {
+    let token = match token_of(&a) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
+    };
+    if !addr.ip().is_loopback() && token.is_none() {
         return usage(&format!(
-            "--listen {addr} is not a loopback address: give --token, since the CLI runs tools on this machine"
+            "--listen {addr} is not a loopback address: give a token (--token-file, \
+             {TOKEN_VAR} or --token), since the CLI runs tools on this machine"
         ));
     }
-    if a.token.as_deref().is_some_and(str::is_empty) {
-        return usage("--token is empty");
+    if let Some(o) = a.allow_origin.iter().find(|o| !origin_ok(o)) {
+        return usage(&format!(
+            "--allow-origin {o:?}: not an origin (scheme://host[:port], no path)"
+        ));
+    }
+    if let Some(h) = a
+        .allow_host
+        .iter()
+        .find(|h| host_name(h) != Some(h.as_str()))
+    {
+        return usage(&format!("--allow-host {h:?}: not a host name (no port)"));
     }
     // The run options are checked once, here, as every run will get them.
     let probe = run_argv(
@@ -112,7 +275,7 @@ pub fn main(
         "thread",
         "run",
         Some("session"),
-        "file",
+        Path::new("file"),
     );
     if let Err(e) = check_run(
         std::iter::once("agui-translate".into())
@@ -132,15 +295,22 @@ pub fn main(
     for sig in crate::interrupt::STOP_SIGNALS {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    let session_dir = PrivateDir::new()?;
     let shared = Arc::new(Shared {
         cli: a.cli,
-        token: a.token,
+        token: token.map(String::into_bytes),
+        access: Access::new(local, &a.allow_host, &a.allow_origin),
         run_options: a.run_options,
+        session_dir: session_dir.0.clone(),
         sessions: Mutex::default(),
         busy: Mutex::default(),
         runs: Mutex::default(),
-        connections: AtomicUsize::new(0),
+        running: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
+        open: Mutex::default(),
+        next_conn: AtomicU64::new(0),
         next_file: AtomicUsize::new(0),
+        stopping: AtomicBool::new(false),
     });
     let _ = writeln!(
         io::stderr(),
@@ -150,20 +320,7 @@ pub fn main(
     listener.set_nonblocking(true)?;
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((conn, _)) => {
-                let _ = conn.set_nonblocking(false);
-                if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
-                    let mut conn = conn;
-                    let _ = respond_error(&mut conn, 503, "too many runs at once");
-                    continue;
-                }
-                let shared = shared.clone();
-                std::thread::spawn(move || {
-                    let _ = serve_one(conn, &shared);
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
+            Ok((conn, _)) => accept(conn, &shared),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -174,15 +331,115 @@ pub fn main(
             }
         }
     }
-    // Stopped: every run ends as cancelled (each `run` passes it on to its
-    // CLI), and their responses are finished before the server exits.
+    drop(listener);
+    stop_all(&shared);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stopped: every run ends as cancelled (each `run` passes it on to its
+/// CLI), and their responses are finished, for [`STOP_GRACE`]; requests
+/// still arriving are cut off at once, and whatever is left after
+/// [`STOP_LIMIT`] too.
+fn stop_all(shared: &Shared) {
+    let start = Instant::now();
+    shared.stopping.store(true, Ordering::SeqCst);
     for pid in shared.runs.lock().expect("not poisoned").iter() {
         terminate(*pid);
     }
-    while shared.connections.load(Ordering::SeqCst) > 0 {
+    let close_all = |how| {
+        for conn in shared.open.lock().expect("not poisoned").values() {
+            let _ = conn.shutdown(how);
+        }
+    };
+    // A connection closed for reading still takes its response.
+    close_all(Shutdown::Read);
+    let open = || !shared.open.lock().expect("not poisoned").is_empty();
+    while open() && start.elapsed() < STOP_GRACE {
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(ExitCode::SUCCESS)
+    close_all(Shutdown::Both);
+    while open() && start.elapsed() < STOP_LIMIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A new connection: a thread of its own, unless too many are still
+/// sending their requests.
+fn accept(mut conn: TcpStream, shared: &Arc<Shared>) {
+    let _ = conn.set_nonblocking(false);
+    if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+        let _ = refuse(&mut conn, "", Refused(503, "too many requests at once"));
+        return;
+    }
+    let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+    if let Ok(clone) = conn.try_clone() {
+        shared.open.lock().expect("not poisoned").insert(id, clone);
+    }
+    let worker = shared.clone();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        let mut pending = Pending(Some(&worker.pending));
+        serve_one(conn, &worker, &mut pending);
+        drop(pending);
+        worker.open.lock().expect("not poisoned").remove(&id);
+    });
+    if spawned.is_err() {
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+        shared.open.lock().expect("not poisoned").remove(&id);
+    }
+}
+
+/// A connection counted as still sending its request, until it has.
+struct Pending<'a>(Option<&'a AtomicUsize>);
+
+impl Pending<'_> {
+    fn done(&mut self) {
+        if let Some(n) = self.0.take() {
+            n.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// A run slot, given back when dropped.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A directory only this user can enter (mode 0700, a name no one can
+/// guess), removed with what is in it when dropped.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn new() -> anyhow::Result<Self> {
+        use std::os::unix::ffi::OsStringExt;
+        let template = std::env::temp_dir().join("agui-translate-serve-XXXXXX");
+        let mut bytes = std::ffi::CString::new(template.into_os_string().into_vec())
+            .context("the temporary directory's path")?
+            .into_bytes_with_nul();
+        // SAFETY: a writable, NUL-terminated template that mkdtemp fills in.
+        let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if made.is_null() {
+            return Err(io::Error::last_os_error()).context("creating a private directory");
+        }
+        bytes.pop();
+        Ok(PrivateDir(std::ffi::OsString::from_vec(bytes).into()))
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn usage(msg: &str) -> anyhow::Result<ExitCode> {
@@ -191,253 +448,344 @@ fn usage(msg: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// The arguments of the `agui-translate run` behind one request (the prompt
-/// comes on its stdin).
+/// comes on its stdin). Values are joined to their options with `=`, so
+/// that an id beginning with `-` is not taken for an option.
 fn run_argv(
     cli: crate::dialect::Dialect,
     options: &[String],
     thread: &str,
     run: &str,
     resume: Option<&str>,
-    session_file: &str,
+    session_file: &Path,
 ) -> Vec<std::ffi::OsString> {
+    let mut file = std::ffi::OsString::from("--session-file=");
+    file.push(session_file);
     let mut v: Vec<std::ffi::OsString> = vec![
         "run".into(),
         cli.name().into(),
         "-".into(),
-        "--format".into(),
-        "sse".into(),
-        "--thread-id".into(),
-        thread.into(),
-        "--run-id".into(),
-        run.into(),
-        "--session-file".into(),
-        session_file.into(),
+        "--format=sse".into(),
+        format!("--thread-id={thread}").into(),
+        format!("--run-id={run}").into(),
+        file,
     ];
     if let Some(s) = resume {
-        v.extend(["--resume".into(), s.into()]);
+        v.push(format!("--resume={s}").into());
     }
     v.extend(options.iter().map(Into::into));
     v
 }
 
-/// The parts of an AG-UI `RunAgentInput` a run needs.
+/// The parts of an AG-UI `RunAgentInput` a run needs, borrowed from the
+/// request body: nothing of a message is kept but the last user message's
+/// content, unparsed, so that a request costs little more than its body.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RunAgentInput {
+struct RunAgentInput<'a> {
     thread_id: String,
     run_id: String,
-    #[serde(default)]
-    messages: Vec<Message>,
+    #[serde(default, borrow)]
+    messages: LastUserContent<'a>,
+}
+
+/// The content of the last message with role `user`.
+#[derive(Default)]
+struct LastUserContent<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Messages<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Messages<'a> {
+            type Value = LastUserContent<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of messages")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut last = None;
+                while let Some(m) = seq.next_element::<Message<'de>>()? {
+                    if m.role == "user" {
+                        last = m.content;
+                    }
+                }
+                Ok(LastUserContent(last))
+            }
+        }
+        d.deserialize_seq(Messages(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
-struct Message {
-    role: String,
-    #[serde(default)]
-    content: Option<serde_json::Value>,
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
 }
 
-/// The text of the last user message: a string, or the text parts of an
-/// array of parts (AG-UI `InputContent`), one per line.
+/// A part of a message's content (AG-UI `InputContent`).
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// The text of a content: a string, or the text parts of an array of parts,
+/// one per line.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Content;
+        impl<'de> Visitor<'de> for Content {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Text, E> {
+                Ok(Text(s.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
+                let mut text = String::new();
+                let mut first = true;
+                while let Some(p) = seq.next_element::<Part<'de>>()? {
+                    if let (Some("text"), Some(t)) = (p.kind.as_deref(), p.text) {
+                        if !std::mem::take(&mut first) {
+                            text.push('\n');
+                        }
+                        text.push_str(&t);
+                    }
+                }
+                Ok(Text(text))
+            }
+        }
+        d.deserialize_any(Content)
+    }
+}
+
+/// The prompt: the text of the last user message, if it has any.
 fn prompt_of(input: &RunAgentInput) -> Option<String> {
-    let last = input.messages.iter().rev().find(|m| m.role == "user")?;
-    let text = match last.content.as_ref()? {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p["type"] == "text")
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => return None,
-    };
+    let Text(text) = serde_json::from_str(input.messages.0?.get()).ok()?;
     Some(text).filter(|t| !t.trim().is_empty())
 }
 
-struct Request {
-    method: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// An id the runs and their CLIs can take: not empty, at most [`MAX_ID`]
+/// bytes, no control characters.
+fn id_ok(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID && !id.chars().any(char::is_control)
 }
 
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
+/// An error answer (JSON `{"error": …}`) and the connection closed.
+fn refuse(conn: &mut TcpStream, cors: &str, Refused(status, why): Refused) -> io::Result<()> {
+    refuse_with(conn, cors, status, why)
 }
 
-/// Why a request was not read: the status to answer with.
-struct Refused(u16, &'static str);
-
-fn read_request(conn: &mut BufReader<TcpStream>) -> Result<Option<Request>, Refused> {
-    let mut head = Vec::new();
-    let mut lines = Vec::new();
-    loop {
-        let start = head.len();
-        let n = conn
-            .by_ref()
-            .take((MAX_HEAD - start) as u64 + 1)
-            .read_until(b'\n', &mut head)
-            .map_err(|_| Refused(408, "the request did not arrive in time"))?;
-        if n == 0 {
-            if start == 0 {
-                return Ok(None);
-            }
-            return Err(Refused(400, "the request ended inside its headers"));
-        }
-        if head.len() > MAX_HEAD {
-            return Err(Refused(431, "the request's headers are too long"));
-        }
-        let line = std::str::from_utf8(&head[start..])
-            .map_err(|_| Refused(400, "the request's headers are not UTF-8"))?
-            .trim_end_matches(['\r', '\n'])
-            .to_owned();
-        if line.is_empty() {
-            break;
-        }
-        lines.push(line);
-    }
-    let mut lines = lines.into_iter();
-    let request_line = lines.next().ok_or(Refused(400, "no request line"))?;
-    let method = request_line
-        .split(' ')
-        .next()
-        .filter(|m| !m.is_empty())
-        .ok_or(Refused(400, "no method"))?
-        .to_owned();
-    let headers = lines
-        .map(|l| match l.split_once(':') {
-            Some((n, v)) => Ok((n.trim().to_owned(), v.trim().to_owned())),
-            None => Err(Refused(400, "a header without ':'")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut req = Request {
-        method,
-        headers,
-        body: Vec::new(),
+fn refuse_with(conn: &mut TcpStream, cors: &str, status: u16, why: &str) -> io::Result<()> {
+    let body = serde_json::json!({ "error": why }).to_string();
+    let extra = match status {
+        401 => "WWW-Authenticate: Bearer\r\n".to_owned(),
+        503 => format!("Retry-After: {RETRY_AFTER_SECS}\r\n"),
+        _ => String::new(),
     };
-    if req.header("transfer-encoding").is_some() {
-        return Err(Refused(411, "send the body with Content-Length"));
-    }
-    let len = match req.header("content-length") {
-        None => 0,
-        Some(v) => v
-            .parse::<usize>()
-            .map_err(|_| Refused(400, "Content-Length is not a number"))?,
-    };
-    if len > MAX_BODY {
-        return Err(Refused(413, "the request body is too large"));
-    }
-    req.body.resize(len, 0);
-    conn.read_exact(&mut req.body)
-        .map_err(|_| Refused(400, "the request body ended early"))?;
-    Ok(Some(req))
-}
-
-const CORS: &str = "Access-Control-Allow-Origin: *\r\n\
-Access-Control-Allow-Methods: POST, OPTIONS\r\n\
-Access-Control-Allow-Headers: Content-Type, Authorization, Accept\r\n";
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        _ => "Service Unavailable",
-    }
-}
-
-/// A short JSON error, and the connection closed.
-fn respond_error(conn: &mut TcpStream, status: u16, message: &str) -> io::Result<()> {
-    let body = serde_json::json!({ "error": message }).to_string();
-    let auth = if status == 401 {
-        "WWW-Authenticate: Bearer\r\n"
-    } else {
-        ""
-    };
-    write!(
+    let sent = http::respond(
         conn,
-        "HTTP/1.1 {status} {}\r\n{CORS}{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        reason(status),
-        body.len()
-    )?;
-    conn.flush()
+        status,
+        &format!("{cors}{extra}"),
+        "application/json",
+        body.as_bytes(),
+    );
+    http::close(conn);
+    sent
 }
 
-/// Compares in time independent of where the strings differ.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn serve_one(conn: TcpStream, shared: &Shared) -> io::Result<()> {
-    conn.set_read_timeout(Some(REQUEST_TIMEOUT))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut conn = conn;
-    let req = match read_request(&mut reader) {
-        Ok(Some(req)) => req,
-        Ok(None) => return Ok(()),
-        Err(Refused(status, why)) => return respond_error(&mut conn, status, why),
-    };
-    if req.method == "OPTIONS" {
-        // A browser's preflight.
-        write!(
-            conn,
-            "HTTP/1.1 204 No Content\r\n{CORS}Access-Control-Max-Age: 600\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )?;
-        return conn.flush();
+/// Compares a secret in time that depends only on the length of `given`
+/// (what the client sent), neither on where the two differ nor on the
+/// length of `secret`.
+fn same_secret(given: &[u8], secret: &[u8]) -> bool {
+    if secret.is_empty() {
+        return false;
     }
-    if req.method != "POST" {
-        return respond_error(&mut conn, 405, "POST an AG-UI RunAgentInput");
+    let mut diff = u8::from(given.len() != secret.len());
+    for (i, b) in given.iter().enumerate() {
+        diff |= b ^ secret[i % secret.len()];
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// The credentials of an `Authorization: Bearer …` value (the scheme's name
+/// in any case).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim_start_matches(' '))
+}
+
+/// Header names as a preflight lists them (`Access-Control-Request-Headers`).
+fn header_list_ok(list: &str) -> bool {
+    list.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~, ".contains(&b))
+}
+
+/// The CORS headers of every answer to a page from `origin`.
+fn cors_for(origin: &str) -> String {
+    format!("Access-Control-Allow-Origin: {origin}\r\nVary: Origin\r\n")
+}
+
+/// Whether a `Content-Type` is JSON (`application/json`, parameters allowed).
+fn is_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut head = match http::read_head(&mut conn, deadline) {
+        Ok(Some(head)) => head,
+        Ok(None) => return,
+        Err(r) => {
+            let _ = refuse(&mut conn, "", r);
+            return;
+        }
+    };
+    let host = head.header("host").unwrap_or("").to_owned();
+    if host.is_empty() {
+        let _ = refuse(&mut conn, "", Refused(400, "no Host header"));
+        return;
+    }
+    if !shared.access.host(&host) {
+        let why = "not a name of this server (see serve --allow-host)";
+        let _ = refuse(&mut conn, "", Refused(421, why));
+        return;
+    }
+    let cors = match head.header("origin") {
+        None => String::new(),
+        Some(origin) if shared.access.origin(origin, &host) => cors_for(origin),
+        Some(_) => {
+            let why = "pages from this origin may not call (see serve --allow-origin)";
+            let _ = refuse(&mut conn, "", Refused(403, why));
+            return;
+        }
+    };
+    if head.method == "OPTIONS" {
+        // A browser's preflight, from an allowed page.
+        let asked = head
+            .header("access-control-request-headers")
+            .unwrap_or("Content-Type, Authorization");
+        if !header_list_ok(asked) {
+            let _ = refuse(&mut conn, &cors, Refused(400, "a malformed header list"));
+            return;
+        }
+        let headers = format!(
+            "{cors}Allow: POST, OPTIONS\r\nAccess-Control-Allow-Methods: POST\r\n\
+             Access-Control-Allow-Headers: {asked}\r\nAccess-Control-Max-Age: 600\r\n"
+        );
+        let _ = http::respond(&mut conn, 204, &headers, "text/plain", b"");
+        http::close(&mut conn);
+        return;
+    }
+    if head.method != "POST" {
+        let _ = refuse(
+            &mut conn,
+            &cors,
+            Refused(405, "POST an AG-UI RunAgentInput"),
+        );
+        return;
+    }
+    if !head.header("content-type").is_some_and(is_json) {
+        let why = "the body must be Content-Type: application/json";
+        let _ = refuse(&mut conn, &cors, Refused(415, why));
+        return;
     }
     if let Some(token) = &shared.token {
-        let given = req
-            .header("authorization")
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !same_secret(given.as_bytes(), token.as_bytes()) {
-            return respond_error(&mut conn, 401, "a wrong or missing bearer token");
+        let given = head.header("authorization").and_then(bearer).unwrap_or("");
+        if !same_secret(given.as_bytes(), token) {
+            let why = "a wrong or missing bearer token";
+            let _ = refuse(&mut conn, &cors, Refused(401, why));
+            return;
         }
     }
-    let input: RunAgentInput = match serde_json::from_slice(&req.body) {
+    if head.content_length > MAX_BODY {
+        let why = "the request body is too large";
+        let _ = refuse(&mut conn, &cors, Refused(413, why));
+        return;
+    }
+    let body = match http::read_body(&mut conn, &mut head, deadline) {
+        Ok(body) => body,
+        Err(r) => {
+            let _ = refuse(&mut conn, &cors, r);
+            return;
+        }
+    };
+    pending.done();
+    let input: RunAgentInput = match serde_json::from_slice(&body) {
         Ok(i) => i,
         Err(e) => {
             let msg = format!("not an AG-UI RunAgentInput: {e}");
-            return respond_error(&mut conn, 400, &msg);
+            let _ = refuse_with(&mut conn, &cors, 400, &msg);
+            return;
         }
     };
+    if !id_ok(&input.thread_id) || !id_ok(&input.run_id) {
+        let why = "threadId and runId must be 1 to 1024 bytes without control characters";
+        let _ = refuse(&mut conn, &cors, Refused(400, why));
+        return;
+    }
     let Some(prompt) = prompt_of(&input) else {
-        return respond_error(&mut conn, 400, "no user message with text");
+        let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
+        return;
     };
+    if shared.running.fetch_add(1, Ordering::SeqCst) >= MAX_RUNS
+        || shared.stopping.load(Ordering::SeqCst)
+    {
+        shared.running.fetch_sub(1, Ordering::SeqCst);
+        let _ = refuse(&mut conn, &cors, Refused(503, "too many runs at once"));
+        return;
+    }
+    let _slot = Slot(&shared.running);
     if !shared
         .busy
         .lock()
         .expect("not poisoned")
         .insert(input.thread_id.clone())
     {
-        return respond_error(&mut conn, 409, "this thread has a run going");
+        let _ = refuse(
+            &mut conn,
+            &cors,
+            Refused(409, "this thread has a run going"),
+        );
+        return;
     }
-    let ran = run_one(&mut conn, shared, &input, &prompt);
+    run_one(&mut conn, shared, &input, &prompt, &cors);
     shared
         .busy
         .lock()
         .expect("not poisoned")
         .remove(&input.thread_id);
-    ran
 }
 
 /// The session file of one run, removed when dropped.
 struct SessionFile(PathBuf);
+
+impl SessionFile {
+    /// The session id the run left, if any. The file is opened without
+    /// following a link, and only its start is read.
+    fn read(&self) -> Option<String> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.0)
+            .ok()?;
+        let mut session = String::new();
+        file.take(MAX_ID as u64 + 1)
+            .read_to_string(&mut session)
+            .ok()?;
+        id_ok(&session).then_some(session)
+    }
+}
 
 impl Drop for SessionFile {
     fn drop(&mut self) {
@@ -445,16 +793,9 @@ impl Drop for SessionFile {
     }
 }
 
-fn run_one(
-    conn: &mut TcpStream,
-    shared: &Shared,
-    input: &RunAgentInput,
-    prompt: &str,
-) -> io::Result<()> {
+fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt: &str, cors: &str) {
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
-    let file = SessionFile(
-        std::env::temp_dir().join(format!("agui-translate-serve-{}-{n}", std::process::id())),
-    );
+    let file = SessionFile(shared.session_dir.join(n.to_string()));
     let resume = shared
         .sessions
         .lock()
@@ -467,10 +808,19 @@ fn run_one(
         &input.thread_id,
         &input.run_id,
         resume.as_deref(),
-        &file.0.to_string_lossy(),
+        &file.0,
     );
-    let mut cmd = Command::new(std::env::current_exe()?);
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            let _ = refuse_with(conn, cors, 500, &format!("cannot start the run: {e}"));
+            return;
+        }
+    };
+    let mut cmd = Command::new(exe);
     cmd.args(&argv)
+        // The token is the server's alone: not its runs', nor their CLIs'.
+        .env_remove(TOKEN_VAR)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -492,44 +842,42 @@ fn run_one(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let msg = format!("cannot start the run: {e}");
-            return respond_error(conn, 500, &msg);
+            let _ = refuse_with(conn, cors, 500, &format!("cannot start the run: {e}"));
+            return;
         }
     };
     let pid = child.id();
     shared.runs.lock().expect("not poisoned").insert(pid);
-    let streamed = stream_run(conn, &mut child, prompt);
+    let _ = stream_run(conn, &mut child, prompt, cors);
     let _ = child.wait();
     shared.runs.lock().expect("not poisoned").remove(&pid);
-    if let Ok(session) = std::fs::read_to_string(&file.0) {
-        if !session.is_empty() {
-            shared
-                .sessions
-                .lock()
-                .expect("not poisoned")
-                .insert(&input.thread_id, session);
-        }
+    if let Some(session) = file.read() {
+        shared
+            .sessions
+            .lock()
+            .expect("not poisoned")
+            .insert(&input.thread_id, session);
     }
-    streamed
 }
 
 /// Sends the prompt, then copies the run's events to the client as they
 /// come. A client that goes away (seen by a read that ends, even while the
-/// run is quiet, or by a write that fails) ends the run as SIGTERM does.
-fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str) -> io::Result<()> {
+/// run is quiet, or by a write that fails) or that leaves its stream unread
+/// for [`STALL_TIMEOUT`] ends the run as SIGTERM does.
+fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str, cors: &str) -> io::Result<()> {
     let pid = child.id();
     if let Some(mut stdin) = child.stdin.take() {
         // A run that has already failed does not read it: its output says why.
         let _ = stdin.write_all(prompt.as_bytes());
     }
     let mut out = child.stdout.take().expect("piped");
-    conn.write_all(
-        format!(
-            "HTTP/1.1 200 OK\r\n{CORS}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
-        )
-        .as_bytes(),
-    )?;
-    conn.flush()?;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    );
+    let mut gone = write_within(conn, head.as_bytes(), STALL_TIMEOUT).is_err();
+    if gone {
+        terminate(pid);
+    }
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {
         let mut peer = conn.try_clone()?;
@@ -549,7 +897,6 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str) -> io::Resu
         })
     };
     let mut buf = vec![0u8; 64 * 1024];
-    let mut gone = false;
     loop {
         let n = match out.read(&mut buf) {
             Ok(0) => break,
@@ -557,12 +904,7 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str) -> io::Resu
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        if !gone
-            && conn
-                .write_all(&buf[..n])
-                .and_then(|()| conn.flush())
-                .is_err()
-        {
+        if !gone && write_within(conn, &buf[..n], STALL_TIMEOUT).is_err() {
             // The rest of the run is read and dropped, so that it can end.
             gone = true;
             terminate(pid);
@@ -571,6 +913,28 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str) -> io::Resu
     done.store(true, Ordering::SeqCst);
     let _ = conn.shutdown(Shutdown::Both);
     let _ = watcher.join();
+    Ok(())
+}
+
+/// Writes all of `bytes` within `limit`, or fails: a reader that takes
+/// that long to take one piece of the stream has stopped reading (a write
+/// timeout alone would not see it, as the socket's buffers grow a little
+/// now and then).
+fn write_within(conn: &mut TcpStream, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !bytes.is_empty() {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or(io::ErrorKind::TimedOut)?;
+        conn.set_write_timeout(Some(left))?;
+        match conn.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     Ok(())
 }
 
@@ -587,7 +951,7 @@ fn terminate(pid: u32) {
 mod tests {
     use super::*;
 
-    fn input(json: &str) -> RunAgentInput {
+    fn input(json: &str) -> RunAgentInput<'_> {
         serde_json::from_str(json).unwrap()
     }
 
@@ -625,5 +989,92 @@ mod tests {
         assert!(same_secret(b"abc", b"abc"));
         assert!(!same_secret(b"abc", b"abd"));
         assert!(!same_secret(b"abc", b"ab"));
+        assert!(!same_secret(b"ab", b"abc"));
+        assert!(!same_secret(b"abcabc", b"abc"));
+        assert!(!same_secret(b"", b"abc"));
+        assert!(!same_secret(b"", b""));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_any_case() {
+        assert_eq!(bearer("Bearer t"), Some("t"));
+        assert_eq!(bearer("bearer t"), Some("t"));
+        assert_eq!(bearer("BEARER  t"), Some("t"));
+        assert_eq!(bearer("Basic t"), None);
+        assert_eq!(bearer("Bearert"), None);
+    }
+
+    #[test]
+    fn hosts_are_the_server_s_names() {
+        let local: SocketAddr = "127.0.0.1:8799".parse().unwrap();
+        let a = Access::new(local, &["Proxy.example".into()], &[]);
+        for ok in [
+            "127.0.0.1:8799",
+            "localhost:8799",
+            "LOCALHOST",
+            "[::1]:8799",
+            "proxy.example",
+            "proxy.example:443",
+        ] {
+            assert!(a.host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8799",
+            "127.0.0.2:8799",
+            "localhost:",
+            "localhost:80x",
+            "proxy.example.evil",
+            "[::1",
+            "",
+        ] {
+            assert!(!a.host(bad), "{bad}");
+        }
+        let any = Access::new("0.0.0.0:8799".parse().unwrap(), &[], &[]);
+        assert!(any.host("192.0.2.7:8799") && any.host("[2001:db8::1]:8799"));
+        assert!(!any.host("evil.example:8799"));
+    }
+
+    #[test]
+    fn origins_are_given_ones_or_the_server_s_own() {
+        let local: SocketAddr = "127.0.0.1:8799".parse().unwrap();
+        let a = Access::new(local, &[], &["https://App.example".into()]);
+        assert!(a.origin("https://app.example", "127.0.0.1:8799"));
+        assert!(a.origin("http://127.0.0.1:8799", "127.0.0.1:8799"));
+        assert!(!a.origin("http://app.example", "127.0.0.1:8799"));
+        assert!(!a.origin("https://app.example:444", "127.0.0.1:8799"));
+        assert!(!a.origin("null", "127.0.0.1:8799"));
+        assert!(origin_ok("http://localhost:3000") && origin_ok("https://a.example"));
+        for bad in [
+            "a.example",
+            "https://a.example/",
+            "null",
+            "https://",
+            "ftp://a",
+        ] {
+            assert!(!origin_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_json_bodies_are_taken() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        for bad in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json5",
+            "",
+        ] {
+            assert!(!is_json(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_are_short_and_printable() {
+        assert!(id_ok("thread-1") && id_ok("-x") && id_ok(&"a".repeat(MAX_ID)));
+        for bad in ["", "a\0b", "a\nb", "\u{7f}"] {
+            assert!(!id_ok(bad), "{bad:?}");
+        }
+        assert!(!id_ok(&"a".repeat(MAX_ID + 1)));
     }
 }

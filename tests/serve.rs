@@ -269,24 +269,10 @@ fn bad_requests_get_a_status_that_says_why() {
         r#"{"threadId":"t","runId":"r","messages":[{"id":"1","role":"assistant","content":"hi"}]}"#;
     assert_eq!(post(&server.addr, no_user, None).0, 400);
     let mut conn = TcpStream::connect(&server.addr).unwrap();
-    write!(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(conn, "GET / HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr).unwrap();
     let mut text = String::new();
     conn.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 405 "), "{text}");
-    // A browser's preflight.
-    let mut conn = TcpStream::connect(&server.addr).unwrap();
-    write!(
-        conn,
-        "OPTIONS /agent HTTP/1.1\r\nHost: x\r\nOrigin: http://app.example\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    conn.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 204 "), "{text}");
-    assert!(
-        text.contains("Access-Control-Allow-Headers: Content-Type, Authorization"),
-        "{text}"
-    );
 }
 
 #[test]
@@ -319,4 +305,629 @@ fn a_stopped_server_ends_its_runs() {
     let end = until(&mut r, "RUN_FINISHED");
     assert_eq!(end["outcome"]["type"], "cancelled", "{end}");
     assert!(!alive(pid), "the CLI outlived the server");
+}
+
+/// Sends `request` as it is and reads the whole answer ("" if the
+/// connection was reset before one came).
+fn raw(addr: &str, request: &[u8]) -> String {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let _ = conn.write_all(request);
+    let mut text = Vec::new();
+    let _ = conn.read_to_end(&mut text);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The status of an answer read by [`raw`] (0: none).
+fn status(answer: &str) -> u16 {
+    answer
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|s| s.get(..3))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A request head for a POST of `body` with `headers` (lines ending in CR LF).
+fn request(addr: &str, headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST /agent HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A server whose CLI answers with the text recording and writes its
+/// arguments to `argv` (which exists once a CLI has run).
+fn logging_server(args: &[&str], argv: &Path) -> common::Server {
+    let _ = std::fs::remove_file(argv);
+    serve(
+        "gemini",
+        args,
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/gemini/0.61.0/text.jsonl"),
+            ),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// The header `name` of an answer, if there.
+fn header<'a>(answer: &'a str, name: &str) -> Option<&'a str> {
+    let head = answer.split("\r\n\r\n").next().unwrap();
+    head.lines().skip(1).find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+const JSON: &str = "Content-Type: application/json\r\n";
+
+#[test]
+fn pages_from_other_origins_can_neither_start_nor_read_a_run() {
+    let argv = tmp("origin-argv");
+    let server = logging_server(&[], &argv);
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    let evil = "Origin: http://evil.example\r\n";
+    // A page's simple request (no preflight): text/plain, and a form.
+    for ct in [
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+    ] {
+        let a = raw(
+            addr,
+            &request(addr, &format!("{evil}Content-Type: {ct}\r\n"), &input),
+        );
+        assert_eq!(status(&a), 403, "{a}");
+        assert_eq!(header(&a, "access-control-allow-origin"), None, "{a}");
+    }
+    let a = raw(addr, &request(addr, &format!("{evil}{JSON}"), &input));
+    assert_eq!(status(&a), 403, "{a}");
+    // Its preflight is refused too.
+    let a = preflight(addr, "http://evil.example");
+    assert_eq!(status(&a), 403, "{a}");
+    assert_eq!(header(&a, "access-control-allow-origin"), None, "{a}");
+    assert!(!argv.exists(), "a foreign page started the CLI");
+}
+
+/// A browser's preflight of a POST with JSON and `X-Request-Id`.
+fn preflight(addr: &str, origin: &str) -> String {
+    raw(
+        addr,
+        format!(
+            "OPTIONS /agent HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\n\
+             Access-Control-Request-Method: POST\r\n\
+             Access-Control-Request-Headers: content-type,x-request-id\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn a_page_from_an_allowed_origin_runs() {
+    let argv = tmp("allowed-argv");
+    let server = logging_server(&["--allow-origin", "http://app.example:3000"], &argv);
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    assert_eq!(status(&preflight(addr, "http://app.example")), 403);
+    // The allowed page's preflight is answered with the headers it asks for.
+    let a = preflight(addr, "http://app.example:3000");
+    assert_eq!(status(&a), 204, "{a}");
+    assert_eq!(
+        header(&a, "access-control-allow-origin"),
+        Some("http://app.example:3000")
+    );
+    assert_eq!(
+        header(&a, "access-control-allow-headers"),
+        Some("content-type,x-request-id"),
+        "{a}"
+    );
+    assert!(!a.contains('*'), "{a}");
+    let a = raw(
+        addr,
+        &request(
+            addr,
+            &format!("Origin: http://app.example:3000\r\n{JSON}"),
+            &input,
+        ),
+    );
+    assert_eq!(status(&a), 200, "{a}");
+    assert_eq!(
+        header(&a, "access-control-allow-origin"),
+        Some("http://app.example:3000")
+    );
+    assert!(a.contains("\"type\":\"RUN_FINISHED\""), "{a}");
+    assert!(argv.exists());
+}
+
+#[test]
+fn a_request_for_another_host_name_starts_nothing() {
+    let argv = tmp("rebind-argv");
+    let server = logging_server(&[], &argv);
+    let addr = &server.addr;
+    let port = addr.rsplit(':').next().unwrap();
+    let input = body("t", "r", "Hello");
+    // A DNS-rebinding page: its own name, this server's address.
+    for host in [format!("evil.example:{port}"), "evil.example".into()] {
+        let req = format!(
+            "POST / HTTP/1.1\r\nHost: {host}\r\n{JSON}Content-Length: {}\r\n\r\n{input}",
+            input.len()
+        );
+        let a = raw(addr, req.as_bytes());
+        assert_eq!(status(&a), 421, "{a}");
+    }
+    let no_host = format!(
+        "POST / HTTP/1.1\r\n{JSON}Content-Length: {}\r\n\r\n{input}",
+        input.len()
+    );
+    assert_eq!(status(&raw(addr, no_host.as_bytes())), 400);
+    assert!(!argv.exists(), "a request for another name started the CLI");
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: localhost:{port}\r\n{JSON}Content-Length: {}\r\n\r\n{input}",
+        input.len()
+    );
+    assert_eq!(status(&raw(addr, req.as_bytes())), 200);
+}
+
+#[test]
+fn a_host_name_can_be_allowed() {
+    let server = logging_server(&["--allow-host", "agent.internal"], &tmp("named-argv"));
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    for (host, code) in [("agent.internal", 200), ("evil.example", 421)] {
+        let req = format!(
+            "POST / HTTP/1.1\r\nHost: {host}\r\n{JSON}Content-Length: {}\r\n\r\n{input}",
+            input.len()
+        );
+        assert_eq!(status(&raw(addr, req.as_bytes())), code, "{host}");
+    }
+}
+
+#[test]
+fn only_a_json_body_starts_a_run() {
+    let argv = tmp("type-argv");
+    let server = logging_server(&[], &argv);
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    for ct in [
+        "Content-Type: text/plain\r\n",
+        "Content-Type: application/x-www-form-urlencoded\r\n",
+        "Content-Type: multipart/form-data; boundary=x\r\n",
+        "",
+    ] {
+        let a = raw(addr, &request(addr, ct, &input));
+        assert_eq!(status(&a), 415, "{ct}: {a}");
+    }
+    assert!(!argv.exists(), "a body not typed JSON started the CLI");
+    let typed = "Content-Type: application/json; charset=utf-8\r\n";
+    assert_eq!(status(&raw(addr, &request(addr, typed, &input))), 200);
+}
+
+#[test]
+fn ambiguous_requests_are_refused_and_start_nothing() {
+    let argv = tmp("parser-argv");
+    let server = logging_server(&[], &argv);
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    let n = input.len();
+    for (what, req) in [
+        (
+            "a signed length",
+            format!("POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}Content-Length: +{n}\r\n\r\n{input}"),
+        ),
+        (
+            "two lengths",
+            format!(
+                "POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}Content-Length: {n}\r\nContent-Length: {}\r\n\r\n{input}",
+                n + 1
+            ),
+        ),
+        (
+            "one length twice",
+            format!(
+                "POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}Content-Length: {n}\r\nContent-Length: {n}\r\n\r\n{input}"
+            ),
+        ),
+        (
+            "a space before the colon",
+            format!("POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}Content-Length : {n}\r\n\r\n{input}"),
+        ),
+        (
+            "bare LF",
+            format!("POST / HTTP/1.1\nHost: {addr}\nContent-Type: application/json\nContent-Length: {n}\n\n{input}"),
+        ),
+        (
+            "obs-fold",
+            format!(
+                "POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}X-Note: a\r\n b\r\nContent-Length: {n}\r\n\r\n{input}"
+            ),
+        ),
+    ] {
+        let a = raw(addr, req.as_bytes());
+        assert_eq!(status(&a), 400, "{what}: {a}");
+        assert!(a.contains("\"error\""), "{what}: {a}");
+    }
+    assert!(!argv.exists(), "an ambiguous request started the CLI");
+}
+
+#[test]
+fn the_bearer_scheme_is_case_insensitive() {
+    let server = serve(
+        "gemini",
+        &["--token", "s3cret"],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/gemini/0.61.0/text.jsonl"),
+        )],
+    );
+    let addr = &server.addr;
+    let input = body("t", "r", "Hello");
+    for auth in ["bearer s3cret", "BEARER s3cret", "Bearer  s3cret"] {
+        let a = raw(
+            addr,
+            &request(addr, &format!("{JSON}authorization: {auth}\r\n"), &input),
+        );
+        assert_eq!(status(&a), 200, "{auth}: {a}");
+    }
+    for auth in [
+        "Basic s3cret",
+        "bearer s3cret2",
+        "bearer s3cre",
+        "Bearers3cret",
+    ] {
+        let a = raw(
+            addr,
+            &request(addr, &format!("{JSON}Authorization: {auth}\r\n"), &input),
+        );
+        assert_eq!(status(&a), 401, "{auth}: {a}");
+    }
+}
+
+#[test]
+fn a_token_from_a_file_or_the_environment_reaches_no_child() {
+    let argv = tmp("token-argv");
+    let env = tmp("token-env");
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let token_file = tmp("token-file");
+    std::fs::write(&token_file, "fr0m-file\n").unwrap();
+    let from_file = serve(
+        "gemini",
+        &["--token-file", token_file.to_str().unwrap()],
+        &[("FAKE_REPLAY", &recording)],
+    );
+    let from_env = serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_REPLAY", &recording),
+            ("FAKE_ARGV", &argv),
+            ("FAKE_ENV", &env),
+            ("AGUI_SERVE_TOKEN", Path::new("fr0m-env")),
+        ],
+    );
+    for (server, token) in [(&from_file, "fr0m-file"), (&from_env, "fr0m-env")] {
+        let req = body("t", "r", "Hello");
+        assert_eq!(post(&server.addr, &req, None).0, 401, "{token}");
+        assert_eq!(post(&server.addr, &req, Some("wrong")).0, 401, "{token}");
+        let (code, r) = post(&server.addr, &req, Some(token));
+        assert_eq!(code, 200, "{token}");
+        assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    }
+    let args = std::fs::read_to_string(&argv).unwrap();
+    let environment = std::fs::read_to_string(&env).unwrap();
+    assert!(environment.contains("FAKE_REPLAY="), "{environment}");
+    assert!(!args.contains("fr0m-env"), "{args}");
+    assert!(!environment.contains("fr0m-env"), "{environment}");
+    // An empty token is no token.
+    let empty = tmp("token-empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "claude", "--token-file"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
+}
+
+#[test]
+fn ids_are_bounded_and_any_printable_id_works() {
+    let argv = tmp("ids-argv");
+    let server = logging_server(&[], &argv);
+    let addr = &server.addr;
+    let long = "t".repeat(2048);
+    for (thread, run) in [
+        (long.as_str(), "r"),
+        ("t", long.as_str()),
+        ("a\u{0}b", "r"),
+        ("t", "r\nx"),
+        ("", "r"),
+    ] {
+        let a = raw(addr, &request(addr, JSON, &body(thread, run, "Hello")));
+        assert_eq!(status(&a), 400, "{thread:?} {run:?}: {a}");
+    }
+    assert!(!argv.exists(), "a bad id started the CLI");
+    // An id that looks like an option is an id all the same.
+    let (code, r) = post(addr, &body("-x", "--run", "Hello"), None);
+    assert_eq!(code, 200);
+    let evs = events(r);
+    assert_eq!(evs[0]["type"], "RUN_STARTED", "{evs:?}");
+    assert_eq!(
+        (&evs[0]["threadId"], &evs[0]["runId"]),
+        (&"-x".into(), &"--run".into())
+    );
+}
+
+/// The peak resident memory of a process, in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+const MIB: u64 = 1024 * 1024;
+
+#[test]
+fn an_announced_body_costs_nothing_until_it_comes() {
+    let server = serve("gemini", &[], &[]);
+    let addr = &server.addr;
+    let before = peak_memory(server.child.id());
+    let conns: Vec<TcpStream> = (0..32)
+        .map(|_| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            write!(
+                c,
+                "POST / HTTP/1.1\r\nHost: {addr}\r\n{JSON}Content-Length: 16777216\r\n\r\n{{"
+            )
+            .unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let grew = peak_memory(server.child.id()) - before;
+    drop(conns);
+    assert!(
+        grew < 32 * MIB,
+        "32 announced bodies of 16 MiB took {} MiB",
+        grew / MIB
+    );
+}
+
+#[test]
+fn a_large_body_costs_a_small_multiple_of_its_size() {
+    let server = serve(
+        "gemini",
+        &[],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/gemini/0.61.0/text.jsonl"),
+        )],
+    );
+    let addr = &server.addr;
+    let before = peak_memory(server.child.id());
+    // Nearly 16 MiB of empty parts behind one text part.
+    let head = r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":[{"type":"text","text":"Hello"}"#;
+    let tail = "]}]}";
+    let parts = (16 * MIB as usize - head.len() - tail.len()) / 3;
+    let input = format!("{head}{}{tail}", ",{}".repeat(parts));
+    let a = raw(addr, &request(addr, JSON, &input));
+    assert_eq!(status(&a), 200, "{}", &a[..a.len().min(500)]);
+    assert!(a.contains("\"type\":\"RUN_FINISHED\""));
+    let grew = peak_memory(server.child.id()) - before;
+    assert!(grew < 64 * MIB, "a 16 MiB body took {} MiB", grew / MIB);
+}
+
+/// The process ids of the children of `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    found
+}
+
+#[test]
+fn slow_clients_hold_no_run_slot() {
+    let server = serve(
+        "gemini",
+        &[],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/gemini/0.61.0/text.jsonl"),
+        )],
+    );
+    let addr = &server.addr;
+    // 40 clients that have begun their requests and send no more.
+    let slow: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            write!(c, "POST / HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.write_all(&request(addr, JSON, &body("t", "r", "Hello")))
+        .unwrap();
+    let mut first = [0u8; 12];
+    let got = conn.read_exact(&mut first);
+    let took = start.elapsed();
+    assert!(got.is_ok(), "no answer while slow clients wait");
+    assert_eq!(&first, b"HTTP/1.1 200");
+    assert!(took < Duration::from_secs(2), "answered after {took:?}");
+    // The slow clients' deadline passes: they are answered 408.
+    let mut c = slow.into_iter().next().unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut text = String::new();
+    let _ = c.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
+}
+
+#[test]
+fn a_full_server_answers_503_with_retry_after() {
+    let server = hanging_server(&tmp("full-pid"));
+    let addr = &server.addr;
+    let mut runs = Vec::new();
+    for i in 0..32 {
+        let (code, mut r) = post(addr, &body(&format!("t{i}"), "r", "Hello"), None);
+        assert_eq!(code, 200);
+        until(&mut r, "RUN_STARTED");
+        runs.push(r);
+    }
+    let a = raw(addr, &request(addr, JSON, &body("one-more", "r", "Hello")));
+    assert_eq!(status(&a), 503, "{a}");
+    assert!(header(&a, "retry-after").is_some(), "{a}");
+    drop(runs);
+}
+
+/// A recording of `bytes` or more: the text recording with its assistant
+/// delta repeated.
+fn big_recording(bytes: usize) -> PathBuf {
+    let path = tmp("big.jsonl");
+    let text = std::fs::read_to_string(root().join("testdata/gemini/0.61.0/text.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let delta = lines.iter().find(|l| l.contains("\"delta\":true")).unwrap();
+    let mut out = format!("{}\n", lines[0]);
+    while out.len() < bytes {
+        out.push_str(delta);
+        out.push('\n');
+    }
+    out.push_str(lines.last().unwrap());
+    out.push('\n');
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn a_client_that_never_reads_its_stream_ends_its_run() {
+    let recording = big_recording(32 * MIB as usize);
+    let server = serve("gemini", &[], &[("FAKE_REPLAY", &recording)]);
+    let pid = server.child.id();
+    let (code, r) = post(&server.addr, &body("t", "r", "Hello"), None);
+    assert_eq!(code, 200);
+    // The client keeps its connection and reads nothing more.
+    let start = Instant::now();
+    while children(pid).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no run started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    while !children(pid).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(45),
+            "the run of a client that reads nothing goes on"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(r);
+    let _ = std::fs::remove_file(recording);
+}
+
+#[test]
+fn a_stopped_server_exits_whatever_its_clients_do() {
+    let mut server = serve("gemini", &[], &[]);
+    let addr = server.addr.clone();
+    let mut clients: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    for c in &mut clients[..4] {
+        write!(c, "POST / HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the server outlived SIGTERM by 5 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(clients);
+}
+
+#[test]
+fn the_session_id_passes_through_no_shared_file() {
+    let dir = tmp("shared-tmp");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let argv = tmp("session-argv");
+    // A server whose runs report a session, and one whose runs report none.
+    let reporting = serve(
+        "gemini",
+        &[],
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/gemini/0.61.0/resume.jsonl"),
+            ),
+            ("TMPDIR", &dir),
+        ],
+    );
+    let silent = serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_REPLAY", Path::new("/dev/null")),
+            ("FAKE_ARGV", &argv),
+            ("TMPDIR", &dir),
+        ],
+    );
+    // What another user of the temporary directory could put there.
+    let victim = tmp("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    for n in 0..4 {
+        let name = format!("agui-translate-serve-{}-{n}", reporting.child.id());
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+        let name = format!("agui-translate-serve-{}-{n}", silent.child.id());
+        std::fs::write(dir.join(name), "planted").unwrap();
+    }
+    let planted: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let (code, r) = post(&reporting.addr, &body("a", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    events(r);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    for run in ["r1", "r2"] {
+        let (code, r) = post(&silent.addr, &body("b", run, "Hello"), None);
+        assert_eq!(code, 200);
+        events(r);
+    }
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(!args.contains("planted"), "{args}");
+    // What the servers made there is theirs alone.
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        if !planted.contains(&entry.path()) {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            assert!(meta.is_dir(), "{:?}", entry.path());
+            assert_eq!(
+                meta.permissions().mode() & 0o777,
+                0o700,
+                "{:?}",
+                entry.path()
+            );
+        }
+    }
 }
