@@ -82,8 +82,14 @@ fn a_skip_is_visible() {
 }
 
 fn ensure_packages(dir: &Path) {
-    if dir.join("node_modules/@ag-ui/client").is_dir()
-        && dir.join("node_modules/@ag-ui/client-0.0").is_dir()
+    if [
+        "@ag-ui/client",
+        "@ag-ui/client-0.0",
+        "playwright-core",
+        "esbuild",
+    ]
+    .iter()
+    .all(|p| dir.join("node_modules").join(p).is_dir())
     {
         return;
     }
@@ -792,6 +798,73 @@ fn http_agent_speaks_to_serve() {
         .output()
         .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
     let _ = std::fs::remove_file(&pid_file);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Where Debian's `chromium` is, if installed.
+fn chromium() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("chromium"))
+        .find(|p| p.is_file())
+}
+
+/// `serve` from web pages in headless Chromium (`tests/conformance/
+/// browser.cjs`): a page from a foreign origin can neither start a run nor
+/// read one, by a plain fetch, a blind one or the official HttpAgent; a page
+/// from an origin given with `--allow-origin` runs one end to end with the
+/// HttpAgent, sending a header of its own. Skipped, saying so, where
+/// Chromium is not installed, unless `AGUI_NO_SKIP=1` (as in CI).
+#[test]
+fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
+    let test = "only_pages_from_allowed_origins_reach_serve_in_a_browser";
+    if skipped(test) {
+        return;
+    }
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("AGUI_NO_SKIP").is_none_or(|v| v != "1"),
+            "chromium is not installed (Debian: apt-get install chromium); AGUI_NO_SKIP=1 refuses the skip"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: chromium is not installed (Debian: apt-get install chromium)"
+        );
+        return;
+    };
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let argv = std::env::temp_dir().join(format!("agui-browser-argv-{}", std::process::id()));
+    let _ = std::fs::remove_file(&argv);
+    // A free port for the allowed page.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin = format!("http://localhost:{port}");
+    let text = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = common::serve(
+        "gemini",
+        &["--allow-origin", &origin],
+        &[("FAKE_REPLAY", &text), ("FAKE_ARGV", &argv)],
+    );
+    let out = Command::new("node")
+        .arg(dir.join("browser.cjs"))
+        .arg(format!("http://{}/agent", server.addr))
+        .arg(port.to_string())
+        .arg(&argv)
+        .arg(&browser)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let _ = std::fs::remove_file(&argv);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && text.trim() == "OK",

@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+// `agui-translate serve` seen from web pages in headless Chromium: a page
+// from a foreign origin can neither start a run nor read one, and a page
+// from an origin given with --allow-origin runs one end to end with the
+// official @ag-ui/client HttpAgent (bundled for the browser by esbuild).
+//
+//   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE [CHROMIUM]
+//
+// SERVER_URL serves a stand-in CLI that writes its arguments to ARGV_FILE
+// when it runs, and allows the origin http://localhost:ALLOWED_PORT. The
+// foreign page is served from http://127.0.0.1 on another port. Prints
+// what failed and exits 1, or prints OK.
+"use strict";
+const fs = require("fs");
+const http = require("http");
+const path = require("path");
+const esbuild = require("esbuild");
+const { chromium } = require("playwright-core");
+
+const [serverUrl, allowedPort, argvFile, executable = "/usr/bin/chromium"] = process.argv.slice(2);
+const problems = [];
+const check = (ok, what) => {
+  if (!ok) problems.push(what.slice(0, 300));
+};
+
+// Chromium on a machine without a network: nothing started but the page.
+const CHROMIUM_ARGS = [
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+async function bundle() {
+  const out = await esbuild.build({
+    stdin: {
+      contents: 'import { HttpAgent } from "@ag-ui/client"; window.HttpAgent = HttpAgent;',
+      resolveDir: __dirname,
+    },
+    bundle: true,
+    format: "iife",
+    platform: "browser",
+    write: false,
+    logLevel: "silent",
+  });
+  return out.outputFiles[0].text;
+}
+
+// A page server: `/` is an empty page that loads the agent, `/agent.js`.
+function pageServer(agentJs, port) {
+  const server = http.createServer((req, res) => {
+    if (req.url === "/agent.js") {
+      res.writeHead(200, { "Content-Type": "text/javascript" });
+      res.end(agentJs);
+    } else {
+      res.writeHead(200, { "Content-Type": "text/html" });
+      res.end('<!doctype html><title>page</title><script src="/agent.js"></script>');
+    }
+  });
+  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+// What a page does: plain fetches and an HttpAgent run; each outcome as
+// text ("status 200: …" or "threw: …").
+async function tryAll(serverUrl) {
+  const input = (threadId) => ({
+    threadId,
+    runId: `${threadId}-run`,
+    state: {},
+    tools: [],
+    context: [],
+    forwardedProps: {},
+    messages: [{ id: `${threadId}-m`, role: "user", content: "Hello" }],
+  });
+  const attempt = async (f) => {
+    try {
+      return await f();
+    } catch (e) {
+      return `threw: ${e && e.message}`;
+    }
+  };
+  const read = async (r) => `status ${r.status}: ${await r.text()}`;
+  const out = {};
+  // A simple request (no preflight): text/plain.
+  out.simple = await attempt(async () =>
+    read(await fetch(serverUrl, { method: "POST", body: JSON.stringify(input("simple")) })),
+  );
+  // Sent blind, the answer unreadable.
+  out.blind = await attempt(async () => {
+    const r = await fetch(serverUrl, { method: "POST", mode: "no-cors", body: JSON.stringify(input("blind")) });
+    return `opaque ${r.type}`;
+  });
+  // JSON, preflighted.
+  out.json = await attempt(async () =>
+    read(
+      await fetch(serverUrl, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(input("json")),
+      }),
+    ),
+  );
+  // The official client, with a header of the front end's own.
+  out.agent = await attempt(async () => {
+    const agent = new window.HttpAgent({
+      url: serverUrl,
+      threadId: "browser-thread",
+      headers: { "X-Request-Id": "req-1" },
+    });
+    agent.addMessage({ id: "browser-m1", role: "user", content: "Hello" });
+    const types = [];
+    await agent.runAgent({ runId: "browser-run" }, { onEvent: ({ event }) => types.push(event.type) });
+    const said = agent.messages
+      .filter((m) => m.role === "assistant")
+      .map((m) => m.content)
+      .join("");
+    return `ran: ${types.join(",")} said: ${said}`;
+  });
+  return out;
+}
+
+async function visit(browser, origin) {
+  const page = await browser.newPage();
+  await page.goto(`${origin}/`);
+  await page.waitForFunction(() => typeof window.HttpAgent === "function");
+  const out = await page.evaluate(tryAll, serverUrl);
+  await page.close();
+  return out;
+}
+
+async function main() {
+  const agentJs = await bundle();
+  const foreign = await pageServer(agentJs, 0);
+  const allowed = await pageServer(agentJs, Number(allowedPort));
+  const browser = await chromium.launch({
+    executablePath: executable,
+    headless: true,
+    chromiumSandbox: false,
+    args: CHROMIUM_ARGS,
+    timeout: 60000,
+  });
+  try {
+    const bad = await visit(browser, `http://127.0.0.1:${foreign.address().port}`);
+    for (const [what, outcome] of Object.entries(bad)) {
+      check(/^threw|^opaque/.test(outcome), `a foreign page's ${what}: ${outcome}`);
+      check(!/RUN_STARTED|RUN_FINISHED/.test(outcome), `a foreign page read a run (${what}): ${outcome}`);
+    }
+    check(!fs.existsSync(argvFile), "a foreign page started the CLI");
+
+    const good = await visit(browser, `http://localhost:${allowedPort}`);
+    check(/^ran: RUN_STARTED,.*RUN_FINISHED/.test(good.agent), `the allowed page's agent: ${good.agent}`);
+    check(/said: \S/.test(good.agent), `the allowed page's agent heard no answer: ${good.agent}`);
+    check(/^status 415/.test(good.simple), `the allowed page's text/plain POST: ${good.simple}`);
+    check(/^status 200: data: /.test(good.json), `the allowed page's JSON POST: ${good.json}`);
+    check(fs.existsSync(argvFile), "the allowed page's runs started no CLI");
+  } finally {
+    await browser.close();
+    foreign.close();
+    allowed.close();
+  }
+  if (problems.length) {
+    console.log(`FAIL ${problems.join("\nFAIL ")}`);
+    process.exit(1);
+  }
+  console.log("OK");
+}
+
+main().catch((e) => {
+  console.log(`FAIL ${e.stack || e}`);
+  process.exit(1);
+});
