@@ -369,7 +369,13 @@ fn accept(mut conn: TcpStream, shared: &Arc<Shared>) {
     let _ = conn.set_nonblocking(false);
     if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
         shared.pending.fetch_sub(1, Ordering::SeqCst);
-        let _ = refuse(&mut conn, "", Refused(503, "too many requests at once"));
+        // Answered here, without waiting for the request: the loop that
+        // accepts connections must not wait on any one of them.
+        let body = br#"{"error":"too many requests at once"}"#;
+        let retry = format!("Retry-After: {RETRY_AFTER_SECS}\r\n");
+        let _ = conn.set_nonblocking(true);
+        let _ = http::respond(&mut conn, 503, &retry, "application/json", body);
+        let _ = conn.shutdown(Shutdown::Write);
         return;
     }
     let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
