@@ -81,16 +81,31 @@ fn a_skip_is_visible() {
     );
 }
 
+/// The file in `node_modules` that says an install finished: a copy of the
+/// `package-lock.json` it installed (`npm ci` removes `node_modules` first,
+/// so a stale or half-done install has none, or another).
+const STAMP: &str = "node_modules/.agui-installed";
+
+/// Installs the packages into `dir` (`npm ci`) unless they are there. Every
+/// test of this file needs them, and the test threads (and any other test
+/// process) ask at once on a cold checkout: one installs, under an exclusive
+/// lock on `package-lock.json`, while the others wait for the lock and then
+/// find the install finished. Two `npm ci` in one folder at once fail
+/// (ENOENT, ENOTEMPTY).
 fn ensure_packages(dir: &Path) {
-    if [
-        "@ag-ui/client",
-        "@ag-ui/client-0.0",
-        "playwright-core",
-        "esbuild",
-    ]
-    .iter()
-    .all(|p| dir.join("node_modules").join(p).is_dir())
-    {
+    use std::os::fd::AsRawFd;
+    let lock_file = dir.join("package-lock.json");
+    let wanted = std::fs::read(&lock_file).unwrap();
+    let installed = || std::fs::read(dir.join(STAMP)).is_ok_and(|s| s == wanted);
+    if installed() {
+        return;
+    }
+    let lock = std::fs::File::open(&lock_file).unwrap();
+    // SAFETY: flock on a descriptor this function owns; the lock goes with
+    // it when `lock` is dropped.
+    let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(locked, 0, "flock {}", lock_file.display());
+    if installed() {
         return;
     }
     let status = Command::new("npm")
@@ -99,7 +114,78 @@ fn ensure_packages(dir: &Path) {
         .status()
         .unwrap_or_else(|e| panic!("npm is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
     assert!(status.success(), "npm ci in {} failed", dir.display());
+    std::fs::write(dir.join(STAMP), &wanted).unwrap();
 }
+
+/// Where the packages are: `tests/conformance`, or the folder named by
+/// `AGUI_CONFORMANCE_DIR` (a cold copy, for the test below).
+fn conformance_dir() -> PathBuf {
+    std::env::var_os("AGUI_CONFORMANCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("tests/conformance"))
+}
+
+/// A first `cargo test` on a machine with many cores: 16 test threads ask
+/// for the packages at once in a folder that has none, and every one of them
+/// finds them installed and loadable.
+#[test]
+fn a_cold_checkout_installs_the_packages_once_for_16_threads() {
+    if skipped("a_cold_checkout_installs_the_packages_once_for_16_threads") {
+        return;
+    }
+    let cold = std::env::temp_dir().join(format!("agui-conformance-cold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cold);
+    std::fs::create_dir_all(&cold).unwrap();
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(root().join("tests/conformance").join(file), cold.join(file)).unwrap();
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--test-threads", "16", "cold_install_"])
+        .env("AGUI_CONFORMANCE_DIR", &cold)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&cold);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("test result: ok. 16 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One of the 16 threads of the test above: the packages, then each of them
+/// loaded by Node.js.
+fn cold_install() {
+    let dir = conformance_dir();
+    ensure_packages(&dir);
+    let out = Command::new("node")
+        .args(["-e", "for (const p of ['@ag-ui/core', '@ag-ui/client', '@ag-ui/core-0.0', '@ag-ui/client-0.0']) require(p)"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+macro_rules! cold_installs {
+    ($($name:ident)*) => {$(
+        #[test]
+        #[ignore = "one of the 16 threads of a_cold_checkout_installs_the_packages_once_for_16_threads"]
+        fn $name() {
+            cold_install();
+        }
+    )*};
+}
+
+cold_installs!(
+    cold_install_01 cold_install_02 cold_install_03 cold_install_04
+    cold_install_05 cold_install_06 cold_install_07 cold_install_08
+    cold_install_09 cold_install_10 cold_install_11 cold_install_12
+    cold_install_13 cold_install_14 cold_install_15 cold_install_16
+);
 
 /// Runs the official AG-UI 1.0 checks on `files`: how many passed, and the
 /// failures.
