@@ -511,7 +511,8 @@ pub struct RunArgs {
     /// How `run codex` talks to Codex: `app-server` streams text and
     /// command output as they come, `exec` is `codex exec --json` (each
     /// message only when complete); `auto` uses the app-server when the
-    /// installed version is 0.169.0 or later.
+    /// installed version is 0.169.0 or later and the arguments after `--`
+    /// are ones it takes (`-c key=value`).
     #[arg(
         long,
         value_enum,

@@ -212,7 +212,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     }
     refuse_option_like_values(&a.request)?;
     let exe = executable(cli, a.cli_path.as_deref());
-    let client = transport(cli, a.transport, exe.as_deref().ok())?;
+    let client = transport(cli, a.transport, exe.as_deref().ok(), &a.request.extra)?;
     // The policy file lives until the CLI has exited.
     let (args, _policy) = match client {
         Some((_, c)) => ((c.argv)(&a.request)?, None),
@@ -486,11 +486,15 @@ impl Write for ServerInput {
 
 /// Which transport `run` uses for `cli`: `None` for its command line, or
 /// its server transport. `auto` picks the server when the installed version
-/// (`PROGRAM --version`) is one the client is known to work with.
+/// (`PROGRAM --version`) is one the client is known to work with, and the
+/// arguments after `--` are ones the server takes: arguments meant for the
+/// command line keep it (a command that worked goes on working), with a
+/// notice on stderr saying how to get the server's live text.
 fn transport(
     cli: Dialect,
     choice: Transport,
     exe: Option<&Path>,
+    extra: &[String],
 ) -> anyhow::Result<Option<(Dialect, &'static Client)>> {
     let client = cli.client();
     if choice != Transport::Auto && client.is_none() {
@@ -500,9 +504,26 @@ fn transport(
         Transport::Exec => None,
         Transport::AppServer => client,
         Transport::Auto => client.filter(|(_, c)| {
-            exe.and_then(probe_version)
+            let recent = exe
+                .and_then(probe_version)
                 .and_then(|v| version_in(&v, c.version_name))
-                .is_some_and(|v| v >= c.since)
+                .is_some_and(|v| v >= c.since);
+            if !recent {
+                return false;
+            }
+            let Some((arg, instead)) = (c.refuses)(extra) else {
+                return true;
+            };
+            let instead = match instead {
+                Some(i) => format!("give {i} instead of {arg}"),
+                None => "give run's own options or `-- -c key=value` instead".to_owned(),
+            };
+            let _ = writeln!(
+                io::stderr(),
+                "agui-translate: {arg} is an option of `{} exec`, which the app-server does not take: running `{0} exec --json`, whose text comes only when each message is complete; for live text, {instead}",
+                cli.program,
+            );
+            false
         }),
     })
 }

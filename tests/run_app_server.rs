@@ -309,6 +309,11 @@ fn a_server_that_dies_mid_turn_ends_in_run_error() {
 /// The arguments `run codex` starts the CLI with, by transport option and
 /// installed version.
 fn first_arg(transport: &[&str], version: &str) -> String {
+    first_arg_with(transport, version, &[])
+}
+
+/// [`first_arg`] with arguments for the CLI after `--`.
+fn first_arg_with(transport: &[&str], version: &str, extra: &[&str]) -> String {
     let argv = unique("argv-transport");
     let mut c = Command::new(BIN);
     c.env_clear()
@@ -319,6 +324,8 @@ fn first_arg(transport: &[&str], version: &str) -> String {
         .env("FAKE_VERSION", version)
         .env("FAKE_ARGV", &argv)
         .arg("hi")
+        .arg("--")
+        .args(extra)
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap();
@@ -340,6 +347,59 @@ fn the_transport_follows_the_option_and_the_version() {
     assert_eq!(first_arg(&exec, "codex-cli 0.169.0"), "exec");
     let server = ["--codex-transport", "app-server"];
     assert_eq!(first_arg(&server, "codex-cli 0.1.0"), "app-server");
+    // Config overrides are the server's as well as exec's.
+    let overrides = ["-c", "model_reasoning_effort=low", "--enable", "web_search"];
+    assert_eq!(
+        first_arg_with(&[], "codex-cli 0.169.0", &overrides),
+        "app-server"
+    );
+    // An option only `codex exec` takes keeps the command line.
+    let sandbox = ["--sandbox", "workspace-write"];
+    assert_eq!(first_arg_with(&[], "codex-cli 0.169.0", &sandbox), "exec");
+}
+
+/// `run codex PROMPT -- --dangerously-bypass-approvals-and-sandbox` (the way
+/// to run Codex unattended) on a Codex that has the app-server, whose
+/// `app-server` refuses that option (the stand-in refuses it as codex
+/// 0.169.0 does): `auto` keeps `codex exec`, the recorded real run is
+/// translated as the filter translates it, and one line on stderr says how to
+/// get live text.
+#[test]
+fn auto_keeps_exec_for_exec_options() {
+    let argv = unique("argv-exec-options");
+    let recording = root().join("testdata/codex/0.169.0/shell.jsonl");
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "codex", "--cli"])
+        .arg(fake())
+        .env("FAKE_VERSION", "codex-cli 0.169.0")
+        .env("FAKE_ARGV", &argv)
+        .env("FAKE_REPLAY", &recording)
+        .args(["list the files", "--"])
+        .arg("--dangerously-bypass-approvals-and-sandbox")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let argv = std::fs::read_to_string(&argv).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    assert_eq!(argv[0], "exec", "{argv:?}");
+    assert!(argv.contains(&"--dangerously-bypass-approvals-and-sandbox"));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--dangerously-bypass-approvals-and-sandbox is an option of `codex exec`")
+            && stderr.contains("for live text, give --approval yolo instead"),
+        "{stderr}"
+    );
+    let types = |evs: &[Value]| -> Vec<String> {
+        evs.iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let golden = std::fs::read_to_string(recording.with_extension("expected.ndjson")).unwrap();
+    assert_eq!(types(&valid(&out.stdout)), types(&common::values(&golden)));
 }
 
 #[test]

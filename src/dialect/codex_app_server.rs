@@ -21,6 +21,7 @@ pub static SPEC: Spec = Spec {
         // to 0.66 want the sandbox in camelCase, 0.58 sends no text deltas,
         // 0.57 and older refuse `thread/start`.
         since: (0, 169, 0),
+        refuses,
     })),
     exit_status: |_| None,
     tools: crate::tools::CODEX,
@@ -45,4 +46,77 @@ fn argv(a: &RunRequest) -> anyhow::Result<Vec<String>> {
     let mut v = vec!["app-server".to_owned()];
     v.extend(a.extra.iter().cloned());
     Ok(v)
+}
+
+/// `codex app-server` takes only config overrides (`-c key=value`,
+/// `--config key=value`) and feature switches (`--enable F`,
+/// `--disable F`); anything else (`--sandbox`,
+/// `--dangerously-bypass-approvals-and-sandbox`, …) is `codex exec`'s, and
+/// the server would refuse to start. The first such argument, with what
+/// gives the same over the app-server where there is one.
+fn refuses(args: &[String]) -> Option<super::Refused<'_>> {
+    const VALUED: &[&str] = &["-c", "--config", "--enable", "--disable"];
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let taken = VALUED.contains(&arg.as_str()) && args.next().is_some()
+            || (arg.starts_with("-c") && arg.len() > 2)
+            || ["--config=", "--enable=", "--disable="]
+                .iter()
+                .any(|p| arg.starts_with(p));
+        if !taken {
+            return Some((arg, instead(arg)));
+        }
+    }
+    None
+}
+
+/// What `run` takes in place of a `codex exec` option, over the app-server.
+fn instead(arg: &str) -> Option<&'static str> {
+    let name = arg.split('=').next().unwrap_or(arg);
+    Some(match name {
+        "--dangerously-bypass-approvals-and-sandbox" | "--yolo" => "--approval yolo",
+        "--full-auto" => "--approval auto-edit",
+        "-m" | "--model" => "--model MODEL",
+        "-C" | "--cd" => "--cwd DIR",
+        "-s" | "--sandbox" => "-- -c sandbox_mode=MODE",
+        "-a" | "--ask-for-approval" => "-- -c approval_policy=POLICY",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuses;
+
+    fn refused(args: &[&str]) -> Option<(String, Option<&'static str>)> {
+        let args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
+        refuses(&args).map(|(a, i)| (a.to_owned(), i))
+    }
+
+    #[test]
+    fn the_server_takes_config_overrides_and_feature_switches_only() {
+        assert_eq!(refused(&[]), None);
+        assert_eq!(
+            refused(&["-c", "model_reasoning_effort=low", "--config=a=1", "-cb=2"]),
+            None
+        );
+        assert_eq!(refused(&["--enable", "web_search", "--disable=x"]), None);
+        assert_eq!(
+            refused(&["-c", "a=1", "--dangerously-bypass-approvals-and-sandbox"]),
+            Some((
+                "--dangerously-bypass-approvals-and-sandbox".into(),
+                Some("--approval yolo")
+            ))
+        );
+        assert_eq!(
+            refused(&["--sandbox", "workspace-write"]),
+            Some(("--sandbox".into(), Some("-- -c sandbox_mode=MODE")))
+        );
+        assert_eq!(
+            refused(&["--color", "never"]),
+            Some(("--color".into(), None))
+        );
+        // `-c` without its value is not an override.
+        assert_eq!(refused(&["-c"]), Some(("-c".into(), None)));
+    }
 }

@@ -118,7 +118,15 @@ pub struct Client {
     /// The first version whose server this client has been checked
     /// against: `auto` picks this transport from that version on.
     pub since: (u64, u64, u64),
+    /// The first of the arguments after `--` that the server does not take
+    /// (they were meant for the command line), with what `run` takes in
+    /// its place if anything: `auto` then keeps the command line.
+    pub refuses: fn(&[String]) -> Option<Refused<'_>>,
 }
+
+/// An argument a server does not take, and what `run` takes in its place
+/// (if anything).
+pub type Refused<'a> = (&'a str, Option<&'static str>);
 
 /// A file of rules that forbid tools.
 pub struct DenyFile {
