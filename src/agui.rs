@@ -462,6 +462,8 @@ pub struct Emitter {
     run_id: String,
     /// Runs started so far, for derived run ids.
     runs: u64,
+    /// Runs of the outputs before this one, for `--run-id`'s numbers.
+    runs_before: u64,
     /// The digest of the first record (or line) since the last run
     /// started, for the next run's ids when the input gives none, and
     /// whether it is a record.
@@ -532,6 +534,7 @@ impl Emitter {
             thread_id: String::new(),
             run_id: String::new(),
             runs: 0,
+            runs_before: 0,
             seed: None,
             announced: Held::default(),
             open: OpenItems::default(),
@@ -689,6 +692,12 @@ impl Emitter {
         self.runs
     }
 
+    /// This output follows `runs` runs of another (the FILEs before it):
+    /// with `--run-id R`, its first run is `R-{runs + 1}`.
+    pub fn follow_runs(&mut self, runs: u64) {
+        self.runs_before = runs;
+    }
+
     /// Whether any run was started on this output.
     pub fn started_any(&self) -> bool {
         self.runs > 0
@@ -772,9 +781,9 @@ impl Emitter {
         }
         self.run_id.clear();
         match (&self.run_override, run_id) {
-            (Some(r), _) if n == 1 => self.run_id.push_str(r),
+            (Some(r), _) if n + self.runs_before == 1 => self.run_id.push_str(r),
             (Some(r), _) => {
-                let _ = write!(self.run_id, "{r}-{n}");
+                let _ = write!(self.run_id, "{r}-{}", n + self.runs_before);
             }
             (None, Some(r)) if !r.is_empty() => self.run_id.push_str(r),
             _ => match seed {

@@ -327,7 +327,8 @@ pub struct OutputArgs {
     pub thread_id: Option<String>,
 
     /// Use this runId instead of the derived one (later runs in the same
-    /// output get `ID-2`, `ID-3`, ...).
+    /// output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live
+    /// run a fresh UUID v7 without it.
     #[arg(long, value_name = "ID", help_heading = TRANSLATION)]
     pub run_id: Option<String>,
 

@@ -31,7 +31,11 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.check {
         return crate::spawn::check();
     }
-    let em = a.output.emitter();
+    // A live run's ids are fresh: two runs whose first records are alike
+    // (or that fail before any record) must not share them.
+    let mut output = a.output;
+    output.run_id.get_or_insert_with(crate::uuid::v7);
+    let em = output.emitter();
     let run = crate::spawn::Run {
         cli: a.cli.expect("clap requires the CLI unless --check"),
         prompt: a.prompt,

@@ -76,9 +76,15 @@ pub fn translate_all(
     // Standard input is read where signals are caught (a signal interrupts
     // a read only in the thread it is delivered to): a batch with `-` is
     // translated on this thread.
-    if jobs <= 1 || files.iter().any(|p| p.as_os_str() == "-") {
+    //
+    // With `--run-id`, the runs are numbered across the FILEs (`R`, `R-2`,
+    // …), so a FILE's ids depend on the runs before it: the FILEs are
+    // translated one after another.
+    let numbered = args.output.run_id.is_some();
+    if jobs <= 1 || numbered || files.iter().any(|p| p.as_os_str() == "-") {
         for path in files {
-            total.add(translate_file(path, args, out)?);
+            let runs_before = if numbered { total.runs } else { 0 };
+            total.add(translate_file(path, args, runs_before, out)?);
             if total.interrupted.is_some() {
                 break;
             }
@@ -117,7 +123,7 @@ pub fn translate_all(
                     spill: None,
                     index: i,
                 };
-                let piece = match translate_file(path, args, &mut w)
+                let piece = match translate_file(path, args, 0, &mut w)
                     .and_then(|o| w.finish().map(|()| o).map_err(Into::into))
                 {
                     Ok(outcome) => Piece::Done(Box::new(outcome)),
@@ -522,6 +528,8 @@ pub struct Total {
     /// Events written, by type.
     pub counts: [u64; EVENT_TYPES.len()],
     pub bytes_out: u64,
+    /// Runs started.
+    pub runs: u64,
     /// A FILE could not be opened or read.
     pub unreadable: bool,
     /// An input was not the named CLI's (`--from`), or was not recognized.
@@ -544,6 +552,7 @@ impl Total {
             *t += n;
         }
         self.bytes_out += file.bytes_out;
+        self.runs += file.runs;
         self.unreadable |= file.unreadable;
         self.mismatched |= file.mismatched;
         if self.interrupted.is_none() {
@@ -558,6 +567,8 @@ pub struct FileOutcome {
     pub stats: Stats,
     pub counts: [u64; EVENT_TYPES.len()],
     pub bytes_out: u64,
+    /// Runs started.
+    pub runs: u64,
     pub unreadable: bool,
     pub mismatched: bool,
     pub interrupted: Option<i32>,
@@ -567,10 +578,12 @@ pub struct FileOutcome {
 /// own: its own emitter, so that the output of a FILE does not depend on the
 /// FILEs before it (which is what lets `--jobs` translate them at once). A
 /// FILE that cannot be opened or read is reported and ends as far as it got;
-/// only an output error is returned.
+/// only an output error is returned. `runs_before` runs went out before it
+/// (for `--run-id`'s numbers; 0 otherwise).
 pub fn translate_file(
     path: &Path,
     args: &FilterArgs,
+    runs_before: u64,
     out: &mut dyn Write,
 ) -> anyhow::Result<FileOutcome> {
     let opts = Options {
@@ -589,6 +602,7 @@ pub fn translate_file(
         }
     };
     let mut em = args.output.emitter();
+    em.follow_runs(runs_before);
     let mut tr = crate::dialect::for_input(args.from)?;
     let mut stats = Stats {
         looks: args.from.dialect().map(Looks::new),
@@ -634,6 +648,7 @@ pub fn translate_file(
         )?;
     }
     result.mismatched = stats.mismatched;
+    result.runs = em.run_number();
     result.counts = *em.counts();
     result.bytes_out = em.bytes_out();
     result.stats = stats;

@@ -21,7 +21,8 @@
 //!   ([`tools`]).
 //! - **bytes and JSON**: the AG-UI validator ([`check`], [`schema`]), lines
 //!   ([`lines`]), JSON in place ([`json`]), small stores ([`held`],
-//!   [`closer`]) and the signals caught ([`interrupt`]).
+//!   [`closer`]), the signals caught ([`interrupt`]) and fresh ids
+//!   ([`uuid`]).
 
 pub mod cli;
 pub mod command;
@@ -53,3 +54,4 @@ pub mod interrupt;
 pub mod json;
 pub mod lines;
 pub mod schema;
+pub mod uuid;

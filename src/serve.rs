@@ -273,7 +273,7 @@ pub fn main(
         a.cli,
         &a.run_options,
         "thread",
-        "run",
+        Some("run"),
         Some("session"),
         Path::new("file"),
     );
@@ -460,7 +460,7 @@ fn run_argv(
     cli: crate::dialect::Dialect,
     options: &[String],
     thread: &str,
-    run: &str,
+    run: Option<&str>,
     resume: Option<&str>,
     session_file: &Path,
 ) -> Vec<std::ffi::OsString> {
@@ -472,9 +472,12 @@ fn run_argv(
         "-".into(),
         "--format=sse".into(),
         format!("--thread-id={thread}").into(),
-        format!("--run-id={run}").into(),
         file,
     ];
+    // Without one, the run makes a fresh id of its own.
+    if let Some(r) = run {
+        v.push(format!("--run-id={r}").into());
+    }
     if let Some(s) = resume {
         v.push(format!("--resume={s}").into());
     }
@@ -489,7 +492,8 @@ fn run_argv(
 #[serde(rename_all = "camelCase")]
 struct RunAgentInput<'a> {
     thread_id: String,
-    run_id: String,
+    #[serde(default)]
+    run_id: Option<String>,
     #[serde(default, borrow)]
     messages: LastUserContent<'a>,
 }
@@ -735,7 +739,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
             return;
         }
     };
-    if !id_ok(&input.thread_id) || !id_ok(&input.run_id) {
+    if !id_ok(&input.thread_id) || !input.run_id.as_deref().is_none_or(id_ok) {
         let why = "threadId and runId must be 1 to 1024 bytes without control characters";
         let _ = refuse(&mut conn, &cors, Refused(400, why));
         return;
@@ -812,7 +816,7 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
         shared.cli,
         &shared.run_options,
         &input.thread_id,
-        &input.run_id,
+        input.run_id.as_deref(),
         resume.as_deref(),
         &file.0,
     );

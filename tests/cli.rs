@@ -188,6 +188,45 @@ fn thread_and_run_ids_can_be_set() {
     );
 }
 
+/// `--run-id R` over several FILEs: the runs are `R`, `R-2`, … in the
+/// order they are written, the ids derived in a run are scoped by it, and
+/// the whole output passes `check` (with `-j` as well).
+#[test]
+fn run_id_numbers_the_runs_across_files() {
+    let shell = testdata("codex/0.169.0/shell.jsonl");
+    let resumed = testdata("gemini/0.61.0/k_resume_1.jsonl");
+    for jobs in ["1", "4"] {
+        let out = cmd()
+            .args(["--run-id", "R", "-j", jobs])
+            .arg(&shell)
+            .arg(&shell)
+            .arg(&resumed)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout.clone()).unwrap();
+        let runs: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["type"] == "RUN_STARTED")
+            .map(|e| e["runId"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(runs, ["R", "R-2", "R-3"]);
+        assert!(text.contains(r#""toolCallId":"R-item_0""#), "{text}");
+        assert!(text.contains(r#""toolCallId":"R-2-item_0""#), "{text}");
+        cmd()
+            .arg("check")
+            .write_stdin(out.stdout)
+            .assert()
+            .success()
+            .stdout("<stdin>: OK, 28 events in 3 runs\n");
+    }
+}
+
 #[test]
 fn output_is_deterministic() {
     let run = || {

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "held",
             "closer",
             "interrupt",
+            "uuid",
         ],
     ),
 ];

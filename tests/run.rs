@@ -389,16 +389,18 @@ fn a_missing_cli_names_its_package() {
         .contains("npm install -g @openai/codex"));
 }
 
+/// What the CLI writes is translated as the filter translates it (with the
+/// run named alike: a live run's own id is fresh).
 #[test]
 fn a_recording_streams_through_unchanged() {
     let path = recording("claude/2.1.328/b-bash-partial.jsonl");
     let direct = Command::new(BIN)
-        .args(["--from", "claude"])
+        .args(["--from", "claude", "--run-id", "R"])
         .arg(&path)
         .output()
         .unwrap();
     run("claude")
-        .arg("hi")
+        .args(["--run-id", "R", "hi"])
         .env("FAKE_REPLAY", &path)
         .assert()
         .success()
@@ -1053,4 +1055,72 @@ fn a_cli_that_exits_after_its_stream_is_waited_for() {
     assert!(start.elapsed() >= Duration::from_secs(6));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(last(&out.stdout)["type"], "RUN_FINISHED");
+}
+
+/// The RUN_STARTED of a run's output: (threadId, runId).
+fn ids(stdout: &[u8]) -> (String, String) {
+    let first = events(stdout).remove(0);
+    assert_eq!(first["type"], "RUN_STARTED");
+    let id = |k: &str| first[k].as_str().unwrap().to_owned();
+    (id("threadId"), id("runId"))
+}
+
+/// Whether `id` is a UUID version 7 in its text form.
+fn is_uuid_v7(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && id.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+        && groups[2].starts_with('7')
+        && groups[3].starts_with(['8', '9', 'a', 'b'])
+}
+
+/// Two live runs get ids of their own (a fresh UUID v7 each), also when
+/// the CLI writes the same records twice, or fails before writing any
+/// (the filter would derive the same ids from the same input); `--run-id`
+/// still names the run.
+#[test]
+fn live_runs_get_fresh_ids() {
+    let replay = || {
+        run("codex")
+            .env("FAKE_REPLAY", recording("codex/0.169.0/shell.jsonl"))
+            .arg("list the files")
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (replay(), replay());
+    assert!(a.status.success() && b.status.success());
+    let (ta, ra) = ids(&a.stdout);
+    let (tb, rb) = ids(&b.stdout);
+    assert!(is_uuid_v7(&ra) && is_uuid_v7(&rb), "{ra} {rb}");
+    assert_ne!(ra, rb);
+    // The thread is the CLI's session, as the records say.
+    assert_eq!(ta, tb);
+    // Ids derived in the run are scoped by its id.
+    let text = String::from_utf8_lossy(&a.stdout);
+    assert!(
+        text.contains(&format!(r#""toolCallId":"{ra}-item_0""#)),
+        "{text}"
+    );
+
+    let fail = || {
+        run("gemini")
+            .env("FAKE_EXIT", "1")
+            .arg("hi")
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (fail(), fail());
+    assert_eq!(a.status.code(), Some(1));
+    let (ta, ra) = ids(&a.stdout);
+    let (tb, rb) = ids(&b.stdout);
+    assert!(is_uuid_v7(&ra) && is_uuid_v7(&rb), "{ra} {rb}");
+    assert_ne!(ra, rb);
+    assert_ne!(ta, tb);
+
+    let named = run("gemini")
+        .args(["--run-id", "R", "hi"])
+        .env("FAKE_EXIT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(ids(&named.stdout).1, "R");
 }

@@ -931,3 +931,36 @@ fn the_session_id_passes_through_no_shared_file() {
         }
     }
 }
+
+/// A request without a `runId` gets a fresh one (a UUID v7), not one
+/// derived from the CLI's records: two such requests whose CLI writes the
+/// same records get runs of their own.
+#[test]
+fn a_request_without_a_run_id_gets_a_fresh_one() {
+    let server = serve(
+        "gemini",
+        &[],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/gemini/0.61.0/b_shell.jsonl"),
+        )],
+    );
+    let run_id = |thread: &str| {
+        let request = serde_json::json!({
+            "threadId": thread,
+            "messages": [{"id": "m", "role": "user", "content": "Run a command"}],
+        });
+        let (status, r) = post(&server.addr, &request.to_string(), None);
+        assert_eq!(status, 200);
+        let evs = events(r);
+        assert_eq!(evs[0]["type"], "RUN_STARTED");
+        assert_eq!(evs[0]["threadId"], thread);
+        evs[0]["runId"].as_str().unwrap().to_owned()
+    };
+    let (a, b) = (run_id("t1"), run_id("t2"));
+    assert_ne!(a, b);
+    for id in [&a, &b] {
+        assert_eq!(id.len(), 36, "{id}");
+        assert_eq!(&id[14..15], "7", "{id}");
+    }
+}
