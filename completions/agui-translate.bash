@@ -185,7 +185,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --session-file --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -232,10 +232,6 @@ _agui__translate() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

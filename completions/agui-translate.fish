@@ -30,7 +30,7 @@ codex\t''
 claude\t''
 codex-app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''
@@ -41,7 +41,7 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 
 json\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s j -l jobs -d 'Translate up to N FILEs at once, on N threads (default: the processors available, at most 8). The output is the same as with `-j 1`: each FILE\'s events, in the order of the FILEs' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l no-user-messages -d 'Do not turn the prompt that Gemini CLI and older Codex CLIs echo into a user TEXT_MESSAGE (a front end that sent the prompt would show it twice); it stays in the output as RAW'
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l strict -d 'Treat anything the translator does not know (a record type, a block type, a field shape) as an error: reported on stderr with its line number, exit status 1. For CI runs against a new CLI version. Without it, such records go out as RAW events and are only counted'
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l strict -d 'Treat anything the translator does not know (a record type, a block type, a field shape) as an error: reported on stderr with its line number, exit status 1; an empty input is exit status 3. For CI runs against a new CLI version. Without it, such records go out as RAW events and are only counted'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s q -l quiet -d 'Do not report bad lines on stderr (they still go out as RAW events and still make the exit status 1)'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -s V -l version -d 'Print version'
@@ -59,13 +59,12 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l de
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), or everything without asking (`yolo`, never the default)' -r -f -a "default\t''
 auto-edit\t''
 yolo\t''"
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come, `exec` is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later' -r -f -a "auto\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come, `exec` is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`)' -r -f -a "auto\t''
 exec\t''
 app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l session-file -d 'At the end, write the CLI\'s session id (what `--resume` takes) to FILE: how `serve` resumes a thread' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ...)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''

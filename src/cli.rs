@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::builder::{EnumValueParser, PossibleValue, StyledStr, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{CommandFactory, Parser, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::agui::{AguiVersion, Emitter, Format, ToolNames};
 use crate::dialect::FromCli;
@@ -40,16 +40,140 @@ Examples:
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
   agui-translate --from gemini session.jsonl > events.ndjson
-  agui-translate --from gemini --format sse < session.jsonl
+  agui-translate --from gemini --format sse < session.jsonl";
 
-Exit status:
-  0  every line was translated
-  1  some input lines could not be translated (reported on stderr, sent as RAW),
-     or an input is not the --from CLI's
-  2  usage error, a FILE that could not be read (the others are translated),
-     or an output error
-  128+N  ended by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129): the open run
-     ends as cancelled";
+/// One exit status and what it means to each command (`""`: the command
+/// never exits with it).
+pub struct ExitStatus {
+    pub status: &'static str,
+    /// `agui-translate [FILE]...`
+    pub translate: &'static str,
+    pub check: &'static str,
+    pub run: &'static str,
+    pub serve: &'static str,
+}
+
+/// Every exit status of every command: the one table that each command's
+/// `--help` (and so its man page) lists its part of, and that the README's
+/// "Exit status" section shows whole (a test keeps it so).
+pub static EXIT_STATUSES: &[ExitStatus] = &[
+    ExitStatus {
+        status: "0",
+        translate: "every line was translated",
+        check: "every stream is valid",
+        run: "the CLI succeeded; `run --check`: all three CLIs are installed",
+        serve: "stopped by SIGINT, SIGTERM or SIGHUP (each run ends as cancelled)",
+    },
+    ExitStatus {
+        status: "1",
+        translate: "some input lines could not be translated (each named on stderr as FILE:LINE, and sent as RAW; with --strict, also lines holding something unknown), or an input is not the --from CLI's, or no CLI was recognized in it",
+        check: "a stream breaks a rule (an empty one too: it has no events)",
+        run: "`run --check`: a CLI is missing (else the CLI's own 1)",
+        serve: "",
+    },
+    ExitStatus {
+        status: "2",
+        translate: "usage error, a FILE that could not be read (the others are translated), or an output error",
+        check: "usage error, or a FILE that could not be read",
+        run: "usage error, or an option the CLI cannot express",
+        serve: "usage error (such as a non-loopback --listen without a token, or a bad run option), or the address could not be bound",
+    },
+    ExitStatus {
+        status: "3",
+        translate: "with --strict or --from CLI: an input was empty (a CLI that died before writing anything); without them, an empty input is only reported on stderr",
+        check: "",
+        run: "",
+        serve: "",
+    },
+    ExitStatus {
+        status: "124",
+        translate: "",
+        check: "",
+        run: "--timeout ended the run (it ends as cancelled)",
+        serve: "",
+    },
+    ExitStatus {
+        status: "126",
+        translate: "",
+        check: "",
+        run: "the CLI was found but could not be started (RUN_ERROR)",
+        serve: "",
+    },
+    ExitStatus {
+        status: "127",
+        translate: "",
+        check: "",
+        run: "the CLI is not installed (RUN_ERROR cli_missing names its npm package)",
+        serve: "",
+    },
+    ExitStatus {
+        status: "128+N",
+        translate: "ended by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143): the open run ends as cancelled",
+        check: "",
+        run: "ended by signal N (SIGHUP 129, SIGINT 130, SIGTERM 143), passed to the CLI's process group (over the app-server: turn/interrupt); the run ends as cancelled",
+        serve: "",
+    },
+    ExitStatus {
+        status: "other",
+        translate: "",
+        check: "",
+        run: "the CLI's own exit status (RUN_ERROR says what it means)",
+        serve: "",
+    },
+];
+
+/// What `translate`, `check`, `run` or `serve` (`which`) says of a status.
+pub fn exit_meaning(status: &ExitStatus, which: &str) -> &'static str {
+    match which {
+        "translate" => status.translate,
+        "check" => status.check,
+        "run" => status.run,
+        "serve" => status.serve,
+        _ => panic!("no command {which}"),
+    }
+}
+
+/// The `Exit status:` part of a command's `--help`, from [`EXIT_STATUSES`],
+/// after its examples: each status, two spaces, and its meaning wrapped at
+/// 79 columns (the lines after the first indented to where it begins).
+fn after_help(examples: &str, which: &str) -> String {
+    let mut text = format!("{examples}\n\nExit status:");
+    for status in EXIT_STATUSES {
+        let meaning = exit_meaning(status, which);
+        if meaning.is_empty() {
+            continue;
+        }
+        let mut line = format!("\n  {:<5}  ", status.status);
+        for word in meaning.split(' ') {
+            if line.len() + 1 + word.len() > 79 {
+                text.push_str(line.trim_end());
+                line = format!("\n{:9}", "");
+            } else if !line.ends_with(' ') {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        text.push_str(&line);
+    }
+    text
+}
+
+/// The command line as `--help`, the man pages and the completions show it:
+/// [`Args`] with the exit statuses of [`EXIT_STATUSES`] in each command's
+/// help.
+pub fn command() -> clap::Command {
+    Args::command()
+        .after_help(after_help(AFTER_HELP, "translate"))
+        .mut_subcommand("run", |c| {
+            c.after_help(after_help(RUN_AFTER_HELP, "run") + RUN_AFTER_STATUS)
+        })
+        .mut_subcommand("check", |c| {
+            c.after_help(after_help(CHECK_AFTER_HELP, "check"))
+        })
+        .mut_subcommand("serve", |c| {
+            c.after_help(after_help(SERVE_AFTER_HELP, "serve"))
+        })
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -57,7 +181,6 @@ Exit status:
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_help = AFTER_HELP,
     max_term_width = 100,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -73,15 +196,15 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Start a CLI in its headless streaming mode and translate its output.
-    #[command(long_about = RUN_LONG_ABOUT, after_help = RUN_AFTER_HELP)]
+    #[command(long_about = RUN_LONG_ABOUT)]
     Run(Box<RunArgs>),
     /// Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event
     /// and the sequence rules.
-    #[command(long_about = CHECK_LONG_ABOUT, after_help = CHECK_AFTER_HELP)]
+    #[command(long_about = CHECK_LONG_ABOUT)]
     Check(CheckArgs),
     /// Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run,
     /// streamed back as server-sent events.
-    #[command(long_about = SERVE_LONG_ABOUT, after_help = SERVE_AFTER_HELP)]
+    #[command(long_about = SERVE_LONG_ABOUT)]
     Serve(ServeArgs),
 }
 
@@ -121,12 +244,7 @@ Examples:
   agui-translate serve claude
   agui-translate serve gemini --listen 127.0.0.1:0 -- --model gemini-2.5-flash
   agui-translate serve claude --allow-origin http://localhost:3000
-  agui-translate serve codex --listen 0.0.0.0:8799 --token-file ~/.agui-token -- --timeout 10m
-
-Exit status:
-  0  stopped by SIGINT, SIGTERM or SIGHUP (each run ends as cancelled)
-  1  the address could not be bound
-  2  usage error (a non-loopback --listen without --token, a bad run option)";
+  agui-translate serve codex --listen 0.0.0.0:8799 --token-file ~/.agui-token -- --timeout 10m";
 
 /// `agui-translate serve`.
 #[derive(clap::Args, Debug)]
@@ -187,12 +305,7 @@ problem is reported on stderr as FILE:LINE: message.";
 const CHECK_AFTER_HELP: &str = "\
 Examples:
   agui-translate --from claude session.jsonl | agui-translate check
-  agui-translate check events.ndjson more-events.ndjson
-
-Exit status:
-  0  every stream is valid
-  1  a stream breaks a rule
-  2  usage error, or a file could not be read";
+  agui-translate check events.ndjson more-events.ndjson";
 
 /// Parses the command line as [`Args::parse`] does (printing help or a usage
 /// error and exiting), with one more tip on usage errors.
@@ -207,13 +320,17 @@ where
     T: Into<OsString> + Clone,
 {
     let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
-    Args::try_parse_from(&argv).map_err(|mut err| {
-        if let Some(tip) = misplaced_option_tip(&err, &argv) {
-            // Replaces clap's "to pass '--strict' as a value, use '-- --strict'".
-            err.insert(ContextKind::Suggested, ContextValue::StyledStrs(tip));
-        }
-        err
-    })
+    let mut cmd = command();
+    cmd.try_get_matches_from_mut(&argv)
+        .and_then(|m| Args::from_arg_matches(&m))
+        .map_err(|err| err.format(&mut cmd))
+        .map_err(|mut err| {
+            if let Some(tip) = misplaced_option_tip(&err, &argv) {
+                // Replaces clap's "to pass '--strict' as a value, use '-- --strict'".
+                err.insert(ContextKind::Suggested, ContextValue::StyledStrs(tip));
+            }
+            err
+        })
 }
 
 /// A translation option given to a command (`check --strict`) gets a tip
@@ -283,8 +400,9 @@ pub struct FilterArgs {
 
     /// Treat anything the translator does not know (a record type, a block
     /// type, a field shape) as an error: reported on stderr with its line
-    /// number, exit status 1. For CI runs against a new CLI version. Without
-    /// it, such records go out as RAW events and are only counted.
+    /// number, exit status 1; an empty input is exit status 3. For CI runs
+    /// against a new CLI version. Without it, such records go out as RAW
+    /// events and are only counted.
     #[arg(long, help_heading = TRANSLATION)]
     pub strict: bool,
 
@@ -435,17 +553,11 @@ const RUN_AFTER_HELP: &str = "\
 Examples:
   agui-translate run claude 'Fix the failing test' > events.ndjson
   echo 'Summarize README.md' | agui-translate run gemini --model gemini-2.5-flash
-  agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- --sandbox workspace-write
-  agui-translate run --check
+  agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- -c sandbox_mode=workspace-write
+  agui-translate run --check";
 
-Exit status:
-  N    the CLI's own exit status
-  124  --timeout ended the run
-  126  the CLI was found but could not be started
-  127  the CLI is not installed
-  129  interrupted by SIGHUP (130: SIGINT, 143: SIGTERM)
-  2    usage error, or an option the CLI cannot express
-`run --check` exits 0 when all three CLIs are installed, 1 when one is missing.
+/// After the exit statuses in `run --help`.
+const RUN_AFTER_STATUS: &str = "
 
 Environment: AGUI_GEMINI_CLI, AGUI_CODEX_CLI, AGUI_CLAUDE_CLI name the
 executables (like --cli). The CLI inherits the environment, API keys included:

@@ -139,6 +139,9 @@ fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
         ExitCode::from(128 + sig as u8)
     } else if total.unreadable {
         ExitCode::from(2)
+    } else if total.empty && (args.strict || args.from.dialect().is_some()) {
+        // A CLI that died before writing anything: not a pass in CI.
+        ExitCode::from(3)
     } else if total.stats.bad > 0 || total.mismatched {
         ExitCode::from(1)
     } else {

@@ -530,6 +530,8 @@ pub struct Total {
     pub bytes_out: u64,
     /// Runs started.
     pub runs: u64,
+    /// A FILE was empty.
+    pub empty: bool,
     /// A FILE could not be opened or read.
     pub unreadable: bool,
     /// An input was not the named CLI's (`--from`), or was not recognized.
@@ -553,6 +555,7 @@ impl Total {
         }
         self.bytes_out += file.bytes_out;
         self.runs += file.runs;
+        self.empty |= file.empty;
         self.unreadable |= file.unreadable;
         self.mismatched |= file.mismatched;
         if self.interrupted.is_none() {
@@ -569,6 +572,8 @@ pub struct FileOutcome {
     pub bytes_out: u64,
     /// Runs started.
     pub runs: u64,
+    /// Nothing was read from the FILE.
+    pub empty: bool,
     pub unreadable: bool,
     pub mismatched: bool,
     pub interrupted: Option<i32>,
@@ -634,8 +639,11 @@ pub fn translate_file(
                 return Ok(result);
             }
         }
-        if !saw_input && !opts.quiet && !result.unreadable {
-            let _ = writeln!(io::stderr(), "agui-translate: {name}: the input is empty");
+        if !saw_input && !result.unreadable {
+            result.empty = true;
+            if !opts.quiet {
+                let _ = writeln!(io::stderr(), "agui-translate: {name}: the input is empty");
+            }
         }
         settle(
             &name,

@@ -132,13 +132,14 @@ fn files_are_read_in_order_as_separate_streams() {
         .write_stdin("")
         .output()
         .unwrap();
-    assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let starts: Vec<_> = text
         .lines()
         .filter(|l| l.contains("\"RUN_STARTED\""))
         .collect();
     assert_eq!(starts.len(), 3, "{text}");
+    // The empty standard input, with --from: exit status 3.
+    assert_eq!(out.status.code(), Some(3));
     assert!(starts[0].contains("c795a8c1-ed47-40b2-9b49-681fb01195ba"));
     // The empty standard input still gets its run, ended as empty.
     assert!(text.contains(r#""message":"the input was empty","code":"no_events""#));
@@ -679,4 +680,57 @@ fn a_failed_gemini_tool_says_what_failed() {
         read["metadata"]["output"], "File not found.",
         "the CLI's output is kept"
     );
+}
+
+/// An empty input (a CLI that died before writing a line) is exit status 3
+/// with --strict or --from CLI, and still a complete stream; without them it
+/// is only reported. A FILE that cannot be read outranks it (2), and it
+/// outranks bad lines (1).
+#[test]
+fn an_empty_input_is_exit_status_3_with_strict_or_from() {
+    for args in [
+        &["--strict"][..],
+        &["--from", "claude"],
+        &["--from", "codex", "--strict"],
+    ] {
+        let out = cmd().args(args).write_stdin("").output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("<stdin>: the input is empty"),
+            "{args:?}"
+        );
+        cmd()
+            .arg("check")
+            .write_stdin(out.stdout)
+            .assert()
+            .success();
+    }
+    cmd()
+        .write_stdin("")
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("the input is empty"));
+    let empty = std::env::temp_dir().join(format!("agui-empty-{}", std::process::id()));
+    std::fs::write(&empty, "").unwrap();
+    cmd()
+        .args(["--strict"])
+        .arg(&empty)
+        .arg("/nonexistent/file")
+        .assert()
+        .code(2);
+    cmd()
+        .args(["--strict"])
+        .arg(&empty)
+        .arg(testdata("gemini/0.61.0/b_shell.jsonl"))
+        .write_stdin("")
+        .assert()
+        .code(3);
+    cmd()
+        .args(["--from", "gemini"])
+        .arg(&empty)
+        .arg("-")
+        .write_stdin("{not json\n")
+        .assert()
+        .code(3);
+    let _ = std::fs::remove_file(&empty);
 }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use agui_translate::cli::Args;
-use clap::{Command, CommandFactory};
+use agui_translate::cli;
+use clap::Command;
 use clap_complete::Shell;
 
 const BIN_NAME: &str = "agui-translate";
@@ -36,7 +36,7 @@ fn fresh(rel: &str, want: &[u8]) {
 /// The pages: the translation (with the commands' list), then one per
 /// command, named `agui-translate-COMMAND`.
 fn man_pages() -> Vec<(String, Vec<u8>)> {
-    let top = Args::command()
+    let top = cli::command()
         .bin_name(BIN_NAME)
         .disable_help_subcommand(true);
     let subs: Vec<Command> = top
@@ -51,9 +51,12 @@ fn man_pages() -> Vec<(String, Vec<u8>)> {
         // clap keeps names as `&'static str`.
         let title: &'static str = format!("{BIN_NAME}-{}", sub.get_name()).leak();
         let shown = format!("{BIN_NAME} {}", sub.get_name());
+        // The version goes into the page's footer; the command itself has
+        // no --version (only the program has).
         let page = man_page(
             &sub.name(title)
                 .version(env!("CARGO_PKG_VERSION"))
+                .disable_version_flag(true)
                 .bin_name(shown.clone()),
             &shown,
             &names,
@@ -150,7 +153,8 @@ fn synopsis(cmd: &Command, shown: &str) -> String {
 
 /// The `--help` epilogue as man sections: `Heading:` starts a section
 /// (text after the colon is its first paragraph), `  WORD  text` is a
-/// tagged item, other indented lines are shown as typed, the rest is text.
+/// tagged item (lines indented further right after it go on with its
+/// text), other indented lines are shown as typed, the rest is text.
 fn epilogue_sections(text: &str) -> String {
     let mut out = String::new();
     let mut verbatim = false;
@@ -166,6 +170,11 @@ fn epilogue_sections(text: &str) -> String {
             .filter(|l| !l.starts_with(' '))
             .and_then(|l| l.split_once("  "))
             .filter(|(tag, _)| !tag.contains(' '));
+        let goes_on = after_item && item.is_none() && line.starts_with("   ");
+        if goes_on {
+            out += &format!("{}\n", roff(line.trim()));
+            continue;
+        }
         let is_verbatim = line.starts_with("  ") && item.is_none();
         if verbatim && !is_verbatim {
             out += ".fi\n";
@@ -282,25 +291,82 @@ fn man_pages_render() {
 
 // ---------------------------------------------------------------- completions
 
+/// The long names of the hidden options (`--session-file`, which only
+/// `serve` gives `run`).
+fn hidden_options() -> Vec<String> {
+    let top = cli::command();
+    std::iter::once(&top)
+        .chain(top.get_subcommands())
+        .flat_map(|c| c.get_arguments())
+        .filter(|a| a.is_hide_set())
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect()
+}
+
 /// The completion script for `shell`.
 fn completion(shell: Shell) -> Vec<u8> {
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Args::command(), BIN_NAME, &mut out);
+    clap_complete::generate(shell, &mut cli::command(), BIN_NAME, &mut out);
+    let mut text = String::from_utf8(out).unwrap();
+    // clap_complete 4.6 offers hidden options as well: they are taken out
+    // (zsh and fish describe each option on a line of its own; bash lists
+    // it among the words offered and has a case for its value).
+    for long in hidden_options() {
+        let option = format!("--{long}");
+        let mut kept = String::with_capacity(text.len());
+        let mut lines = text.split_inclusive('\n');
+        while let Some(line) = lines.next() {
+            let trimmed = line.trim();
+            if trimmed.starts_with(&format!("'{option}=["))
+                || trimmed.contains(&format!(" -l {long} "))
+            {
+                continue;
+            }
+            if trimmed == format!("{option})") {
+                // The bash case, up to its `;;`.
+                for rest in lines.by_ref() {
+                    if rest.trim() == ";;" {
+                        break;
+                    }
+                }
+                continue;
+            }
+            kept.push_str(&line.replace(&format!(" {option} "), " "));
+        }
+        text = kept;
+    }
     if shell != Shell::Bash {
-        return out;
+        return text.into_bytes();
     }
     // clap_complete 4.6 escapes the hyphen of the binary's name after
     // joining the subcommand path in its case labels
     // (`agui__subcmd__translate__subcmd__run`) but before joining where it
     // sets the state (`agui__translate__subcmd__run`), so no subcommand ever
     // completes (clap-rs/clap#6421). Use the spelling the state is set with.
-    String::from_utf8(out)
-        .unwrap()
-        .replace(
-            "agui__subcmd__translate__subcmd__",
-            "agui__translate__subcmd__",
-        )
-        .into_bytes()
+    text.replace(
+        "agui__subcmd__translate__subcmd__",
+        "agui__translate__subcmd__",
+    )
+    .into_bytes()
+}
+
+/// No script offers a hidden option.
+#[test]
+fn completions_offer_no_hidden_option() {
+    let hidden = hidden_options();
+    assert_eq!(hidden, ["session-file"]);
+    for (_, file) in COMPLETIONS {
+        let script = std::fs::read_to_string(root().join(file)).unwrap();
+        assert!(!script.contains("session-file"), "{file}");
+    }
+    assert_eq!(
+        bash_complete(&["agui-translate", "run", "--se"]),
+        [] as [&str; 0]
+    );
+    assert_eq!(
+        bash_complete(&["agui-translate", "run", "--ti"]),
+        ["--timeout"]
+    );
 }
 
 const COMPLETIONS: [(Shell, &str); 3] = [
@@ -398,13 +464,14 @@ fn bash_completes_the_top_level_and_every_command() {
         assert_eq!(&bash_complete(words), want, "{words:?}");
     }
     // Every command completes its own options.
-    for sub in Args::command().get_subcommands() {
+    for sub in cli::command().get_subcommands() {
         let name = sub.get_name();
         if name == "help" {
             continue;
         }
         let offered = bash_complete(&["agui-translate", name, "--"]);
-        for long in sub.get_arguments().filter_map(|a| a.get_long()) {
+        let shown = sub.get_arguments().filter(|a| !a.is_hide_set());
+        for long in shown.filter_map(|a| a.get_long()) {
             assert!(
                 offered.contains(&format!("--{long}")),
                 "{name} --{long}: {offered:?}"
@@ -459,6 +526,163 @@ fn run_check_exit_statuses() {
     };
     assert_eq!(status(&fake), Some(0));
     assert_eq!(status(Path::new("/nonexistent/gemini")), Some(1));
+}
+
+/// The man pages of the commands do not list `-V, --version`, which the
+/// commands refuse; the program's own page does, and it works.
+#[test]
+fn only_the_program_has_a_version_option() {
+    for (name, page) in man_pages() {
+        let text = String::from_utf8(page).unwrap();
+        let listed = text.contains("\\fB\\-V\\fR, \\fB\\-\\-version\\fR");
+        assert_eq!(listed, name == BIN_NAME, "{name}");
+    }
+    let bin = env!("CARGO_BIN_EXE_agui-translate");
+    for sub in ["check", "run", "serve"] {
+        let out = StdCommand::new(bin)
+            .args([sub, "--version"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{sub} --version");
+    }
+    let out = StdCommand::new(bin).arg("--version").output().unwrap();
+    assert!(out.status.success());
+}
+
+// ---------------------------------------------------------------- exit status
+
+/// The exit statuses of every command as one markdown table, from the table
+/// `--help` shows its part of.
+fn exit_status_table() -> String {
+    let mut table = String::from(
+        "| status | `agui-translate [FILE]...` | `check` | `run` | `serve` |\n|---|---|---|---|---|\n",
+    );
+    for s in cli::EXIT_STATUSES {
+        table += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            s.status, s.translate, s.check, s.run, s.serve
+        );
+    }
+    table
+}
+
+/// The README's "Exit status" section holds the one table (rewritten under
+/// AGUI_BLESS), and each command's `--help` lists its column of it.
+#[test]
+fn the_exit_status_table_is_the_one_in_the_readme_and_in_help() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let heading = "\n## Exit status\n\n";
+    let start = readme
+        .find(heading)
+        .expect("README has an Exit status section")
+        + heading.len();
+    let len = readme[start..]
+        .split_inclusive('\n')
+        .take_while(|l| l.starts_with('|'))
+        .map(str::len)
+        .sum::<usize>();
+    let want = exit_status_table();
+    if std::env::var_os("AGUI_BLESS").is_some() {
+        let mut text = readme.clone();
+        text.replace_range(start..start + len, &want);
+        std::fs::write(&path, text).unwrap();
+    } else {
+        assert_eq!(
+            readme[start..start + len],
+            want,
+            "README.md's exit statuses are stale: run `AGUI_BLESS=1 cargo test --test docs`"
+        );
+    }
+    let bin = env!("CARGO_BIN_EXE_agui-translate");
+    for (which, args) in [
+        ("translate", &["--help"][..]),
+        ("check", &["check", "--help"]),
+        ("run", &["run", "--help"]),
+        ("serve", &["serve", "--help"]),
+    ] {
+        let out = StdCommand::new(bin).args(args).output().unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        let part = help
+            .split("\nExit status:\n")
+            .nth(1)
+            .expect("an Exit status part");
+        let listed: Vec<&str> = part
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .filter(|l| !l.starts_with("   "))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        let table: Vec<&str> = cli::EXIT_STATUSES
+            .iter()
+            .filter(|s| !cli::exit_meaning(s, which).is_empty())
+            .map(|s| s.status)
+            .collect();
+        assert_eq!(listed, table, "{which}");
+        // The words are the table's, wrapped.
+        let words: Vec<&str> = part
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .flat_map(str::split_whitespace)
+            .collect();
+        let from_table: Vec<&str> = cli::EXIT_STATUSES
+            .iter()
+            .filter(|s| !cli::exit_meaning(s, which).is_empty())
+            .flat_map(|s| {
+                std::iter::once(s.status).chain(cli::exit_meaning(s, which).split_whitespace())
+            })
+            .collect();
+        assert_eq!(words, from_table, "{which}");
+    }
+}
+
+// ---------------------------------------------------------------- install
+
+/// The README's lines that install the man pages and completions work on a
+/// system that has none of their folders: run as written (less `sudo`),
+/// into an empty folder standing for `/` and for the home directory.
+#[test]
+fn install_lines_work_on_a_fresh_system() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<String> = fenced(&readme, "sh")
+        .into_iter()
+        .flat_map(|(_, body)| body)
+        .filter(|l| l.contains("install ") && (l.contains("man/") || l.contains("completions/")))
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    let fresh = std::env::temp_dir().join(format!("agui-install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&fresh);
+    std::fs::create_dir_all(&fresh).unwrap();
+    for line in &lines {
+        let line = line
+            .trim_start_matches("sudo ")
+            .replace(" /usr/", &format!(" {}/usr/", fresh.display()))
+            .replace(" ~/", &format!(" {}/home/", fresh.display()));
+        let out = StdCommand::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let installed = |rel: &str| fresh.join(rel).is_file();
+    assert!(installed("usr/local/share/man/man1/agui-translate.1"));
+    assert!(installed("usr/local/share/man/man1/agui-translate-run.1"));
+    assert!(installed(
+        "usr/share/bash-completion/completions/agui-translate"
+    ));
+    assert!(installed(
+        "usr/local/share/zsh/site-functions/_agui-translate"
+    ));
+    assert!(installed(
+        "home/.config/fish/completions/agui-translate.fish"
+    ));
+    let _ = std::fs::remove_dir_all(&fresh);
 }
 
 // ---------------------------------------------------------------- examples

@@ -964,3 +964,23 @@ fn a_request_without_a_run_id_gets_a_fresh_one() {
         assert_eq!(&id[14..15], "7", "{id}");
     }
 }
+
+/// A port that is taken: exit status 2, as `serve --help` and the README
+/// say.
+#[test]
+fn a_port_that_cannot_be_bound_is_exit_status_2() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args(["serve", "claude", "--listen", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+    let two = agui_translate::cli::EXIT_STATUSES
+        .iter()
+        .find(|s| s.status == "2")
+        .unwrap();
+    assert!(two.serve.contains("the address could not be bound"));
+}
