@@ -232,8 +232,9 @@ enum Phase {
 #[derive(Default)]
 struct Checker {
     /// Tool calls started in the stream (clients match results by id
-    /// across runs).
-    started_tools: HashSet<String>,
+    /// across runs), each with the line and the run (by number) it started
+    /// in.
+    started_tools: HashMap<String, (u64, u64)>,
     lineno: u64,
     phase: Phase,
     summary: Summary,
@@ -354,7 +355,7 @@ impl Checker {
             "STEP_FINISHED" => (Family::Step, "stepName", Act::End),
             "TOOL_CALL_RESULT" => {
                 if let Some(id) = str_field(ev, "toolCallId") {
-                    if !self.started_tools.contains(&id) {
+                    if !self.started_tools.contains_key(&id) {
                         problems.push(format!("a result for tool call {id}, never started"));
                     }
                 }
@@ -400,8 +401,20 @@ impl Checker {
                     return;
                 }
                 if family == Tool {
-                    if !self.started_tools.insert(id.to_owned()) {
-                        problems.push(format!("tool call {id} started twice"));
+                    let run_now = self.summary.runs;
+                    let first = *self
+                        .started_tools
+                        .entry(id.to_owned())
+                        .or_insert((self.lineno, run_now));
+                    if first.0 != self.lineno {
+                        let (line, run_no) = first;
+                        problems.push(if run_no == run_now {
+                            format!("tool call {id} started twice (first at line {line})")
+                        } else {
+                            format!(
+                                "tool call {id} started twice (first at line {line}, in an earlier run): a stream joined from translations of the same input repeats its ids"
+                            )
+                        });
                     }
                     run.args.insert(id.to_owned(), String::new());
                 }

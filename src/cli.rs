@@ -357,7 +357,7 @@ fn misplaced_option_tip(err: &clap::Error, argv: &[OsString]) -> Option<Vec<Styl
             }
         });
     if !known {
-        return None;
+        return (sub == "run").then(|| prompt_tip(argv, given)).flatten();
     }
     let mut tips = vec![format!(
         "'{option}' is an option of the translation, not of '{sub}': agui-translate {option} [FILE]..."
@@ -369,6 +369,47 @@ fn misplaced_option_tip(err: &clap::Error, argv: &[OsString]) -> Option<Vec<Styl
         );
     }
     Some(tips)
+}
+
+/// `run claude '-v: why?'`: the prompt begins with `-`, so it was read as
+/// options. clap's advice (`-- -v`) would hand it to the CLI as arguments;
+/// the prompt goes on standard input instead.
+fn prompt_tip(argv: &[OsString], given: &str) -> Option<Vec<StyledStr>> {
+    let at = argv
+        .iter()
+        .skip(2)
+        .position(|a| a.to_str().is_some_and(|a| a.starts_with(given)))?
+        + 2;
+    let quote = |s: &str| {
+        if !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+        {
+            s.to_owned()
+        } else {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        }
+    };
+    let prompt = argv[at].to_string_lossy();
+    let rest: Vec<String> = argv
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|&(i, _)| i != at)
+        .map(|(_, a)| quote(&a.to_string_lossy()))
+        .collect();
+    Some(vec![
+        format!(
+            "a prompt that begins with '-' is read from standard input: echo {} | agui-translate {}",
+            quote(&prompt),
+            rest.join(" ")
+        )
+        .into(),
+        format!(
+            "arguments after '--' are the CLI's own options, not the prompt: agui-translate run CLI PROMPT -- {given}"
+        )
+        .into(),
+    ])
 }
 
 /// `agui-translate check`.
@@ -708,6 +749,28 @@ mod tests {
         let msg = usage_error(&["agui-translate", "check", "--stats=json"]);
         assert!(
             msg.contains("'--stats' is an option of the translation"),
+            "{msg}"
+        );
+    }
+
+    /// A prompt that begins with `-` is given on standard input, not after
+    /// `--` (which would hand it to the CLI as options of its own).
+    #[test]
+    fn a_prompt_that_looks_like_an_option_gets_a_tip() {
+        let msg = usage_error(&["agui-translate", "run", "claude", "-v: why?"]);
+        assert!(msg.contains("unexpected argument '-v'"), "{msg}");
+        assert!(!msg.contains("use '-- -v'"), "{msg}");
+        assert!(
+            msg.contains("echo '-v: why?' | agui-translate run claude"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("arguments after '--' are the CLI's own options"),
+            "{msg}"
+        );
+        let msg = usage_error(&["agui-translate", "run", "gemini", "--model", "m", "--it's"]);
+        assert!(
+            msg.contains(r"echo '--it'\''s' | agui-translate run gemini --model m"),
             "{msg}"
         );
     }

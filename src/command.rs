@@ -85,6 +85,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     for path in &files {
         let (name, rdr) =
             run::open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mut rdr = io::BufReader::with_capacity(64 * 1024, rdr);
+        let looks = first_line_dialect(&mut rdr);
         match crate::check::check(rdr).with_context(|| format!("reading {name}"))? {
             Ok(s) => writeln!(out, "{name}: OK, {s}")?,
             Err(violations) => {
@@ -97,6 +99,19 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     };
                     let _ = writeln!(io::stderr(), "agui-translate: {name}:{at}: {}", v.message);
                 }
+                if let Some(d) = looks {
+                    let file = if path.as_os_str() == "-" {
+                        "FILE"
+                    } else {
+                        &name
+                    };
+                    let _ = writeln!(
+                        io::stderr(),
+                        "agui-translate: {name}: this is {}'s own stream, not AG-UI events: translate it first: agui-translate --from {} {file} | agui-translate check",
+                        d.title,
+                        d.name()
+                    );
+                }
                 let n = violations.len();
                 let s = if n == 1 { "" } else { "s" };
                 writeln!(out, "{name}: INVALID, {n} problem{s}")?;
@@ -108,6 +123,15 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The CLI whose record the first line of `rdr` is, if it is one (read
+/// ahead, not consumed): `check` given a CLI's log rather than its
+/// translation says so.
+fn first_line_dialect(rdr: &mut impl io::BufRead) -> Option<crate::dialect::Dialect> {
+    let buf = rdr.fill_buf().ok()?;
+    let line = memchr::memchr(b'\n', buf).map_or(buf, |i| &buf[..i]);
+    crate::dialect::classify(line)
 }
 
 /// `agui-translate [FILE]…`: the filter.

@@ -601,7 +601,12 @@ pub fn translate_file(
         Err(err) => {
             result.unreadable = true;
             if crate::interrupt::caught().is_none() {
-                let _ = writeln!(io::stderr(), "agui-translate: {}: {err}", path.display());
+                let _ = writeln!(
+                    io::stderr(),
+                    "agui-translate: {}: {err}{}",
+                    path.display(),
+                    command_hint(path, &err)
+                );
             }
             return Ok(result);
         }
@@ -661,6 +666,27 @@ pub fn translate_file(
     result.bytes_out = em.bytes_out();
     result.stats = stats;
     Ok(result)
+}
+
+/// A FILE that is not there but is named like a command (`agui-translate
+/// --from claude check f`): a command is only one as the first argument.
+fn command_hint(path: &Path, err: &io::Error) -> String {
+    let Some(name) = path.to_str() else {
+        return String::new();
+    };
+    if err.kind() != io::ErrorKind::NotFound
+        || crate::cli::command().find_subcommand(name).is_none()
+    {
+        return String::new();
+    }
+    let example = if name == "check" {
+        "; to check a translation: agui-translate --from CLI FILE | agui-translate check"
+    } else {
+        ""
+    };
+    format!(
+        " ('{name}' is a command only as the first argument, without the translation's options: agui-translate {name} …{example})"
+    )
 }
 
 /// An input as the filter reads it: it ends once a signal was caught (also

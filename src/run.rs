@@ -169,6 +169,11 @@ pub struct Stats {
     pub looks: Option<Looks>,
     /// The input was not the named CLI's, or no CLI was recognized in it.
     pub mismatched: bool,
+    /// The line where the input showed that it is not text: its first line
+    /// is not JSON and holds a NUL byte or bytes that are not UTF-8 (an
+    /// image, a compressed log). Its bad lines are then not reported one by
+    /// one.
+    pub binary: Option<u64>,
 }
 
 impl Stats {
@@ -280,6 +285,7 @@ pub fn pump(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let first = !saw_input;
         saw_input = true;
         if let Some(looks) = stats.looks.as_mut() {
             looks.line(line);
@@ -292,7 +298,15 @@ pub fn pump(
             } else {
                 " (the input ends inside this line: it was cut short)"
             };
-            if !opts.quiet {
+            if first && is_binary(line) {
+                stats.binary = Some(lineno);
+                if !opts.quiet {
+                    let _ = writeln!(
+                        io::stderr(),
+                        "agui-translate: {name}:{lineno}: this input is not text (binary data), so not a CLI's JSON stream; its lines go out as RAW, and are not reported one by one"
+                    );
+                }
+            } else if !opts.quiet && stats.binary.is_none() {
                 report(name, lineno, &err.to_string(), line, cut);
             }
             source::passthrough(em, tr.source(), lineno, line);
@@ -352,7 +366,9 @@ pub fn settle(
             let _ = writeln!(io::stderr(), "agui-translate: {name}: {complaint}");
         }
     }
-    if saw_input && tr.source() == source::UNDETECTED && !opts.quiet {
+    // A binary input was said to be one: advice to name its CLI would
+    // mislead.
+    if saw_input && tr.source() == source::UNDETECTED && !opts.quiet && stats.binary.is_none() {
         let _ = writeln!(
             io::stderr(),
             "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI or Claude Code was seen); name it with --from"
@@ -382,6 +398,12 @@ pub fn max_rss_kib() -> u64 {
         return 0;
     }
     ru.ru_maxrss.max(0) as u64
+}
+
+/// Whether a line that could not be translated is binary data: a NUL
+/// byte, or bytes that are not UTF-8.
+fn is_binary(line: &[u8]) -> bool {
+    memchr::memchr(0, line).is_some() || std::str::from_utf8(line).is_err()
 }
 
 fn report(name: &str, lineno: u64, err: &str, line: &[u8], cut: &str) {

@@ -8,7 +8,7 @@
 //! checked, the CLI started, its stream translated, and the way it ended
 //! made part of the AG-UI stream.
 
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -196,6 +196,13 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     }
     let prompt = match a.prompt.as_deref() {
         None | Some("-") => {
+            if io::stdin().is_terminal() {
+                // Else it would wait without a word.
+                let _ = writeln!(
+                    io::stderr(),
+                    "agui-translate: reading the prompt from the terminal: end it with Ctrl-D (or give it as an argument: agui-translate run {cli} 'PROMPT')"
+                );
+            }
             let mut p = String::new();
             io::stdin()
                 .read_to_string(&mut p)

@@ -734,3 +734,95 @@ fn an_empty_input_is_exit_status_3_with_strict_or_from() {
         .code(3);
     let _ = std::fs::remove_file(&empty);
 }
+
+/// `--from claude check f`: `check` is read as a FILE there; the report
+/// says where a command goes.
+#[test]
+fn a_command_after_options_is_named_as_one() {
+    cmd()
+        .args(["--from", "claude", "check", "f"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "check: No such file or directory (os error 2) ('check' is a command only as the first argument",
+        ))
+        .stderr(predicate::str::contains(
+            "to check a translation: agui-translate --from CLI FILE | agui-translate check",
+        ));
+    // A FILE that is simply missing gets no such words.
+    cmd()
+        .arg("nothing-here")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a command").not());
+}
+
+/// `check` given a CLI's own log says to translate it first.
+#[test]
+fn check_on_a_cli_log_says_to_translate_it_first() {
+    let log = testdata("claude/2.1.330/shell.jsonl");
+    cmd()
+        .arg("check")
+        .arg(&log)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "this is Claude Code's own stream, not AG-UI events: translate it first: agui-translate --from claude {} | agui-translate check",
+            log.display()
+        )));
+    // An AG-UI stream that breaks a rule gets no such words.
+    cmd()
+        .arg("check")
+        .write_stdin("{\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\"}\n")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("translate it first").not());
+}
+
+/// Two translations of one input joined into one stream repeat its tool
+/// call ids: `check` says the first was in an earlier run.
+#[test]
+fn check_on_joined_translations_names_the_earlier_run() {
+    let log = testdata("claude/2.1.330/shell.jsonl");
+    let one = cmd().arg(&log).output().unwrap().stdout;
+    let joined = [one.clone(), one].concat();
+    let out = cmd().arg("check").write_stdin(joined).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("started twice (first at line 8, in an earlier run): a stream joined from translations of the same input repeats its ids"),
+        "{stderr}"
+    );
+}
+
+/// Binary input (an image, a compressed log) is said to be binary once,
+/// not reported line by line in raw bytes, and gets no advice to name its
+/// CLI; its output is still a complete stream.
+#[test]
+fn binary_input_is_reported_once() {
+    let mut input = Vec::new();
+    for i in 0..20_000u32 {
+        input.push((i.wrapping_mul(2_654_435_761) >> 24) as u8);
+    }
+    assert!(input.iter().filter(|&&b| b == b'\n').count() > 50);
+    let out = cmd().write_stdin(input).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("agui-translate: <stdin>:1: this input is not text (binary data)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--from"), "{stderr}");
+    cmd()
+        .arg("check")
+        .write_stdin(out.stdout)
+        .assert()
+        .success();
+    // A text line that is not JSON is still reported with its preview.
+    cmd()
+        .write_stdin("{not json\n")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("<stdin>:1:").and(predicate::str::contains("{not json")));
+}

@@ -1124,3 +1124,59 @@ fn live_runs_get_fresh_ids() {
         .unwrap();
     assert_eq!(ids(&named.stdout).1, "R");
 }
+
+/// `run` without a prompt, on a terminal: it says that it reads the prompt
+/// from there, rather than waiting without a word (run under `script`, which
+/// gives it a terminal); from a pipe, it says nothing.
+#[test]
+fn run_without_a_prompt_on_a_terminal_says_so() {
+    let argv = unique("argv-terminal");
+    let command = format!(
+        "FAKE_ARGV={} {BIN} run gemini --cli {}",
+        argv.display(),
+        fake().display()
+    );
+    let Ok(mut child) = StdCommand::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        assert!(
+            std::env::var_os("AGUI_NO_SKIP").is_none_or(|v| v != "1"),
+            "AGUI_NO_SKIP=1 refuses the skip: `script` (util-linux) is not installed"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED run_without_a_prompt_on_a_terminal_says_so: no `script` (util-linux)"
+        );
+        return;
+    };
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        // Typed: the prompt, then Ctrl-D at the start of a line.
+        stdin.write_all(b"Summarize README.md\n\x04").unwrap();
+        // Kept open until the run has read it.
+        let start = Instant::now();
+        while !argv.exists() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("agui-translate: reading the prompt from the terminal: end it with Ctrl-D"),
+        "{text}"
+    );
+    let argv = std::fs::read_to_string(&argv).unwrap();
+    assert!(argv.contains("Summarize README.md"), "{argv}");
+
+    run("gemini")
+        .write_stdin("Summarize README.md")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("reading the prompt").not());
+}
