@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_agui_translate_global_optspecs
-    string join \n f/from= thread-id= run-id= tool-names= agui-version= no-user-messages format= strict q/quiet stats= j/jobs= h/help V/version
+    string join \n f/from= thread-id= run-id= tool-names= agui-version= raw= no-user-messages format= strict q/quiet stats= j/jobs= h/help V/version
 end
 
 function __fish_agui_translate_needs_command
@@ -35,6 +35,9 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-name
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''
 0.0\t''"
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l raw -d 'Which RAW events to write: `all` (nothing in the input is lost), `unknown` (only records that RAW is the only trace of: a record also translated into AG-UI events is not echoed), or `none`' -r -f -a "all\t''
+unknown\t''
+none\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
 sse\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l stats -d 'At the end, print a summary on stderr: lines and bytes read, events written by type, unknown records, bad lines, runs, time; `json` prints it as one JSON object' -r -f -a "text\t''
@@ -69,6 +72,9 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l to
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''
 0.0\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l raw -d 'Which RAW events to write: `all` (nothing in the input is lost), `unknown` (only records that RAW is the only trace of: a record also translated into AG-UI events is not echoed), or `none`' -r -f -a "all\t''
+unknown\t''
+none\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l format -d 'How events are framed on standard output: one JSON object per line, or server-sent events (`data: <json>` and a blank line)' -r -f -a "ndjson\t''
 sse\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l check -d 'List the three CLIs, each with its version and path or the npm command that installs it; exit status 0 when all are installed, 1 when one is missing'
@@ -80,6 +86,12 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l 
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l token-file -d 'Read the token from FILE (its first line)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l allow-origin -d 'Let web pages from ORIGIN (`scheme://host[:port]`, matched exactly) call the server; repeatable. Pages from any other origin are refused' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l allow-host -d 'Serve requests addressed to NAME (the Host header, as through a reverse proxy); repeatable. Besides these, only the listening address, localhost, 127.0.0.1 and [::1] are served' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l agui-version -d 'The AG-UI release to write for, whatever the client: without it, a request whose RunAgentInput has a `protocolVersion` of 1 or later gets AG-UI 1.0, and one without (a 0.0 client, such as CopilotKit\'s runtime) the 0.0 shapes. `--agui-version` among the run options forces it too' -r -f -a "1.0\t''
+0.0\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l raw -d 'Which RAW events a client gets: only records that RAW is the only trace of (`unknown`: the CLI\'s records that became AG-UI events, its init with paths and tool lists, say, are not echoed to a browser), `all`, or `none`. `--raw` among the run options sets it too' -r -f -a "all\t''
+unknown\t''
+none\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l state-dir -d 'Where each thread\'s CLI session (and plan) is kept, so that threads survive a restart: one directory per CLI in it, private (0700), for the 10,000 most recent threads (default: `$XDG_STATE_HOME/agui-translate`, or `~/.local/state/agui-translate`)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'

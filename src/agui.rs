@@ -407,6 +407,21 @@ pub enum AguiVersion {
     V0_0,
 }
 
+/// Which RAW events are written (`--raw`). A RAW event is *known* when the
+/// input line it carries was also translated into other AG-UI events, and
+/// *unknown* when RAW is that line's only trace (see
+/// [`Emitter::end_line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum RawMode {
+    /// Every RAW event: nothing in the input is lost.
+    #[default]
+    All,
+    /// Only unknown ones: a record that became AG-UI events is not echoed.
+    Unknown,
+    /// None.
+    None,
+}
+
 /// How events are framed on the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
@@ -511,6 +526,23 @@ pub struct Emitter {
     /// Subagents named in the current run, and whether each was started:
     /// AG-UI does not let one start twice in a run, even after it finished.
     run_subagents: HashMap<Arc<str>, Started>,
+    /// Which RAW events are written.
+    raw_mode: RawMode,
+    /// Events so far that translate a record (see [`translates`]).
+    translated: u64,
+    /// `translated` when the current line began, while one is translated.
+    line_start: Option<u64>,
+    /// The current line's RAW events, framed, until the line ends
+    /// (`--raw unknown`), and how many.
+    line_raw: Vec<u8>,
+    line_raw_events: u64,
+}
+
+/// Whether an event of [`Event::index`] `index` translates a record: all but
+/// RAW and the events that only close what is open (a record that only
+/// closes a message, an `api_retry`, is not translated by that).
+fn translates(index: usize) -> bool {
+    !matches!(index, 4 | 7 | 10 | 15 | 16 | RAW_INDEX)
 }
 
 /// The [`Event::index`] of RAW.
@@ -557,6 +589,52 @@ impl Emitter {
             args_scratch: crate::closer::Closer::default(),
             input_had_run: false,
             run_subagents: HashMap::new(),
+            raw_mode: RawMode::All,
+            translated: 0,
+            line_start: None,
+            line_raw: Vec::new(),
+            line_raw_events: 0,
+        }
+    }
+
+    /// Which RAW events are written.
+    pub fn set_raw_mode(&mut self, mode: RawMode) {
+        self.raw_mode = mode;
+    }
+
+    /// An input line is about to be translated: with `--raw unknown`, its
+    /// RAW events wait for [`end_line`](Self::end_line).
+    pub fn begin_line(&mut self) {
+        if self.raw_mode == RawMode::Unknown {
+            self.line_start = Some(self.translated);
+        }
+    }
+
+    /// The line begun last is translated. Its RAW events (`--raw unknown`)
+    /// are written if RAW is the line's only trace, and dropped if it was
+    /// also translated: if it gave any event but RAW and those that only
+    /// close what is open (`*_END`, `STEP_FINISHED`), or ended the run.
+    pub fn end_line(&mut self) {
+        let Some(start) = self.line_start.take() else {
+            return;
+        };
+        if self.line_raw_events == 0 {
+            return;
+        }
+        if self.translated == start {
+            self.counts[RAW_INDEX] += self.line_raw_events;
+            if matches!(self.state, RunState::Idle) {
+                self.held.extend_from_slice(&self.line_raw);
+                self.held_events += self.line_raw_events;
+            } else {
+                self.out.extend_from_slice(&self.line_raw);
+                self.events += self.line_raw_events;
+            }
+        }
+        self.line_raw.clear();
+        self.line_raw_events = 0;
+        if self.held.len() > HOLD_LIMIT {
+            self.start_run(None, None);
         }
     }
 
@@ -832,6 +910,23 @@ impl Emitter {
             Body::Event(ev) => ev.index(),
             Body::RawLine { .. } => RAW_INDEX,
         };
+        if index == RAW_INDEX {
+            match self.raw_mode {
+                RawMode::All => {}
+                RawMode::None => return,
+                RawMode::Unknown if self.line_start.is_some() => {
+                    let mut buf = std::mem::take(&mut self.line_raw);
+                    self.frame(body, &mut buf, &[], Metadata::None);
+                    self.line_raw = buf;
+                    self.line_raw_events += 1;
+                    return;
+                }
+                // Outside a line (what the end of the input settles).
+                RawMode::Unknown => {}
+            }
+        } else if translates(index) {
+            self.translated += 1;
+        }
         let mut buf = if matches!(self.state, RunState::Idle) {
             std::mem::take(&mut self.held)
         } else {
@@ -886,6 +981,7 @@ impl Emitter {
         self.frame(&ev, &mut buf, &[], Metadata::None);
         self.terminal = buf;
         self.state = RunState::Ending;
+        self.translated += 1;
     }
 
     /// End the run with an error, closing what is open first. `metadata` (a
@@ -915,6 +1011,7 @@ impl Emitter {
         self.frame(&ev, &mut buf, &[], metadata.into());
         self.terminal = buf;
         self.state = RunState::Ending;
+        self.translated += 1;
     }
 
     /// Write the held terminal event now, if there is one: what follows
@@ -1504,6 +1601,9 @@ impl Emitter {
         self.out = out;
         self.events += 1;
         self.counts[ev.index()] += 1;
+        if translates(ev.index()) {
+            self.translated += 1;
+        }
     }
 
     /// Serialize one event with its framing, adding the context fields
@@ -1666,6 +1766,53 @@ mod tests {
         assert!(!recent.contains("call-0"), "the oldest is pushed out");
         assert!(recent.contains("call-1") && recent.contains("one more"));
         assert_eq!(recent.set.len(), STARTED_TOOLS);
+    }
+
+    /// `--raw unknown`: a line's RAW is written only if the line gave no
+    /// other event but those that close what is open, before or after it.
+    #[test]
+    fn raw_unknown_keeps_a_raw_only_when_its_line_was_not_translated() {
+        let raw = RawValue::from_string("{\"r\":1}".into()).unwrap();
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_raw_mode(RawMode::Unknown);
+        // Before any run: an untranslated line is held for the run.
+        em.begin_line();
+        em.raw(&raw, "x");
+        em.end_line();
+        // A line that starts the run and is echoed: dropped.
+        em.begin_line();
+        em.raw(&raw, "x");
+        em.start_run(Some("t"), Some("r"));
+        em.end_line();
+        // A line that is echoed before its text: dropped.
+        em.begin_line();
+        em.raw(&raw, "x");
+        em.text_content("m1", "hi");
+        em.end_line();
+        // A line that only closes the text (a retry notice): written.
+        em.begin_line();
+        em.text_end("m1");
+        em.raw(&raw, "x");
+        em.end_line();
+        // A line that ends the run: dropped.
+        em.begin_line();
+        em.finish_run(None, None, &[]);
+        em.raw(&raw, "x");
+        em.end_line();
+        em.end_of_input(true);
+        assert_eq!(
+            types(&em),
+            [
+                "RUN_STARTED",
+                "RAW",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "RAW",
+                "RUN_FINISHED"
+            ]
+        );
+        assert_eq!(em.counts()[RAW_INDEX], 2);
     }
 
     #[test]

@@ -259,9 +259,11 @@ impl<'a> Session<'a> {
             let text = line.trim_ascii_end().len();
             if text > 0 {
                 // A line the translator rejects still goes out as RAW.
+                em.begin_line();
                 if tr.line(&mut line[..text], em).is_err() {
                     crate::source::passthrough(em, tr.source(), 0, &line[..text]);
                 }
+                em.end_line();
             }
             line.clear();
             self.line = line;

@@ -9,7 +9,7 @@ use clap::builder::{EnumValueParser, PossibleValue, StyledStr, TypedValueParser}
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::agui::{AguiVersion, Emitter, Format, ToolNames};
+use crate::agui::{AguiVersion, Emitter, Format, RawMode, ToolNames};
 use crate::dialect::FromCli;
 use crate::run::StatsFormat;
 
@@ -278,6 +278,38 @@ pub struct ServeArgs {
     /// address, localhost, 127.0.0.1 and [::1] are served.
     #[arg(long, value_name = "NAME")]
     pub allow_host: Vec<String>,
+    /// The AG-UI release to write for, whatever the client: without it, a
+    /// request whose RunAgentInput has a `protocolVersion` of 1 or later
+    /// gets AG-UI 1.0, and one without (a 0.0 client, such as CopilotKit's
+    /// runtime) the 0.0 shapes. `--agui-version` among the run options
+    /// forces it too.
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<AguiVersion>(),
+        value_name = "VERSION"
+    )]
+    pub agui_version: Option<AguiVersion>,
+
+    /// Which RAW events a client gets: only records that RAW is the only
+    /// trace of (`unknown`: the CLI's records that became AG-UI events, its
+    /// init with paths and tool lists, say, are not echoed to a browser),
+    /// `all`, or `none`. `--raw` among the run options sets it too.
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<RawMode>(),
+        default_value_t = RawMode::Unknown,
+        value_name = "WHICH"
+    )]
+    pub raw: RawMode,
+
+    /// Where each thread's CLI session (and plan) is kept, so that threads
+    /// survive a restart: one directory per CLI in it, private (0700), for
+    /// the 10,000 most recent threads (default:
+    /// `$XDG_STATE_HOME/agui-translate`, or `~/.local/state/agui-translate`).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 
     /// Options given to every run (after `--`): run's own, then, after a
     /// second `--`, the CLI's.
@@ -518,6 +550,19 @@ pub struct OutputArgs {
     )]
     pub agui_version: AguiVersion,
 
+    /// Which RAW events to write: `all` (nothing in the input is lost),
+    /// `unknown` (only records that RAW is the only trace of: a record also
+    /// translated into AG-UI events is not echoed), or `none`.
+    #[arg(
+        long,
+        value_enum,
+        value_parser = values::<RawMode>(),
+        default_value_t = RawMode::All,
+        value_name = "WHICH",
+        help_heading = OUTPUT
+    )]
+    pub raw: RawMode,
+
     /// Do not turn the prompt that Gemini CLI and older Codex CLIs echo into
     /// a user TEXT_MESSAGE (a front end that sent the prompt would show it
     /// twice); it stays in the output as RAW.
@@ -698,6 +743,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", hide = true)]
     pub session_file: Option<PathBuf>,
 
+    /// Where the thread's plan is kept across its runs: read at the start
+    /// (if it names the --thread-id) and written at the end. How `serve`
+    /// keeps Claude Code's task list across a thread's runs.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub plan_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -709,6 +760,7 @@ impl OutputArgs {
         em.set_tool_names(self.tool_names);
         em.set_version(self.agui_version);
         em.set_user_messages(!self.no_user_messages);
+        em.set_raw_mode(self.raw);
         em
     }
 }

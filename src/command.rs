@@ -53,6 +53,8 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         transport: a.codex_transport,
         timeout: a.timeout,
         session_file: a.session_file,
+        plan_file: a.plan_file,
+        thread_id: output.thread_id.clone(),
     };
     crate::spawn::main(run, em)
 }
@@ -68,6 +70,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         allow_origin: a.allow_origin,
         allow_host: a.allow_host,
         run_options: a.run_options,
+        agui_version: a.agui_version,
+        state_dir: a.state_dir,
+        raw: a.raw,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
 }

@@ -7,7 +7,8 @@
 //! - **commands**: [`command`] runs what the command line ([`cli`]) names;
 //!   [`jobs`] translates the filter's FILE arguments; [`fuzzing`] is the
 //!   fuzzers' entry point.
-//! - **process**: `serve` ([`serve`], its HTTP in [`http`]), `run`
+//! - **process**: `serve` ([`serve`], its HTTP in [`http`], what it keeps of each
+//!   thread in [`threads`]), `run`
 //!   ([`spawn`]), the client of a CLI's server ([`appserver`]), and the
 //!   child process ([`supervise`], its stderr in [`stderr`], secrets hidden
 //!   by [`redact`]).
@@ -36,6 +37,7 @@ pub mod serve;
 pub mod spawn;
 pub mod stderr;
 pub mod supervise;
+pub mod threads;
 
 pub mod run;
 

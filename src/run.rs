@@ -291,6 +291,7 @@ pub fn pump(
             looks.line(line);
         }
         em.note_line(line);
+        em.begin_line();
         if let Err(err) = tr.line(line, em) {
             stats.bad += 1;
             let cut = if terminated {
@@ -311,6 +312,7 @@ pub fn pump(
             }
             source::passthrough(em, tr.source(), lineno, line);
         }
+        em.end_line();
         for what in em.take_unknown() {
             if opts.strict {
                 stats.bad += 1;

@@ -9,7 +9,7 @@
 //! is blocking, and the runs are processes of their own.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
@@ -25,7 +25,9 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::agui::{AguiVersion, RawMode};
 use crate::http::{self, Refused};
+use crate::threads::Threads;
 
 /// Runs going at once; more requests are answered 503. Each holds a thread
 /// and a CLI: a bound that keeps a burst of requests from starting a CLI
@@ -49,8 +51,8 @@ const STOP_LIMIT: Duration = Duration::from_secs(4);
 const RETRY_AFTER_SECS: u32 = 5;
 /// A thread or run id, at most (bytes).
 const MAX_ID: usize = 1024;
-/// Threads whose CLI session is remembered; the oldest is forgotten first.
-const MAX_SESSIONS: usize = 10_000;
+/// Threads whose CLI session is kept; the oldest is forgotten first.
+const MAX_THREADS: usize = 10_000;
 /// The environment variable that gives the token.
 pub const TOKEN_VAR: &str = "AGUI_SERVE_TOKEN";
 
@@ -64,7 +66,12 @@ struct Shared {
     /// Where runs leave their session ids: a directory of this server's
     /// own, which no other user can write in.
     session_dir: PathBuf,
-    sessions: Mutex<Sessions>,
+    /// The AG-UI release of the runs.
+    version: Version,
+    /// Which RAW events the runs write; none when the run options say.
+    raw: Option<RawMode>,
+    /// The CLI's session of each thread, kept in the state directory.
+    threads: Mutex<Threads>,
     /// Threads with a run going: a second request waits for none, it is
     /// refused (409), so that two runs never resume one session at once.
     busy: Mutex<HashSet<String>>,
@@ -170,30 +177,6 @@ fn origin_ok(o: &str) -> bool {
     rest.and_then(host_name).is_some()
 }
 
-/// AG-UI thread id → the CLI's session id, bounded.
-#[derive(Default)]
-struct Sessions {
-    by_thread: HashMap<String, String>,
-    order: VecDeque<String>,
-}
-
-impl Sessions {
-    fn get(&self, thread: &str) -> Option<&str> {
-        self.by_thread.get(thread).map(String::as_str)
-    }
-
-    fn insert(&mut self, thread: &str, session: String) {
-        if self.by_thread.insert(thread.to_owned(), session).is_none() {
-            self.order.push_back(thread.to_owned());
-            if self.order.len() > MAX_SESSIONS {
-                if let Some(old) = self.order.pop_front() {
-                    self.by_thread.remove(&old);
-                }
-            }
-        }
-    }
-}
-
 /// What `serve` is asked to do.
 #[derive(Debug)]
 pub struct Config {
@@ -211,6 +194,12 @@ pub struct Config {
     pub allow_host: Vec<String>,
     /// Options given to every run.
     pub run_options: Vec<String>,
+    /// The AG-UI release every run writes for; none: each request's client's.
+    pub agui_version: Option<AguiVersion>,
+    /// Where each thread's session is kept; none: the default.
+    pub state_dir: Option<PathBuf>,
+    /// Which RAW events a client gets.
+    pub raw: RawMode,
 }
 
 /// The token from `--token`, `--token-file` or the environment, if any.
@@ -269,6 +258,22 @@ pub fn main(
         return usage(&format!("--allow-host {h:?}: not a host name (no port)"));
     }
     // The run options are checked once, here, as every run will get them.
+    // `--agui-version` among the run options forces the release as serve's
+    // own does.
+    let in_options = a
+        .run_options
+        .iter()
+        .any(|o| o == "--agui-version" || o.starts_with("--agui-version="));
+    let version = match a.agui_version {
+        _ if in_options => Version::InRunOptions,
+        Some(v) => Version::Forced(v),
+        None => Version::PerRequest,
+    };
+    let raw = Some(a.raw).filter(|_| {
+        !a.run_options
+            .iter()
+            .any(|o| o == "--raw" || o.starts_with("--raw="))
+    });
     let probe = run_argv(
         a.cli,
         &a.run_options,
@@ -276,6 +281,7 @@ pub fn main(
         Some("run"),
         Some("session"),
         Path::new("file"),
+        kept_args(std::path::Path::new("plan"), version.of(None), raw),
     );
     if let Err(e) = check_run(
         std::iter::once("agui-translate".into())
@@ -289,6 +295,10 @@ pub fn main(
         );
         e.exit();
     }
+    let Some(state) = a.state_dir.or_else(crate::threads::default_dir) else {
+        return usage("give --state-dir: neither XDG_STATE_HOME nor HOME is set");
+    };
+    let threads = Threads::open(&state.join(a.cli.name()), MAX_THREADS)?;
     let listener = TcpListener::bind(addr).with_context(|| format!("--listen {addr}"))?;
     let local = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -302,7 +312,9 @@ pub fn main(
         access: Access::new(local, &a.allow_host, &a.allow_origin),
         run_options: a.run_options,
         session_dir: session_dir.0.clone(),
-        sessions: Mutex::default(),
+        version,
+        raw,
+        threads: Mutex::new(threads),
         busy: Mutex::default(),
         runs: Mutex::default(),
         running: AtomicUsize::new(0),
@@ -454,7 +466,7 @@ fn usage(msg: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// The arguments of the `agui-translate run` behind one request (the prompt
-/// comes on its stdin). Values are joined to their options with `=`, so
+/// comes on its stdin); `kept` are those of [`kept_args`]. Values are joined to their options with `=`, so
 /// that an id beginning with `-` is not taken for an option.
 fn run_argv(
     cli: crate::dialect::Dialect,
@@ -463,6 +475,7 @@ fn run_argv(
     run: Option<&str>,
     resume: Option<&str>,
     session_file: &Path,
+    kept: Vec<std::ffi::OsString>,
 ) -> Vec<std::ffi::OsString> {
     let mut file = std::ffi::OsString::from("--session-file=");
     file.push(session_file);
@@ -481,7 +494,31 @@ fn run_argv(
     if let Some(s) = resume {
         v.push(format!("--resume={s}").into());
     }
+    v.extend(kept);
     v.extend(options.iter().map(Into::into));
+    v
+}
+
+/// The run options for what serve keeps of a thread and its client: the
+/// file of the thread's plan, the AG-UI release to write and the RAW events
+/// to send (each none when the run options say).
+fn kept_args(
+    plan_file: &std::path::Path,
+    version: Option<AguiVersion>,
+    raw: Option<RawMode>,
+) -> Vec<std::ffi::OsString> {
+    // The values as the command line spells them.
+    fn name(v: impl clap::ValueEnum) -> std::ffi::OsString {
+        v.to_possible_value()
+            .map_or_else(Default::default, |p| p.get_name().into())
+    }
+    let mut v: Vec<std::ffi::OsString> = vec!["--plan-file".into(), plan_file.into()];
+    if let Some(version) = version {
+        v.extend(["--agui-version".into(), name(version)]);
+    }
+    if let Some(raw) = raw {
+        v.extend(["--raw".into(), name(raw)]);
+    }
     v
 }
 
@@ -496,6 +533,46 @@ struct RunAgentInput<'a> {
     run_id: Option<String>,
     #[serde(default, borrow)]
     messages: LastUserContent<'a>,
+    /// Sent by 1.0 clients (`"1.0.0"`); 0.0 clients send none.
+    #[serde(default)]
+    protocol_version: Option<String>,
+}
+
+/// Which AG-UI release a run writes for.
+#[derive(Clone, Copy)]
+enum Version {
+    /// The one the request's client reads ([`client_version`]).
+    PerRequest,
+    /// `serve --agui-version`.
+    Forced(AguiVersion),
+    /// The run options say (`-- --agui-version`).
+    InRunOptions,
+}
+
+impl Version {
+    /// The release for `--agui-version` of the run of `input`; none when the
+    /// run options give it.
+    fn of(self, input: Option<&RunAgentInput>) -> Option<AguiVersion> {
+        match self {
+            Version::PerRequest => Some(input.map_or(AguiVersion::V1_0, client_version)),
+            Version::Forced(v) => Some(v),
+            Version::InRunOptions => None,
+        }
+    }
+}
+
+/// The AG-UI release a request's client reads: 1.0 for a `protocolVersion`
+/// of 1 or later, the 0.0 shapes without one (or with a 0.x).
+fn client_version(input: &RunAgentInput) -> AguiVersion {
+    let major = input
+        .protocol_version
+        .as_deref()
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u64>().ok());
+    match major {
+        Some(m) if m >= 1 => AguiVersion::V1_0,
+        _ => AguiVersion::V0_0,
+    }
 }
 
 /// The content of the last message with role `user`.
@@ -775,6 +852,9 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         .lock()
         .expect("not poisoned")
         .remove(&input.thread_id);
+    // The response ends only now, with what the run leaves kept and the
+    // thread free: the client's next request on it resumes the session.
+    let _ = conn.shutdown(Shutdown::Both);
 }
 
 /// The session file of one run, removed when dropped.
@@ -806,12 +886,11 @@ impl Drop for SessionFile {
 fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt: &str, cors: &str) {
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
-    let resume = shared
-        .sessions
-        .lock()
-        .expect("not poisoned")
-        .get(&input.thread_id)
-        .map(str::to_owned);
+    let (resume, plan_file) = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        let resume = threads.session(&input.thread_id).map(str::to_owned);
+        (resume, threads.plan_file(&input.thread_id))
+    };
     let argv = run_argv(
         shared.cli,
         &shared.run_options,
@@ -819,6 +898,7 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
         input.run_id.as_deref(),
         resume.as_deref(),
         &file.0,
+        kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -861,12 +941,18 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
     let _ = stream_run(conn, &mut child, prompt, cors);
     let _ = child.wait();
     shared.runs.lock().expect("not poisoned").remove(&pid);
-    if let Some(session) = file.read() {
-        shared
-            .sessions
-            .lock()
-            .expect("not poisoned")
-            .insert(&input.thread_id, session);
+    let session = file.read();
+    let kept = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .ran(&input.thread_id, session.as_deref());
+    if let Err(e) = kept {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: serve: the session of thread {:?} is not kept: {e}",
+            input.thread_id
+        );
     }
 }
 
@@ -920,9 +1006,10 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str, cors: &str)
             terminate(pid);
         }
     }
+    // The watcher ends when the connection is shut down, after the run's
+    // session is kept (see `serve_one`).
     done.store(true, Ordering::SeqCst);
-    let _ = conn.shutdown(Shutdown::Both);
-    let _ = watcher.join();
+    drop(watcher);
     Ok(())
 }
 
@@ -981,17 +1068,37 @@ mod tests {
     }
 
     #[test]
-    fn sessions_are_bounded_oldest_first() {
-        let mut s = Sessions::default();
-        for i in 0..=MAX_SESSIONS {
-            s.insert(&format!("t{i}"), format!("s{i}"));
-        }
-        assert_eq!(s.get("t0"), None);
-        assert_eq!(s.get("t1"), Some("s1"));
-        assert_eq!(s.by_thread.len(), MAX_SESSIONS);
-        s.insert("t1", "again".into());
-        assert_eq!(s.get("t1"), Some("again"));
-        assert_eq!(s.order.len(), MAX_SESSIONS);
+    fn the_client_s_release_is_told_by_protocol_version() {
+        let of = |extra: &str| {
+            client_version(&input(&format!(r#"{{"threadId":"t","runId":"r"{extra}}}"#)))
+        };
+        assert_eq!(of(""), AguiVersion::V0_0);
+        assert_eq!(of(r#","protocolVersion":"1.0.0""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"1.3""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"2.0.0""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"0.0.59""#), AguiVersion::V0_0);
+        assert_eq!(of(r#","protocolVersion":"next""#), AguiVersion::V0_0);
+    }
+
+    #[test]
+    fn kept_options_are_spelt_as_the_command_line_does() {
+        let v = kept_args(
+            std::path::Path::new("p"),
+            Some(AguiVersion::V0_0),
+            Some(RawMode::Unknown),
+        );
+        assert_eq!(
+            v,
+            [
+                "--plan-file",
+                "p",
+                "--agui-version",
+                "0.0",
+                "--raw",
+                "unknown"
+            ]
+        );
+        assert_eq!(kept_args(std::path::Path::new("p"), None, None).len(), 2);
     }
 
     #[test]

@@ -183,6 +183,10 @@ pub struct Run {
     pub timeout: Option<Duration>,
     /// Where to write the CLI's session id at the end.
     pub session_file: Option<PathBuf>,
+    /// Where the thread's plan is kept across its runs (`--plan-file`).
+    pub plan_file: Option<PathBuf>,
+    /// The thread the output is given (`--thread-id`), whose plan that is.
+    pub thread_id: Option<String>,
 }
 
 /// `agui-translate run`: the events go out through `em`.
@@ -320,6 +324,11 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
 
     let stream = client.map_or(cli, |(d, _)| d);
     let mut tr = crate::dialect::for_dialect(stream)?;
+    if let Some(file) = &a.plan_file {
+        if let Some(list) = carried_list(file, a.thread_id.as_deref()) {
+            tr.carry_in(&list);
+        }
+    }
     let mut stats = Stats::default();
     let mut output = BufReader::new(Output::new(child_out, exit.clone()));
     // How a session with a server ended.
@@ -440,6 +449,14 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         std::fs::write(file, session)
             .with_context(|| format!("--session-file {}", file.display()))?;
     }
+    if let (Some(file), Some(list)) = (&a.plan_file, tr.carried()) {
+        let kept = Carried {
+            thread: a.thread_id.as_deref().unwrap_or(""),
+            list: serde_json::value::RawValue::from_string(list)?,
+        };
+        crate::threads::write_atomic(file, &serde_json::to_vec(&kept)?)
+            .with_context(|| format!("--plan-file {}", file.display()))?;
+    }
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
@@ -453,6 +470,21 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     };
     Ok(ExitCode::from(exit.clamp(0, 255) as u8))
+}
+
+/// What `--plan-file` holds: the list a translation carries into the next
+/// run of its thread, and the thread's id.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Carried<'a> {
+    thread: &'a str,
+    list: Box<serde_json::value::RawValue>,
+}
+
+/// The list in `file`, if it is there and belongs to `thread`.
+fn carried_list(file: &Path, thread: Option<&str>) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let kept: Carried = serde_json::from_str(&text).ok()?;
+    (kept.thread == thread.unwrap_or("")).then(|| kept.list.get().to_owned())
 }
 
 /// Why a session with a server that exited normally left the run

@@ -826,3 +826,120 @@ fn binary_input_is_reported_once() {
         .code(1)
         .stderr(predicate::str::contains("<stdin>:1:").and(predicate::str::contains("{not json")));
 }
+
+/// The events of `agui-translate ARGS FILE`.
+fn translated(args: &[&str], file: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = StdCommand::new(BIN).args(args).arg(file).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn is_raw(e: &serde_json::Value) -> bool {
+    e["type"] == "RAW"
+}
+
+/// `--raw unknown` and `--raw none` leave every other event as it is, on
+/// every recording of every CLI; `unknown` keeps a subsequence of `all`'s
+/// RAW events, `none` none of them.
+#[test]
+fn raw_modes_only_ever_leave_out_raw_events() {
+    let mut files = Vec::new();
+    for cli in ["gemini", "codex", "claude", "codex-app-server"] {
+        let dir = testdata(cli);
+        for version in std::fs::read_dir(&dir).unwrap() {
+            for f in std::fs::read_dir(version.unwrap().path()).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e == "jsonl") {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    assert!(files.len() > 100, "{}", files.len());
+    let (mut all_raw, mut unknown_raw) = (0, 0);
+    for f in &files {
+        let all = translated(&["--raw", "all"], f);
+        assert_eq!(
+            all,
+            translated(&[], f),
+            "{}: all is the default",
+            f.display()
+        );
+        let unknown = translated(&["--raw", "unknown"], f);
+        let none = translated(&["--raw", "none"], f);
+        let not_raw = |v: &[serde_json::Value]| -> Vec<serde_json::Value> {
+            v.iter().filter(|e| !is_raw(e)).cloned().collect()
+        };
+        assert_eq!(not_raw(&all), not_raw(&unknown), "{}", f.display());
+        assert_eq!(not_raw(&all), none, "{}", f.display());
+        let mut raws = all.iter().filter(|e| is_raw(e));
+        for kept in unknown.iter().filter(|e| is_raw(e)) {
+            assert!(raws.any(|r| r == kept), "{}: {kept}", f.display());
+        }
+        all_raw += all.iter().filter(|e| is_raw(e)).count();
+        unknown_raw += unknown.iter().filter(|e| is_raw(e)).count();
+    }
+    assert!(
+        unknown_raw > 0 && unknown_raw < all_raw,
+        "{unknown_raw} of {all_raw}"
+    );
+}
+
+/// `--raw unknown` drops the RAW of a record that was also translated and
+/// keeps the RAW that is a record's only trace.
+#[test]
+fn raw_unknown_keeps_what_only_raw_carries() {
+    let record_types = |events: &[serde_json::Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| is_raw(e))
+            .map(|e| {
+                let ev = &e["event"];
+                match ev["subtype"].as_str() {
+                    Some(sub) => format!("{}/{sub}", ev["type"].as_str().unwrap_or("")),
+                    None => ev["type"].as_str().unwrap_or("").to_owned(),
+                }
+            })
+            .collect()
+    };
+    // Claude Code: the init (its tools, MCP servers and paths) became
+    // RUN_STARTED; the status records and message_delta have no AG-UI event.
+    let claude = testdata("claude/2.1.330/shell.jsonl");
+    let all = record_types(&translated(&[], &claude));
+    assert!(all.contains(&"system/init".to_owned()), "{all:?}");
+    let unknown = record_types(&translated(&["--raw", "unknown"], &claude));
+    assert!(!unknown.contains(&"system/init".to_owned()), "{unknown:?}");
+    assert!(unknown.contains(&"system/status".to_owned()), "{unknown:?}");
+    assert!(unknown.contains(&"stream_event".to_owned()), "{unknown:?}");
+
+    // Gemini CLI: the init goes; the prompt it echoes stays in RAW when it
+    // is not made a user message.
+    let gemini = testdata("gemini/0.61.0/b_shell.jsonl");
+    assert_eq!(record_types(&translated(&[], &gemini)), ["init"]);
+    assert!(translated(&["--raw", "unknown"], &gemini)
+        .iter()
+        .all(|e| !is_raw(e)));
+    let echoed = record_types(&translated(
+        &["--raw", "unknown", "--no-user-messages"],
+        &gemini,
+    ));
+    assert_eq!(echoed, ["message"]);
+
+    // A line that is not JSON, and a record of an unknown type: RAW only.
+    let input = "{\"type\":\"init\",\"session_id\":\"s\",\"model\":\"m\"}\nnot json\n{\"type\":\"brand_new\",\"x\":1}\n";
+    let out = cmd()
+        .args(["--from", "gemini", "--raw", "unknown", "-q"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let raws: Vec<&serde_json::Value> = events.iter().filter(|e| is_raw(e)).collect();
+    assert_eq!(raws.len(), 2, "{events:?}");
+    assert_eq!(raws[0]["event"]["text"], "not json");
+    assert_eq!(raws[1]["event"]["type"], "brand_new");
+}

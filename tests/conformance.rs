@@ -958,3 +958,30 @@ fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `serve` with no `--agui-version` writes for the client that asks
+/// (`tests/conformance/version.cjs`): the 0.0.59 HttpAgent (CopilotKit's
+/// pin, no `protocolVersion`) completes a run with a tool result, and the
+/// 1.0 HttpAgent still gets the 1.0 shapes.
+#[test]
+fn serve_writes_for_the_client_s_ag_ui_release() {
+    if skipped("serve_writes_for_the_client_s_ag_ui_release") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    // A result with content parts, which a 0.0 client refuses.
+    let recording = root().join("testdata/claude/2.1.330/subagent.jsonl");
+    let server = common::serve("claude", &[], &[("FAKE_REPLAY", &recording)]);
+    let out = Command::new("node")
+        .arg(dir.join("version.cjs"))
+        .arg(format!("http://{}/agent", server.addr))
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -354,10 +354,12 @@ fn completion(shell: Shell) -> Vec<u8> {
 #[test]
 fn completions_offer_no_hidden_option() {
     let hidden = hidden_options();
-    assert_eq!(hidden, ["session-file"]);
+    assert_eq!(hidden, ["session-file", "plan-file"]);
     for (_, file) in COMPLETIONS {
         let script = std::fs::read_to_string(root().join(file)).unwrap();
-        assert!(!script.contains("session-file"), "{file}");
+        for option in &hidden {
+            assert!(!script.contains(option.as_str()), "{file}: {option}");
+        }
     }
     assert_eq!(
         bash_complete(&["agui-translate", "run", "--se"]),

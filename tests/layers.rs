@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "serve",
             "http",
+            "threads",
             "spawn",
             "appserver",
             "supervise",

@@ -1180,3 +1180,24 @@ fn run_without_a_prompt_on_a_terminal_says_so() {
         .success()
         .stderr(predicate::str::contains("reading the prompt").not());
 }
+
+/// `run --raw` as the filter's: `unknown` leaves out the RAW of the init
+/// that became RUN_STARTED, `none` every RAW.
+#[test]
+fn run_writes_the_raw_events_asked_for() {
+    let raws = |mode: &str| -> Vec<serde_json::Value> {
+        let out = run("gemini")
+            .env("FAKE_REPLAY", recording("gemini/0.61.0/b_shell.jsonl"))
+            .args(["--raw", mode, "Hello"])
+            .output()
+            .unwrap();
+        events(&out.stdout)
+            .into_iter()
+            .filter(|e| e["type"] == "RAW")
+            .collect()
+    };
+    assert_eq!(raws("all").len(), 1);
+    assert_eq!(raws("all")[0]["event"]["type"], "init");
+    assert!(raws("unknown").is_empty());
+    assert!(raws("none").is_empty());
+}

@@ -22,9 +22,11 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// A RunAgentInput as the 1.0 HttpAgent sends it.
 fn body(thread: &str, run: &str, prompt: &str) -> String {
     serde_json::json!({
-        "threadId": thread, "runId": run, "state": {}, "tools": [], "context": [],
+        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "state": {}, "tools": [], "context": [],
         "forwardedProps": {},
         "messages": [{"id": format!("{run}-m"), "role": "user", "content": prompt}],
     })
@@ -174,6 +176,123 @@ fn a_thread_s_second_message_resumes_its_cli_session() {
     events(r);
     let args = std::fs::read_to_string(&argv).unwrap();
     assert!(!args.contains("--resume"), "{args}");
+}
+
+#[test]
+fn a_thread_survives_a_restart_of_the_server() {
+    let argv = tmp("restart-argv");
+    let state = tmp("restart-state");
+    let _ = std::fs::remove_dir_all(&state);
+    let state_arg = state.to_str().unwrap();
+    let recording = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    let (code, r) = post(
+        &server.addr,
+        &body("thread-r", "run-1", "Remember teal."),
+        None,
+    );
+    assert_eq!(code, 200);
+    events(r);
+    drop(server); // stopped as a service manager stops it
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700, "the state directory is private");
+    assert_eq!(mode(&state.join("gemini")), 0o700);
+
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    let (code, r) = post(
+        &server.addr,
+        &body("thread-r", "run-2", "Which word?"),
+        None,
+    );
+    assert_eq!(code, 200);
+    assert_eq!(events(r)[0]["runId"], "run-2");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    let session = "b2910361-f4a9-4aa4-9e3b-29312e1030c0"; // the recording's session_id
+    assert!(
+        args.contains(&format!("--resume\n{session}\n")),
+        "the restarted server resumes the thread's session: {args}"
+    );
+}
+
+/// The ACTIVITY_SNAPSHOT PLAN events of a response.
+fn plans(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "ACTIVITY_SNAPSHOT" && e["activityType"] == "PLAN")
+        .collect()
+}
+
+#[test]
+fn a_thread_has_one_plan_across_its_runs() {
+    // Two runs of one session: the first creates a task, the second (its
+    // own process, as each run is) updates it.
+    let recording =
+        std::fs::read_to_string(root().join("testdata/claude/cases/task_list_resumed.jsonl"))
+            .unwrap();
+    let lines: Vec<&str> = recording.lines().collect();
+    let second = lines
+        .iter()
+        .rposition(|l| l.contains(r#""subtype": "init""#))
+        .unwrap();
+    let replay = tmp("plan-replay");
+    std::fs::write(&replay, lines[..second].join("\n")).unwrap();
+    let server = serve("claude", &[], &[("FAKE_REPLAY", &replay)]);
+    let (_, r) = post(&server.addr, &body("thread-p", "run-1", "Plan it"), None);
+    let first = events(r);
+    std::fs::write(&replay, lines[second..].join("\n")).unwrap();
+    let (_, r) = post(&server.addr, &body("thread-p", "run-2", "Start"), None);
+    let second = events(r);
+    let (one, two) = (plans(&first), plans(&second));
+    assert_eq!(one.len(), 1, "{first:?}");
+    assert_eq!(two.len(), 1, "the update makes a plan: {second:?}");
+    assert_eq!(one[0]["messageId"], "thread-p-plan");
+    assert_eq!(
+        two[0]["messageId"], one[0]["messageId"],
+        "one plan per thread"
+    );
+    let item = &two[0]["content"]["items"][0];
+    assert_eq!(
+        (&item["id"], &item["text"], &item["status"]),
+        (&"1".into(), &"Read the code".into(), &"in_progress".into()),
+        "{item}"
+    );
+    // Another thread has a plan of its own, with none of this one's tasks.
+    let (_, r) = post(&server.addr, &body("thread-q", "run-3", "Start"), None);
+    assert!(plans(&events(r)).is_empty());
+}
+
+/// The subtypes of the `system` records a response echoes as RAW, and how
+/// many RAW events it has.
+fn raw_systems(events: &[serde_json::Value]) -> (Vec<String>, usize) {
+    let raws: Vec<_> = events.iter().filter(|e| e["type"] == "RAW").collect();
+    let systems = raws
+        .iter()
+        .filter(|e| e["event"]["type"] == "system")
+        .filter_map(|e| e["event"]["subtype"].as_str().map(str::to_owned))
+        .collect();
+    (systems, raws.len())
+}
+
+#[test]
+fn a_browser_gets_only_the_raw_events_that_nothing_else_carries() {
+    let recording = root().join("testdata/claude/2.1.330/shell.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording)];
+    let get = |args: &[&str]| {
+        let server = serve("claude", args, env);
+        let (code, r) = post(&server.addr, &body("t", "r", "Run a command"), None);
+        assert_eq!(code, 200);
+        raw_systems(&events(r))
+    };
+    // By default, the init (its tools, MCP servers and paths) became
+    // RUN_STARTED and is not echoed; records with no AG-UI event are.
+    let (systems, _) = get(&[]);
+    assert!(!systems.contains(&"init".to_owned()), "{systems:?}");
+    assert!(systems.contains(&"status".to_owned()), "{systems:?}");
+    let (systems, _) = get(&["--raw", "all"]);
+    assert!(systems.contains(&"init".to_owned()), "{systems:?}");
+    assert_eq!(get(&["--raw", "none"]).1, 0);
 }
 
 #[test]

@@ -182,12 +182,13 @@ pub fn snapshot(
     em.plan_snapshot(id, &plan);
 }
 
-/// The message id of a run's plan: one per run (per subagent when `sub`),
-/// so that each snapshot replaces the last.
+/// The message id of a thread's plan: one per thread, the same in each of
+/// its runs, so that each snapshot replaces the last (a front end shows one
+/// plan, not one per turn); a subagent's (`sub`) is its own, in its run.
 pub fn id(em: &Emitter, sub: Option<&str>) -> String {
     match sub {
         Some(s) => format!("{}-plan-{s}", em.run_id()),
-        None => format!("{}-plan", em.run_id()),
+        None => format!("{}-plan", em.thread_id()),
     }
 }
 

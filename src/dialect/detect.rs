@@ -56,6 +56,10 @@ impl Translate for Detect {
     fn source(&self) -> &'static str {
         self.dialect().map_or(source::UNDETECTED, |d| d.name())
     }
+
+    fn carried(&self) -> Option<String> {
+        self.inner.as_ref().and_then(|(_, tr)| tr.carried())
+    }
 }
 
 #[cfg(test)]

@@ -337,8 +337,12 @@ pub struct Claude {
     /// the run goes on, and this result ends it only if no later one comes.
     deferred: Option<String>,
     scratch: Option<Vec<u8>>,
-    /// The run's task list (TaskCreate, TaskUpdate, TaskList).
+    /// The session's task list (TaskCreate, TaskUpdate, TaskList): kept
+    /// across the session's runs, as Claude Code keeps it.
     tasks: Tasks,
+    /// The session the task list belongs to; none for a list carried in,
+    /// which the first session takes.
+    tasks_of: Held,
     /// A delta's decoded text.
     text: String,
 }
@@ -370,6 +374,15 @@ impl Translate for Claude {
 
     fn source(&self) -> &'static str {
         SOURCE
+    }
+
+    fn carried(&self) -> Option<String> {
+        self.tasks.carried()
+    }
+
+    fn carry_in(&mut self, json: &str) {
+        self.tasks.carry_in(json);
+        self.tasks_of.clear();
     }
 }
 
@@ -535,7 +548,14 @@ impl Claude {
                 self.close_lanes(em);
                 self.lanes.clear();
                 self.agent_calls.clear();
-                self.tasks = Tasks::default();
+                // Calls of the last run get no result now; the list is the
+                // session's, and a new session has a new one.
+                self.tasks.calls.clear();
+                let session = rec.session_id.as_deref();
+                if self.tasks_of.get().is_some_and(|s| Some(s) != session) {
+                    self.tasks = Tasks::default();
+                }
+                self.tasks_of.set_opt(session);
                 self.derived = 0;
                 self.session.set_opt(rec.session_id.as_deref());
                 self.model.set_opt(rec.model.as_deref());
@@ -1836,6 +1856,64 @@ impl Tasks {
         self.index.insert(id.to_owned(), self.list.len());
         self.list.push(task);
         true
+    }
+
+    /// The list as JSON, `[{id, subject, status, …}]` (the shape of
+    /// TaskList's result), deleted tasks left out; none if it never had a
+    /// task.
+    fn carried(&self) -> Option<String> {
+        if self.list.is_empty() {
+            return None;
+        }
+        let mut out = String::from("[");
+        for t in self.list.iter().filter(|t| !t.gone) {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str("{\"id\":");
+            out.push_str(&serde_json::to_string(&t.id).unwrap_or_default());
+            let own = [("subject", &t.subject), ("status", &t.status)];
+            let own = own.iter().filter_map(|(k, v)| Some((*k, v.as_deref()?)));
+            let extra = t.extra.iter().map(|(k, v)| (k.as_str(), &**v));
+            for (k, v) in own.chain(extra) {
+                out.push(',');
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+                out.push_str(v.get());
+            }
+            out.push('}');
+        }
+        out.push(']');
+        Some(out)
+    }
+
+    /// Take up a list [`carried`](Self::carried) wrote, in place of this
+    /// one; anything else leaves this one as it is.
+    fn carry_in(&mut self, json: &str) {
+        let Ok(listed) = serde_json::from_str::<Vec<&RawValue>>(json) else {
+            return;
+        };
+        let mut carried = Tasks::default();
+        for t in listed.into_iter().take(MAX_TASKS) {
+            let fields = plan::fields(t);
+            let Some(id) = fields
+                .iter()
+                .find(|(k, _)| k == "id")
+                .map(|(_, v)| text_of(v))
+            else {
+                continue;
+            };
+            if carried.index.contains_key(&*id) {
+                continue;
+            }
+            let mut task = Task::new(&id);
+            for (k, v) in &fields {
+                task.set(k, v);
+            }
+            carried.index.insert(id.into_owned(), carried.list.len());
+            carried.list.push(task);
+        }
+        *self = carried;
     }
 
     fn snapshot(&self, id: &str, em: &mut Emitter) {

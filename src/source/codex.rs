@@ -1049,7 +1049,7 @@ impl Codex {
                 self.ended(id);
             }
             "plan_update" => {
-                let id = self.plan_id(em);
+                let id = crate::agui::plan::id(em, None);
                 let extra = [("explanation", msg.explanation)];
                 crate::agui::plan::snapshot(
                     em,
@@ -1183,10 +1183,6 @@ impl Codex {
         fresh.thread.clear();
         fresh.streamed.clear();
         *self = fresh;
-    }
-
-    fn plan_id(&self, em: &Emitter) -> String {
-        format!("{}-plan", em.run_id())
     }
 
     fn usage(&self, t: Option<TokenUsage>) -> Option<Usage<'_>> {

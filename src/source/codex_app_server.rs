@@ -529,7 +529,10 @@ impl CodexAppServer {
             Some(Params::Plan(ev)) => {
                 self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
                 let scope = ev.thread_id.as_deref().filter(|_| child);
-                let id = format!("{}-plan", scope.unwrap_or(em.run_id()));
+                let id = match scope {
+                    Some(child) => format!("{child}-plan"),
+                    None => crate::agui::plan::id(em, None),
+                };
                 let extra = [("explanation", ev.explanation)];
                 crate::agui::plan::snapshot(
                     em,

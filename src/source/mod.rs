@@ -30,6 +30,16 @@ pub trait Translate {
 
     /// The dialect's name, for the `source` of RAW events.
     fn source(&self) -> &'static str;
+
+    /// What the CLI keeps across the runs of its session and the plan is
+    /// made of (Claude Code's task list), as JSON, to carry into the
+    /// translation of the session's next run; none when there is nothing.
+    fn carried(&self) -> Option<String> {
+        None
+    }
+
+    /// Take up what [`carried`](Self::carried) gave, before the input.
+    fn carry_in(&mut self, _json: &str) {}
 }
 
 /// The `source` of RAW events before `--from auto` has told the dialect.

@@ -92,14 +92,23 @@ impl Drop for Server {
 }
 
 /// `serve CLI --listen 127.0.0.1:0 ARGS -- --cli FAKE`, the fake driven by
-/// `env`; returns once the server says where it listens.
+/// `env`; returns once the server says where it listens. Unless ARGS give
+/// `--state-dir`, the server keeps its threads in a fresh directory of its
+/// own.
 pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
+    static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut c = Command::new(env!("CARGO_BIN_EXE_agui-translate"));
     c.env_clear()
         .env("PATH", "/usr/bin:/bin")
         .args(["serve", cli, "--listen", "127.0.0.1:0"])
-        .args(args)
-        .args(["--", "--cli"])
+        .args(args);
+    if !args.contains(&"--state-dir") {
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("agui-serve-state-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        c.arg("--state-dir").arg(dir);
+    }
+    c.args(["--", "--cli"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/cli"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,0 +1,291 @@
+//! What `serve` keeps of each thread across runs and restarts: the CLI's
+//! session id, and the file where the thread's runs keep their plan, in a
+//! private state directory.
+//!
+//! Each thread is one file, `<stem>.json` = `{"thread": ID, "session": ID}`,
+//! written whole to a temporary file in the same directory and renamed over
+//! the old one, so that a crash leaves the old version or the new, never a
+//! part. The stem is the thread id in hex (cut and hashed when long); the
+//! file names its thread, so a stem shared by two threads only forgets the
+//! older. The directory is created 0700 and the files 0600: a session id
+//! resumes a conversation. At most `max` threads are kept; the oldest (by
+//! when its file was written) is forgotten first, files and all.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// The state directory when `--state-dir` is not given:
+/// `$XDG_STATE_HOME/agui-translate`, or `~/.local/state/agui-translate`.
+pub fn default_dir() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let home = || {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|h| h.join(".local/state"))
+    };
+    Some(xdg.or_else(home)?.join("agui-translate"))
+}
+
+/// The record of one thread.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    thread: String,
+    session: String,
+}
+
+/// Threads of one CLI, in one directory.
+pub struct Threads {
+    dir: PathBuf,
+    max: usize,
+    /// File stem → the thread's record.
+    by_stem: HashMap<String, Entry>,
+    /// File stems, oldest first.
+    order: VecDeque<String>,
+}
+
+impl Threads {
+    /// The threads kept in `dir` (created 0700 if missing, made 0700 if
+    /// not), at most `max`; files beyond it, oldest first, are removed.
+    pub fn open(dir: &Path, max: usize) -> anyhow::Result<Threads> {
+        let context = || format!("--state-dir {}", dir.display());
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(context)?;
+        let meta = fs::metadata(dir).with_context(context)?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("{}: making it private", context()))?;
+        }
+        let mut found = Vec::new();
+        for e in fs::read_dir(dir).with_context(context)? {
+            let e = e.with_context(context)?;
+            let name = e.file_name();
+            let Some(stem) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .filter(|s| !s.starts_with('.') && !s.ends_with(".plan"))
+            else {
+                continue;
+            };
+            let Ok(text) = fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
+                continue;
+            };
+            if stem != file_stem(&entry.thread) {
+                continue;
+            }
+            let written = e.metadata().and_then(|m| m.modified()).ok();
+            found.push((written, stem.to_owned(), entry));
+        }
+        found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut threads = Threads {
+            dir: dir.to_owned(),
+            max,
+            by_stem: HashMap::new(),
+            order: VecDeque::new(),
+        };
+        for (_, stem, entry) in found {
+            threads.remember(stem, entry);
+        }
+        Ok(threads)
+    }
+
+    /// The session id of `thread`, if one is kept.
+    pub fn session(&self, thread: &str) -> Option<&str> {
+        self.by_stem
+            .get(&file_stem(thread))
+            .filter(|e| e.thread == thread)
+            .map(|e| e.session.as_str())
+    }
+
+    /// The file where the runs of `thread` keep its plan.
+    pub fn plan_file(&self, thread: &str) -> PathBuf {
+        self.dir.join(format!("{}.plan.json", file_stem(thread)))
+    }
+
+    /// A run of `thread` has ended, having reported `session` (or none):
+    /// the session is kept for the next run. A thread with no session kept
+    /// keeps no plan either.
+    pub fn ran(&mut self, thread: &str, session: Option<&str>) -> io::Result<()> {
+        let Some(session) = session else {
+            if self.session(thread).is_none() {
+                remove(&self.plan_file(thread));
+            }
+            return Ok(());
+        };
+        if self.session(thread) == Some(session) {
+            return Ok(());
+        }
+        let stem = file_stem(thread);
+        let entry = Entry {
+            thread: thread.to_owned(),
+            session: session.to_owned(),
+        };
+        let json = serde_json::to_vec(&entry).map_err(io::Error::other)?;
+        write_atomic(&self.dir.join(format!("{stem}.json")), &json)?;
+        self.remember(stem, entry);
+        Ok(())
+    }
+
+    fn remember(&mut self, stem: String, entry: Entry) {
+        // A stem shared with another thread replaces it, where it was.
+        if self.by_stem.insert(stem.clone(), entry).is_some() {
+            return;
+        }
+        self.order.push_back(stem);
+        while self.order.len() > self.max {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            self.by_stem.remove(&old);
+            remove(&self.dir.join(format!("{old}.json")));
+            remove(&self.dir.join(format!("{old}.plan.json")));
+        }
+    }
+}
+
+fn remove(path: &Path) {
+    let _ = fs::remove_file(path);
+}
+
+/// The file name of a thread's files: its id in hex, or, when that would
+/// be long, the hex of its first 48 bytes and a digest of the whole.
+fn file_stem(thread: &str) -> String {
+    use std::fmt::Write as _;
+    let bytes = thread.as_bytes();
+    let mut stem = String::with_capacity(2 * bytes.len().min(48) + 17);
+    for b in &bytes[..bytes.len().min(48)] {
+        let _ = write!(stem, "{b:02x}");
+    }
+    if bytes.len() > 48 {
+        // FNV-1a: the same on every build, as the name must be after an
+        // upgrade.
+        let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let _ = write!(stem, "-{h:016x}");
+    }
+    stem
+}
+
+/// Writes `bytes` to `path` (mode 0600) so that it is never seen half
+/// written: to a temporary file beside it, flushed to disk, then renamed
+/// over it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        remove(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("agui-threads-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn sessions_outlive_the_process_in_a_private_directory() {
+        let dir = scratch("outlive").join("state");
+        let mut t = Threads::open(&dir, 10).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        t.ran("thread-a", Some("s1")).unwrap();
+        t.ran("thread-b", None).unwrap();
+        drop(t);
+        let t = Threads::open(&dir, 10).unwrap();
+        assert_eq!(t.session("thread-a"), Some("s1"));
+        assert_eq!(t.session("thread-b"), None);
+        let files: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}: no temporary file is left");
+        assert_eq!(mode(&files[0]), 0o600);
+        // A directory that others can read is made private.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        Threads::open(&dir, 10).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn threads_are_bounded_oldest_first_files_and_all() {
+        let dir = scratch("bounded");
+        let mut t = Threads::open(&dir, 3).unwrap();
+        for i in 0..3 {
+            t.ran(&format!("t{i}"), Some(&format!("s{i}"))).unwrap();
+            fs::write(t.plan_file(&format!("t{i}")), "[]").unwrap();
+        }
+        t.ran("t3", Some("s3")).unwrap();
+        assert_eq!(t.session("t0"), None);
+        assert!(!t.plan_file("t0").exists());
+        assert!(t.plan_file("t1").exists());
+        // t1..t3, and the plans of t1 and t2.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 5);
+        drop(t);
+        // Reopened with a smaller bound: the oldest kept go.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let t = Threads::open(&dir, 2).unwrap();
+        assert_eq!(t.session("t1"), None);
+        assert_eq!(t.session("t3"), Some("s3"));
+        assert_eq!(t.by_stem.len(), 2);
+    }
+
+    #[test]
+    fn a_thread_with_no_session_keeps_no_plan() {
+        let dir = scratch("noplan");
+        let mut t = Threads::open(&dir, 3).unwrap();
+        fs::write(t.plan_file("x"), "[]").unwrap();
+        t.ran("x", None).unwrap();
+        assert!(!t.plan_file("x").exists());
+    }
+
+    #[test]
+    fn long_thread_ids_get_short_distinct_names() {
+        let a = "a".repeat(300);
+        let b = format!("{}b", "a".repeat(299));
+        assert_ne!(file_stem(&a), file_stem(&b));
+        assert!(file_stem(&a).len() < 120);
+        assert_eq!(file_stem("t/../x"), "742f2e2e2f78");
+    }
+}
