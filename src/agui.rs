@@ -212,6 +212,21 @@ impl Event<'_> {
         }
     }
 
+    /// Whether this event translates a record: all but RAW and the events
+    /// that only close what is open (a record that only closes a message, an
+    /// `api_retry`, is not translated by that).
+    fn translates(&self) -> bool {
+        !matches!(
+            self,
+            Event::Raw { .. }
+                | Event::StepFinished { .. }
+                | Event::TextMessageEnd { .. }
+                | Event::ToolCallEnd { .. }
+                | Event::ReasoningMessageEnd { .. }
+                | Event::ReasoningEnd { .. }
+        )
+    }
+
     /// Events that may carry `subagentRunId` (all but the run lifecycle).
     fn attributable(&self) -> bool {
         !matches!(
@@ -538,15 +553,9 @@ pub struct Emitter {
     line_raw_events: u64,
 }
 
-/// Whether an event of [`Event::index`] `index` translates a record: all but
-/// RAW and the events that only close what is open (a record that only
-/// closes a message, an `api_retry`, is not translated by that).
-fn translates(index: usize) -> bool {
-    !matches!(index, 4 | 7 | 10 | 15 | 16 | RAW_INDEX)
-}
-
 /// The [`Event::index`] of RAW.
 const RAW_INDEX: usize = 19;
+const _: () = assert!(matches!(EVENT_TYPES[RAW_INDEX].as_bytes(), b"RAW"));
 
 /// How many tool call ids of a run are remembered, so that none is started
 /// twice.
@@ -906,9 +915,9 @@ impl Emitter {
     /// Write a RAW or CUSTOM event, holding it if no run has started yet.
     fn write_or_hold<'e, 'a: 'e>(&mut self, body: impl Into<Body<'e, 'a>>) {
         let body = body.into();
-        let index = match &body {
-            Body::Event(ev) => ev.index(),
-            Body::RawLine { .. } => RAW_INDEX,
+        let (index, translates) = match &body {
+            Body::Event(ev) => (ev.index(), ev.translates()),
+            Body::RawLine { .. } => (RAW_INDEX, false),
         };
         if index == RAW_INDEX {
             match self.raw_mode {
@@ -924,7 +933,7 @@ impl Emitter {
                 // Outside a line (what the end of the input settles).
                 RawMode::Unknown => {}
             }
-        } else if translates(index) {
+        } else if translates {
             self.translated += 1;
         }
         let mut buf = if matches!(self.state, RunState::Idle) {
@@ -1601,7 +1610,7 @@ impl Emitter {
         self.out = out;
         self.events += 1;
         self.counts[ev.index()] += 1;
-        if translates(ev.index()) {
+        if ev.translates() {
             self.translated += 1;
         }
     }
