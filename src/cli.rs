@@ -24,8 +24,8 @@ const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 e
 const LONG_ABOUT: &str = "\
 Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events.
 
-Reads the JSONL stream of Gemini CLI, Codex CLI or Claude Code from FILEs or
-standard input and writes one AG-UI event per line (NDJSON) to standard output,
+Reads the JSONL stream of Gemini CLI, Codex CLI, Claude Code or Qwen Code from
+FILEs or standard input and writes one AG-UI event per line (NDJSON) to standard output,
 or server-sent events with --format sse. Every run in the output starts with
 RUN_STARTED and ends with exactly one RUN_FINISHED or RUN_ERROR, even when the
 input is cut short or holds garbage. Lines that cannot be translated are
@@ -61,7 +61,7 @@ pub static EXIT_STATUSES: &[ExitStatus] = &[
         status: "0",
         translate: "every line was translated",
         check: "every stream is valid",
-        run: "the CLI succeeded; `run --check`: all three CLIs are installed",
+        run: "the CLI succeeded; `run --check`: every CLI is installed",
         serve: "stopped by SIGINT, SIGTERM or SIGHUP (each run ends as cancelled)",
     },
     ExitStatus {
@@ -216,8 +216,8 @@ Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is the
 prompt of one `agui-translate run`, whose events are streamed back as
 server-sent events as they come, with the request's threadId and runId. A
 later request on the same threadId resumes the CLI's session (claude
---resume, gemini --resume, codex exec resume or the app-server's
-thread/resume); a thread takes one run at a time (409 while one is going). A
+--resume, gemini --resume, qwen --resume, codex exec resume or the
+app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
 client that disconnects ends its run as SIGTERM does. Requests on different
 threads run at once, each a CLI of its own.
 
@@ -624,10 +624,11 @@ an AG-UI front end.
   codex   codex app-server (agui-translate is its JSON-RPC client), or
           codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)
   claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
+  qwen    qwen -p PROMPT --output-format stream-json --include-partial-messages
 
 The prompt is passed as one argument, never through a shell, and so that the
-CLI cannot read it as an option (gemini gets `--prompt=PROMPT` when it begins
-with `-`); without a prompt, or with `-`, it is read from standard input (the
+CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when it
+begins with `-`); without a prompt, or with `-`, it is read from standard input (the
 way to give one that begins with `-`). Options are mapped to
 each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
 stderr is passed through, and when the run fails its last lines say why in
@@ -664,7 +665,7 @@ pub struct RunArgs {
     #[arg(last = true, value_name = "CLI ARGS")]
     pub extra: Vec<String>,
 
-    /// The CLI's executable (default: `gemini`, `codex` or `claude` on PATH,
+    /// The CLI's executable (default: `gemini`, `codex`, `claude` or `qwen` on PATH,
     /// or the AGUI_<CLI>_CLI environment variable).
     #[arg(long = "cli", value_name = "PATH", help_heading = RUN)]
     pub cli_path: Option<PathBuf>,
@@ -673,7 +674,7 @@ pub struct RunArgs {
     #[arg(long, short = 'm', value_name = "MODEL", help_heading = RUN)]
     pub model: Option<String>,
 
-    /// Stop after this many agent turns (claude only: the others have no
+    /// Stop after this many agent turns (claude and qwen only: the others have no
     /// such flag).
     #[arg(long, value_name = "N", help_heading = RUN)]
     pub max_turns: Option<u32>,
@@ -686,11 +687,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SESSION", help_heading = RUN)]
     pub resume: Option<String>,
 
-    /// Allow this tool without asking (repeatable; gemini and claude).
+    /// Allow this tool without asking (repeatable; gemini, claude and qwen).
     #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub allow_tool: Vec<String>,
 
-    /// Forbid this tool (repeatable; gemini and claude).
+    /// Forbid this tool (repeatable; gemini, claude and qwen).
     #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub deny_tool: Vec<String>,
 
@@ -732,7 +733,7 @@ pub struct RunArgs {
     )]
     pub timeout: Option<std::time::Duration>,
 
-    /// List the three CLIs, each with its version and path or the npm
+    /// List the CLIs, each with its version and path or the npm
     /// command that installs it; exit status 0 when all are installed, 1
     /// when one is missing.
     #[arg(long, help_heading = RUN)]
@@ -835,7 +836,7 @@ mod tests {
         assert!(!msg.contains("option of the translation"), "{msg}");
         let msg = usage_error(&["agui-translate", "--from", "cursor"]);
         assert!(
-            msg.contains("[possible values: auto, gemini, codex, claude, codex-app-server]"),
+            msg.contains("[possible values: auto, gemini, codex, claude, codex-app-server, qwen]"),
             "{msg}"
         );
     }

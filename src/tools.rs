@@ -1,5 +1,5 @@
 //! Canonical tool names (`--tool-names canonical`): one vocabulary for the
-//! tools of all three CLIs, so a UI can treat "read a file" the same
+//! tools of all the CLIs, so a UI can treat "read a file" the same
 //! whoever did it. The native name is never lost: it goes into the
 //! TOOL_CALL_START's `metadata.nativeName`. Each CLI's tools are listed here
 //! with their canonical names (a dialect's table, in [`crate::dialect`],
@@ -7,7 +7,7 @@
 
 /// Every CLI's table, each a list of native names (and item types that are
 /// tool calls) with their canonical names.
-pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE];
+pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN];
 
 /// Gemini CLI's tools.
 pub static GEMINI: &[(&str, &str)] = &[
@@ -72,6 +72,25 @@ pub static CLAUDE: &[(&str, &str)] = &[
     ("TaskList", "todo"),
     ("Task", "subagent"),
     ("Agent", "subagent"),
+];
+
+/// Qwen Code's tools (Gemini CLI's names, and its own).
+pub static QWEN: &[(&str, &str)] = &[
+    ("read_file", "file_read"),
+    ("read_many_files", "file_read"),
+    ("write_file", "file_write"),
+    ("edit", "file_edit"),
+    ("notebook_edit", "file_edit"),
+    ("run_shell_command", "shell"),
+    ("glob", "search_files"),
+    ("grep_search", "search_text"),
+    ("list_directory", "list_dir"),
+    ("web_search", "web_search"),
+    ("web_fetch", "web_fetch"),
+    ("todo_write", "todo"),
+    ("agent", "subagent"),
+    ("task", "subagent"),
+    ("save_memory", "memory"),
 ];
 
 /// A tool name in the canonical vocabulary.
@@ -143,6 +162,9 @@ mod tests {
             ("invoke_agent", "subagent"),
             ("generalist", "subagent"),
             ("spawn_agent", "subagent"),
+            ("todo_write", "todo"),
+            ("agent", "subagent"),
+            ("grep_search", "search_text"),
         ] {
             assert_eq!(
                 canonical(native),

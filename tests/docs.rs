@@ -508,7 +508,7 @@ fn zsh_and_fish_completions_parse() {
 
 // ---------------------------------------------------------------- promises
 
-/// `run --check` exits 0 when all three CLIs are installed, 1 when one is
+/// `run --check` exits 0 when every CLI is installed, 1 when one is
 /// missing (as `run --help` and the README say).
 #[test]
 fn run_check_exit_statuses() {
@@ -520,6 +520,7 @@ fn run_check_exit_statuses() {
             .env("AGUI_GEMINI_CLI", gemini)
             .env("AGUI_CODEX_CLI", &fake)
             .env("AGUI_CLAUDE_CLI", &fake)
+            .env("AGUI_QWEN_CLI", &fake)
             .args(["run", "--check"])
             .output()
             .unwrap()

@@ -105,6 +105,11 @@ fn claude() {
 }
 
 #[test]
+fn qwen() {
+    golden("qwen");
+}
+
+#[test]
 fn codex_app_server() {
     golden("codex-app-server");
 }

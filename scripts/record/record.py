@@ -214,7 +214,7 @@ def record(cli_name, version, names, out_dir, keep):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude"])
+    p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude", "qwen", "copilot", "opencode"])
     p.add_argument("version", help="an npm version of the CLI, e.g. 0.61.0")
     p.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
     p.add_argument("--out", type=Path, help="output folder (default: testdata/CLI/VERSION)")

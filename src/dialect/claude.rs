@@ -22,12 +22,13 @@ pub static SPEC: Spec = Spec {
     tools: crate::tools::CLAUDE,
 };
 
-/// `system`, `assistant`, `user`, `stream_event`, and `result` with
-/// `subtype` (Gemini's has `status`).
+/// `system` (but Qwen Code's `init`), `assistant`, `user`, `stream_event`,
+/// and `result` with `subtype` (Gemini's has `status`).
 fn detect(p: &Probe) -> bool {
     match p.kind() {
         Some("result") => p.has("subtype"),
-        Some("system" | "assistant" | "user" | "stream_event") => true,
+        Some("system") => !super::qwen::writes(p),
+        Some("assistant" | "user" | "stream_event") => true,
         _ => false,
     }
 }

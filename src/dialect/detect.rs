@@ -103,6 +103,10 @@ mod tests {
             ),
             (r#"{"type":"stream_event","event":{}}"#, Some("claude")),
             (
+                r#"{"type":"system","subtype":"init","session_id":"s","permission_mode":"yolo","qwen_code_version":"0.24.4"}"#,
+                Some("qwen"),
+            ),
+            (
                 r#"{"session_id":"s","type":"assistant","message":{}}"#,
                 Some("claude"),
             ),

@@ -43,13 +43,7 @@ fn detect(p: &Probe) -> bool {
 fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let mut v: Vec<String> = Vec::new();
     let s = |x: &str| x.to_owned();
-    // yargs takes a value that begins with `-` for an option of its own:
-    // such a prompt goes in the `--prompt=` form.
-    if prompt.starts_with('-') {
-        v.push(format!("--prompt={prompt}"));
-    } else {
-        v.extend([s("-p"), s(prompt)]);
-    }
+    prompt_option(&mut v, prompt);
     v.extend([s("--output-format"), s("stream-json")]);
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
@@ -78,6 +72,17 @@ fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<V
     }
     v.extend(a.extra.iter().cloned());
     Ok(v)
+}
+
+/// `-p PROMPT`, for Gemini CLI and the CLIs built on it (their yargs
+/// takes a value that begins with `-` for an option of its own: such a
+/// prompt goes in the `--prompt=` form).
+pub(super) fn prompt_option(v: &mut Vec<String>, prompt: &str) {
+    if prompt.starts_with('-') {
+        v.push(format!("--prompt={prompt}"));
+    } else {
+        v.extend(["-p".to_owned(), prompt.to_owned()]);
+    }
 }
 
 /// Gemini CLI's policy engine (`--policy FILE`, TOML) is its one way to

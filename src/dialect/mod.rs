@@ -31,6 +31,7 @@ mod claude;
 mod codex;
 mod codex_app_server;
 mod gemini;
+mod qwen;
 
 /// Every dialect, in the order auto-detection asks them and `run --check`
 /// lists them.
@@ -39,6 +40,7 @@ pub static ALL: &[&Spec] = &[
     &codex::SPEC,
     &claude::SPEC,
     &codex_app_server::SPEC,
+    &qwen::SPEC,
 ];
 
 /// A fresh translator for one input stream: the forced dialect's, or one
@@ -380,7 +382,7 @@ mod tests {
             .iter()
             .map(|d| d.name())
             .collect();
-        assert_eq!(runnable, ["gemini", "codex", "claude"]);
+        assert_eq!(runnable, ["gemini", "codex", "claude", "qwen"]);
     }
 
     #[test]

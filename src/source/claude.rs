@@ -28,7 +28,45 @@ use crate::agui::{
 };
 use crate::json::{self, text_of, timestamp_ms};
 
-const SOURCE: &str = "claude";
+/// What differs between the streams this translator reads: Claude Code's,
+/// and the streams of CLIs that write Claude Code's records with
+/// differences of their own (Qwen Code: see [`super::qwen`]).
+pub struct Flavor {
+    /// The dialect's name: the `source` of its RAW events.
+    pub source: &'static str,
+    /// The model provider named in usage, if the stream tells only one.
+    pub provider: Option<&'static str>,
+    /// Whether `input_tokens` leaves cache reads and writes out (Anthropic's
+    /// counting): they are added in, as AG-UI's `inputTokens` counts them.
+    pub cache_outside_input: bool,
+    /// Whether a thinking block's `signature` is a signature, passed on
+    /// encrypted; otherwise it is the thought's subject, which its text
+    /// holds already.
+    pub signatures: bool,
+    /// Whether messages stream without a `message_start` of their own (a
+    /// subagent's, or all but the first of a turn): their blocks start from
+    /// index 0 again, and the message's id comes only with its complete
+    /// line, which repeats them.
+    pub unstarted_messages: bool,
+    /// Stream event types of its own, kept as RAW.
+    pub stream_events: &'static [&'static str],
+    /// The tools that start a subagent.
+    pub agent_tools: &'static [&'static str],
+    /// The tool that writes the whole todo list.
+    pub todo_tool: &'static str,
+}
+
+/// Claude Code's stream.
+pub static CLAUDE: Flavor = Flavor {
+    source: "claude",
+    provider: Some("anthropic"),
+    cache_outside_input: true,
+    signatures: true,
+    unstarted_messages: false,
+    stream_events: &[],
+    agent_tools: &["Task", "Agent"],
+    todo_tool: "TodoWrite",
+};
 
 #[derive(Deserialize, Default)]
 struct Record<'a> {
@@ -70,6 +108,9 @@ struct Record<'a> {
     result: Option<&'a RawValue>,
     #[serde(borrow)]
     errors: Option<&'a RawValue>,
+    /// Qwen Code's: `{"message": …}`.
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
     #[serde(rename = "modelUsage", borrow)]
@@ -80,6 +121,13 @@ struct Record<'a> {
     /// Why the run ended (2.1.3xx): `max_turns`, `api_error`, …
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     terminal_reason: Option<Cow<'a, str>>,
+}
+
+/// A result's error (Qwen Code's).
+#[derive(Deserialize)]
+struct ResultError<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    message: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -311,8 +359,27 @@ struct AgentInput<'a> {
     description: Option<Cow<'a, str>>,
 }
 
+/// The flavor of a translator: Claude Code's unless made with
+/// [`Claude::new`].
+#[derive(Clone, Copy)]
+struct Of(&'static Flavor);
+
+impl Default for Of {
+    fn default() -> Self {
+        Of(&CLAUDE)
+    }
+}
+
+impl std::ops::Deref for Of {
+    type Target = Flavor;
+    fn deref(&self) -> &Flavor {
+        self.0
+    }
+}
+
 #[derive(Default)]
 pub struct Claude {
+    flavor: Of,
     lanes: Vec<Lane>,
     /// Scratch space for a block's id.
     block_id: String,
@@ -347,6 +414,16 @@ pub struct Claude {
     text: String,
 }
 
+impl Claude {
+    /// A translator for a stream of this flavor.
+    pub fn new(flavor: &'static Flavor) -> Self {
+        Claude {
+            flavor: Of(flavor),
+            ..Claude::default()
+        }
+    }
+}
+
 impl Translate for Claude {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
         let mut scratch = self.scratch.take();
@@ -373,7 +450,7 @@ impl Translate for Claude {
     }
 
     fn source(&self) -> &'static str {
-        SOURCE
+        self.flavor.source
     }
 
     fn carried(&self) -> Option<String> {
@@ -426,15 +503,15 @@ impl Claude {
                 if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
                     em.set_subagent(Some(p));
                 }
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
             Some(other) => {
                 em.unknown(format!("record type {other:?}"));
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
             None => {
                 em.unknown("record without a type");
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
         }
         Ok(())
@@ -480,10 +557,12 @@ impl Claude {
 
     /// Remember a `Task`/`Agent` tool call of message `msg`.
     fn note_agent_call(&mut self, block: &Block, msg: &str) {
-        let (Some(id), Some("Task" | "Agent")) = (block.id.as_deref(), block.name.as_deref())
-        else {
+        let (Some(id), Some(name)) = (block.id.as_deref(), block.name.as_deref()) else {
             return;
         };
+        if !self.flavor.agent_tools.contains(&name) {
+            return;
+        }
         if self.agent_calls.iter().any(|c| c.id == id) {
             return;
         }
@@ -542,7 +621,7 @@ impl Claude {
                     // background task waking up): the run goes on. After a
                     // result with no background task, it is the next
                     // invocation (`--resume`): a new run on the same thread.
-                    raw(em, line);
+                    raw(em, line, self.flavor);
                     return;
                 }
                 self.close_lanes(em);
@@ -565,7 +644,7 @@ impl Claude {
                 self.background.clear();
                 self.deferred = None;
                 em.start_run(rec.session_id.as_deref(), rec.uuid.as_deref());
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
             Some("api_retry") => {
                 // The failed attempt's partial output stays; what it opened
@@ -577,7 +656,7 @@ impl Claude {
                 if let (Some((l, _)), None) = (streaming.next(), streaming.next()) {
                     self.close_lane_as(l, em);
                 }
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
             Some("task_started") => {
                 if let Some(parent) = rec.tool_use_id.as_deref() {
@@ -586,10 +665,10 @@ impl Claude {
                     }
                     self.start_subagent(parent, rec, em);
                 }
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
             Some("task_notification") => {
-                raw(em, line);
+                raw(em, line, self.flavor);
                 if let Some(parent) = rec.tool_use_id.as_deref() {
                     match rec.status.as_deref() {
                         None | Some("completed") => {
@@ -610,7 +689,7 @@ impl Claude {
                     }
                 }
             }
-            _ => raw(em, line),
+            _ => raw(em, line, self.flavor),
         }
     }
 
@@ -648,7 +727,7 @@ impl Claude {
             }
             "content_block_start" => {
                 let Some(block) = ev.content_block.as_ref() else {
-                    return raw(em, line);
+                    return raw(em, line, self.flavor);
                 };
                 if ev.index.is_some() && self.find_block(l, ev.index).is_some() {
                     // An index this message has had: the next message, whose
@@ -675,11 +754,11 @@ impl Claude {
             }
             "content_block_delta" => {
                 let Some(delta) = ev.delta.as_ref() else {
-                    return raw(em, line);
+                    return raw(em, line, self.flavor);
                 };
                 let Some(i) = self.find_block(l, ev.index) else {
                     em.unknown("content_block_delta for a block that never started");
-                    return raw(em, line);
+                    return raw(em, line, self.flavor);
                 };
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
@@ -711,16 +790,16 @@ impl Claude {
                             match taken {
                                 Some(true) => b.args = true,
                                 // Not a continuation of the arguments so far.
-                                Some(false) => raw(em, line),
+                                Some(false) => raw(em, line, self.flavor),
                                 None => {}
                             }
                         }
                     }
                     Some(other) => {
                         em.unknown(format!("delta type {other:?}"));
-                        raw(em, line);
+                        raw(em, line, self.flavor);
                     }
-                    None => raw(em, line),
+                    None => raw(em, line, self.flavor),
                 }
             }
             "content_block_stop" => {
@@ -730,12 +809,13 @@ impl Claude {
             }
             "message_stop" => self.close_lane(l, em),
             // The message's stop reason and usage, once per message.
-            "message_delta" => raw(em, line),
+            "message_delta" => raw(em, line, self.flavor),
             "ping" => {}
-            "error" => raw(em, line),
+            other if self.flavor.stream_events.contains(&other) => raw(em, line, self.flavor),
+            "error" => raw(em, line, self.flavor),
             other => {
                 em.unknown(format!("stream event type {other:?}"));
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
         }
     }
@@ -953,8 +1033,17 @@ impl Claude {
         // The lane that streamed this message, if any (its own, normally).
         let streamed = if self.lanes[l].msg.get() == Some(msg_id) {
             Some(l)
+        } else if let Some(s) = self.lanes.iter().position(|x| x.msg.get() == Some(msg_id)) {
+            Some(s)
+        } else if self.flavor.unstarted_messages
+            && self.lanes[l].blocks.iter().any(|b| !b.confirmed)
+        {
+            // A message streamed without its `message_start`, under an id
+            // made here: this is its complete line, which names it.
+            self.lanes[l].msg.set(msg_id);
+            Some(l)
         } else {
-            self.lanes.iter().position(|x| x.msg.get() == Some(msg_id))
+            None
         };
         for block in blocks {
             let kind = block.kind.as_deref().unwrap_or("");
@@ -1006,7 +1095,7 @@ impl Claude {
             return;
         }
         match name {
-            "TodoWrite" => plan::todos(em, sub, input, plan::CLAUDE),
+            _ if name == self.flavor.todo_tool => plan::todos(em, sub, input, plan::CLAUDE),
             "TaskCreate" => self.tasks.call(id, TaskTool::Create, input),
             "TaskUpdate" => self.tasks.call(id, TaskTool::Update, input),
             "TaskList" => self.tasks.call(id, TaskTool::List, input),
@@ -1042,7 +1131,7 @@ impl Claude {
             em.tool_args_given(&b.id, block.input);
             b.args = true;
         }
-        if want == Kind::Thinking && b.signature.is_empty() {
+        if want == Kind::Thinking && b.signature.is_empty() && self.flavor.signatures {
             if let Some(s) = block.signature.as_deref() {
                 b.signature.push_str(s);
             }
@@ -1080,7 +1169,11 @@ impl Claude {
                 if let Some(t) = block.thinking.map(text_of).filter(|t| !t.is_empty()) {
                     em.reasoning_content(id, &t);
                 }
-                if let Some(s) = block.signature.as_deref().filter(|s| !s.is_empty()) {
+                let signature = block
+                    .signature
+                    .as_deref()
+                    .filter(|_| self.flavor.signatures);
+                if let Some(s) = signature.filter(|s| !s.is_empty()) {
                     em.reasoning_encrypted(EncryptedSubtype::Message, id, s);
                 }
                 em.reasoning_end(id);
@@ -1119,7 +1212,7 @@ impl Claude {
             }
             other => {
                 em.unknown(format!("content block type {other:?}"));
-                raw(em, line);
+                raw(em, line, self.flavor);
             }
         }
     }
@@ -1186,9 +1279,9 @@ impl Claude {
                 }
                 Some(other) => {
                     em.unknown(format!("user content block type {other:?}"));
-                    raw(em, line);
+                    raw(em, line, self.flavor);
                 }
-                None => raw(em, line),
+                None => raw(em, line, self.flavor),
             }
         }
         Ok(())
@@ -1238,7 +1331,7 @@ impl Claude {
             self.close_lanes(em);
         }
         if let Some(prev) = self.deferred.take() {
-            raw(em, Line::of_text(&prev));
+            raw(em, Line::of_text(&prev), self.flavor);
         }
         if waiting {
             // A background subagent is still at work: this is not the end.
@@ -1255,7 +1348,7 @@ impl Claude {
             // result is kept as RAW.
             em.reopen_run();
             if let Some(prev) = self.last_result.get() {
-                raw(em, Line::of_text(prev));
+                raw(em, Line::of_text(prev), self.flavor);
             }
         }
         self.last_result.set_opt(line.text());
@@ -1263,10 +1356,18 @@ impl Claude {
         let result = record_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
         let text = rec.result.map(text_of);
-        let errors: Vec<String> = rec
+        let mut errors: Vec<String> = rec
             .errors
             .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
             .unwrap_or_default();
+        if let Some(ResultError {
+            message: Some(message),
+        }) = rec
+            .error
+            .and_then(|e| serde_json::from_str::<ResultError>(e.get()).ok())
+        {
+            errors.push(message.into_owned());
+        }
         let meta = [("result", result)];
         let reason = rec.terminal_reason.as_deref().unwrap_or("");
         let cancelled = |s: &str| {
@@ -1304,7 +1405,7 @@ impl Claude {
                 } else if rec.api_error_status.is_some()
                     || !api_type.is_empty()
                     || reason == "api_error"
-                    || msg.starts_with("API Error")
+                    || msg.trim_start_matches('[').starts_with("API Error")
                 {
                     if msg.contains("401") || lower.contains("authentication") {
                         code::AUTH_ERROR
@@ -1322,7 +1423,8 @@ impl Claude {
     }
 
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
-    /// `inputTokens` is the whole input, with the cache parts inside it.
+    /// `inputTokens` is the whole input, with the cache parts inside it
+    /// (where the flavor counts them outside).
     fn usage<'a>(&'a self, rec: &Record<'a>) -> Vec<Usage<'a>> {
         if let Some(json::Entries(models)) = rec
             .model_usage
@@ -1333,6 +1435,7 @@ impl Claude {
                 .into_iter()
                 .map(|(model, u)| {
                     usage(
+                        self.flavor,
                         Some(model),
                         u.input_tokens,
                         u.cache_read_input_tokens,
@@ -1352,6 +1455,7 @@ impl Claude {
             return Vec::new();
         };
         vec![usage(
+            self.flavor,
             self.model.get().map(Cow::Borrowed),
             u.input_tokens,
             u.cache_read_input_tokens,
@@ -1365,6 +1469,7 @@ impl Claude {
 }
 
 fn usage(
+    flavor: Of,
     model: Option<Cow<'_, str>>,
     input: Option<u64>,
     cache_read: Option<u64>,
@@ -1372,9 +1477,12 @@ fn usage(
     output: Option<u64>,
     reasoning: Option<u64>,
 ) -> Usage<'_> {
-    let input_total = input.map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
+    let input_total = match flavor.cache_outside_input {
+        true => input.map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0)),
+        false => input,
+    };
     Usage {
-        provider: Some("anthropic"),
+        provider: flavor.provider,
         model,
         input_tokens: input_total,
         output_tokens: output,
@@ -1509,8 +1617,8 @@ struct Source<'a> {
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
-fn raw(em: &mut Emitter, line: Line<'_>) {
-    super::raw_record(em, line, SOURCE);
+fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
+    super::raw_record(em, line, flavor.source);
 }
 
 #[cfg(test)]
@@ -1652,6 +1760,73 @@ mod tests {
             tr.line(&mut line.as_bytes().to_vec(), &mut em).unwrap();
         }
         assert!(tr.lanes.iter().all(|l| l.blocks.len() <= 1));
+    }
+
+    /// Qwen Code's flavor: a message streamed without its `message_start`
+    /// is sent once (its complete line names it afterwards), usage counts
+    /// cache reads inside the input, a thinking block's subject is no
+    /// signature, and a failed result says why in `error.message`.
+    #[test]
+    fn qwen_code_differences() {
+        let ev = |e: &str| {
+            format!(
+                r#"{{"type":"stream_event","event":{e},"parent_tool_use_id":null,"session_id":"s"}}"#
+            )
+        };
+        let input = [
+            r#"{"type":"system","subtype":"init","session_id":"s","qwen_code_version":"0.24.4"}"#.to_owned(),
+            ev(r#"{"type":"message_start","message":{"id":"A"}}"#),
+            ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":"Plan"}}"#),
+            ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Plan: go"}}"#),
+            ev(r#"{"type":"content_block_stop","index":0}"#),
+            r#"{"type":"assistant","message":{"id":"A","content":[{"type":"thinking","thinking":"Plan: go","signature":"Plan"}]},"parent_tool_use_id":null}"#.to_owned(),
+            ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"run_shell_command","input":{}}}"#),
+            ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"command\":\"ls\"}"}}"#),
+            ev(r#"{"type":"content_block_stop","index":0}"#),
+            r#"{"type":"assistant","message":{"id":"B","content":[{"type":"tool_use","id":"t1","name":"run_shell_command","input":{"command":"ls"}}]},"parent_tool_use_id":null}"#.to_owned(),
+            ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+            ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"done"}}"#),
+            ev(r#"{"type":"content_block_stop","index":0}"#),
+            r#"{"type":"assistant","message":{"id":"C","content":[{"type":"text","text":"done"}]},"parent_tool_use_id":null}"#.to_owned(),
+            ev(r#"{"type":"message_stop"}"#),
+            r#"{"type":"assistant","message":{"id":"D","content":[{"type":"thinking","thinking":"Check: ok","signature":"Check"}]},"parent_tool_use_id":null}"#.to_owned(),
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"usage":{"input_tokens":1200,"output_tokens":45,"cache_read_input_tokens":1024},"error":{"message":"[API Error: 500 boom]"}}"#.to_owned(),
+        ]
+        .join("\n");
+        let out = crate::run::translate_bytes(
+            crate::dialect::FromCli::named("qwen").unwrap(),
+            input.as_bytes(),
+        );
+        let out = String::from_utf8(out).unwrap();
+        let kinds: Vec<String> = out
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| v["type"].as_str().unwrap().to_owned())
+            .filter(|t| {
+                t.starts_with("TOOL_CALL")
+                    || t.starts_with("REASONING_ENC")
+                    || t.starts_with("TEXT")
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_END",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END"
+            ]
+        );
+        let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "RUN_ERROR");
+        assert_eq!(last["code"], "api_error");
+        assert_eq!(last["message"], "[API Error: 500 boom]");
+        assert_eq!(last["usage"][0]["inputTokens"], 1200);
+        assert_eq!(last["usage"][0]["cachedInputTokens"], 1024);
+        assert!(last["usage"][0].get("provider").is_none(), "{last}");
+        assert!(out.contains(r#""source":"qwen""#));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod claude;
 pub mod codex;
 pub mod codex_app_server;
 pub mod gemini;
+pub mod qwen;
 
 pub trait Translate {
     /// Translate one non-blank input line. `line` is `&mut` so that a parser
