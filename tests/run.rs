@@ -1201,3 +1201,110 @@ fn run_writes_the_raw_events_asked_for() {
     assert!(raws("unknown").is_empty());
     assert!(raws("none").is_empty());
 }
+
+/// `run qwen`: its headless flags, each option in Qwen Code's own form, a
+/// prompt that looks like an option kept as the prompt, and a tool name it
+/// would split at its comma refused.
+#[test]
+fn qwen_flags() {
+    let prompt = "fix it; rm -rf / `x` $(y) \"q\"";
+    assert_eq!(
+        argv_of("qwen", &[prompt], ""),
+        [
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages"
+        ]
+    );
+    let args = [
+        "--model",
+        "qwen3-coder-plus",
+        "--max-turns",
+        "3",
+        "--resume",
+        "s-1",
+        "--allow-tool",
+        "read_file",
+        "--allow-tool",
+        "glob",
+        "--deny-tool",
+        "run_shell_command",
+        "--approval",
+        "auto-edit",
+        "hi",
+        "--",
+        "--debug",
+    ];
+    assert_eq!(
+        argv_of("qwen", &args, ""),
+        [
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages",
+            "--model",
+            "qwen3-coder-plus",
+            "--max-session-turns",
+            "3",
+            "--resume",
+            "s-1",
+            "--allowed-tools=read_file",
+            "--allowed-tools=glob",
+            "--exclude-tools=run_shell_command",
+            "--approval-mode",
+            "auto-edit",
+            "--debug"
+        ]
+    );
+    let yolo = argv_of("qwen", &["--approval", "yolo", "hi"], "");
+    assert_eq!(yolo[yolo.len() - 2..], ["--approval-mode", "yolo"]);
+    assert_eq!(argv_of("qwen", &[], "--version\n")[0], "--prompt=--version");
+    let out = run("qwen")
+        .args(["--allow-tool", "a,b", "hi"])
+        .env("FAKE_ARGV", unique("argv-qwen-comma"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("comma"));
+}
+
+/// `run qwen` streams a recording as `--from qwen` translates it, and its
+/// exit statuses mean what Qwen Code's fatal errors mean.
+#[test]
+fn qwen_runs_and_exits() {
+    let path = recording("qwen/0.24.4/shell.jsonl");
+    let direct = Command::new(BIN)
+        .args(["--from", "qwen", "--run-id", "R"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    run("qwen")
+        .args(["--run-id", "R", "hi"])
+        .env("FAKE_REPLAY", &path)
+        .assert()
+        .success()
+        .stdout(direct.stdout);
+    // 53: the turn limit, after the recording of a run that reached it.
+    let out = run("qwen")
+        .args(["--max-turns", "1", "hi"])
+        .env("FAKE_REPLAY", recording("qwen/0.24.4/max-turns.jsonl"))
+        .env("FAKE_EXIT", "53")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(53));
+    let end = last(&out.stdout);
+    assert_eq!(end["type"], "RUN_ERROR");
+    assert_eq!(end["code"], "max_turns");
+    // 130: interrupted, after its recording.
+    let out = run("qwen")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("qwen/0.24.4/sigint.jsonl"))
+        .env("FAKE_EXIT", "130")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(last(&out.stdout)["type"], "RUN_ERROR");
+}

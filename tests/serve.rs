@@ -1103,3 +1103,39 @@ fn a_port_that_cannot_be_bound_is_exit_status_2() {
         .unwrap();
     assert!(two.serve.contains("the address could not be bound"));
 }
+
+/// `serve qwen`: a thread's first message starts Qwen Code, its second
+/// resumes the session the first reported (`--resume`), and the stream is
+/// valid AG-UI.
+#[test]
+fn serve_qwen_resumes_its_session() {
+    let argv = tmp("qwen-resume-argv");
+    let server = serve(
+        "qwen",
+        &[],
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/qwen/0.24.4/resume.jsonl"),
+            ),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let (code, r) = post(&server.addr, &body("q", "q1", "Remember teal."), None);
+    assert_eq!(code, 200);
+    let first = events(r);
+    assert_eq!(first[0]["type"], "RUN_STARTED");
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    assert!(first.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--output-format\nstream-json\n"), "{args}");
+    assert!(!args.contains("--resume"), "{args}");
+    let (code, r) = post(&server.addr, &body("q", "q2", "Which word?"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r)[0]["runId"], "q2");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        args.contains("--resume\n94e53f91-aebc-47d9-8cfa-68a277ff9bac\n"),
+        "{args}"
+    );
+}
