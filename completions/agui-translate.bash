@@ -54,11 +54,11 @@ _agui__translate() {
             fi
             case "${prev}" in
                 --from)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot" -- "${cur}"))
                     return 0
                     ;;
                 -f)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot" -- "${cur}"))
                     return 0
                     ;;
                 --thread-id)
@@ -185,7 +185,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude qwen"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude qwen copilot"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,7 +263,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --allow-origin --allow-host --help gemini codex claude qwen"
+            opts="-h --listen --token --token-file --allow-origin --allow-host --help gemini codex claude qwen copilot"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -29,7 +29,8 @@ gemini\t''
 codex\t''
 claude\t''
 codex-app-server\t''
-qwen\t''"
+qwen\t''
+copilot\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
@@ -53,13 +54,13 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "run" -d 
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "serve" -d 'Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run, streamed back as server-sent events'
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: `gemini`, `codex`, `claude` or `qwen` on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: its name on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s m -l model -d 'The model the CLI uses' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l max-turns -d 'Stop after this many agent turns (claude and qwen only: the others have no such flag)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cwd -d 'Run the CLI in this directory' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; gemini, claude and qwen)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; gemini, claude and qwen)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; all but codex)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; all but codex)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), or everything without asking (`yolo`, never the default)' -r -f -a "default\t''
 auto-edit\t''
 yolo\t''"

@@ -829,6 +829,13 @@ impl Emitter {
         }
     }
 
+    /// The CLI named its session only after its run started (Copilot CLI
+    /// names it in its last line): the thread `run` keeps for resuming it.
+    pub fn name_cli_thread(&mut self, thread_id: &str) {
+        self.cli_thread.clear();
+        self.cli_thread.push_str(thread_id);
+    }
+
     /// The input named the thread of a run that its translator starts later
     /// (with the run's first record of content): a run that starts before
     /// that (an interrupt) is still on this thread.

@@ -24,8 +24,8 @@ const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 e
 const LONG_ABOUT: &str = "\
 Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events.
 
-Reads the JSONL stream of Gemini CLI, Codex CLI, Claude Code or Qwen Code from
-FILEs or standard input and writes one AG-UI event per line (NDJSON) to standard output,
+Reads the JSONL stream of Gemini CLI, Codex CLI, Claude Code, Qwen Code or
+GitHub Copilot CLI from FILEs or standard input and writes one AG-UI event per line (NDJSON) to standard output,
 or server-sent events with --format sse. Every run in the output starts with
 RUN_STARTED and ends with exactly one RUN_FINISHED or RUN_ERROR, even when the
 input is cut short or holds garbage. Lines that cannot be translated are
@@ -216,8 +216,8 @@ Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is the
 prompt of one `agui-translate run`, whose events are streamed back as
 server-sent events as they come, with the request's threadId and runId. A
 later request on the same threadId resumes the CLI's session (claude
---resume, gemini --resume, qwen --resume, codex exec resume or the
-app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
+--resume, gemini --resume, qwen --resume, copilot --resume, codex exec resume
+or the app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
 client that disconnects ends its run as SIGTERM does. Requests on different
 threads run at once, each a CLI of its own.
 
@@ -625,6 +625,7 @@ an AG-UI front end.
           codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)
   claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
   qwen    qwen -p PROMPT --output-format stream-json --include-partial-messages
+  copilot copilot --prompt=PROMPT --output-format json
 
 The prompt is passed as one argument, never through a shell, and so that the
 CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when it
@@ -665,7 +666,7 @@ pub struct RunArgs {
     #[arg(last = true, value_name = "CLI ARGS")]
     pub extra: Vec<String>,
 
-    /// The CLI's executable (default: `gemini`, `codex`, `claude` or `qwen` on PATH,
+    /// The CLI's executable (default: its name on PATH,
     /// or the AGUI_<CLI>_CLI environment variable).
     #[arg(long = "cli", value_name = "PATH", help_heading = RUN)]
     pub cli_path: Option<PathBuf>,
@@ -687,11 +688,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "SESSION", help_heading = RUN)]
     pub resume: Option<String>,
 
-    /// Allow this tool without asking (repeatable; gemini, claude and qwen).
+    /// Allow this tool without asking (repeatable; all but codex).
     #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub allow_tool: Vec<String>,
 
-    /// Forbid this tool (repeatable; gemini, claude and qwen).
+    /// Forbid this tool (repeatable; all but codex).
     #[arg(long, value_name = "TOOL", help_heading = RUN)]
     pub deny_tool: Vec<String>,
 
@@ -836,7 +837,9 @@ mod tests {
         assert!(!msg.contains("option of the translation"), "{msg}");
         let msg = usage_error(&["agui-translate", "--from", "cursor"]);
         assert!(
-            msg.contains("[possible values: auto, gemini, codex, claude, codex-app-server, qwen]"),
+            msg.contains(
+                "[possible values: auto, gemini, codex, claude, codex-app-server, qwen, copilot]"
+            ),
             "{msg}"
         );
     }

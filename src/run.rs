@@ -373,7 +373,7 @@ pub fn settle(
     if saw_input && tr.source() == source::UNDETECTED && !opts.quiet && stats.binary.is_none() {
         let _ = writeln!(
             io::stderr(),
-            "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI, Claude Code or Qwen Code was seen); name it with --from"
+            "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI, Claude Code, Qwen Code or GitHub Copilot CLI was seen); name it with --from"
         );
     }
     em.end_of_input(saw_input);

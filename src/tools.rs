@@ -7,7 +7,7 @@
 
 /// Every CLI's table, each a list of native names (and item types that are
 /// tool calls) with their canonical names.
-pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN];
+pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN, COPILOT];
 
 /// Gemini CLI's tools.
 pub static GEMINI: &[(&str, &str)] = &[
@@ -91,6 +91,23 @@ pub static QWEN: &[(&str, &str)] = &[
     ("agent", "subagent"),
     ("task", "subagent"),
     ("save_memory", "memory"),
+];
+
+/// GitHub Copilot CLI's tools.
+pub static COPILOT: &[(&str, &str)] = &[
+    ("view", "file_read"),
+    ("create", "file_write"),
+    ("str_replace_editor", "file_edit"),
+    ("bash", "shell"),
+    ("read_bash", "shell"),
+    ("write_bash", "shell"),
+    ("stop_bash", "shell"),
+    ("list_bash", "shell"),
+    ("grep", "search_text"),
+    ("glob", "search_files"),
+    ("web_fetch", "web_fetch"),
+    ("update_todo", "todo"),
+    ("task", "subagent"),
 ];
 
 /// A tool name in the canonical vocabulary.

@@ -448,7 +448,7 @@ fn bash_completes_the_top_level_and_every_command() {
         (&["agui-translate", "--fr"], &["--from"]),
         (
             &["agui-translate", "--from", "c"],
-            &["codex", "claude", "codex-app-server"],
+            &["codex", "claude", "codex-app-server", "copilot"],
         ),
         (
             &["agui-translate", "--tool-names", ""],
@@ -521,6 +521,7 @@ fn run_check_exit_statuses() {
             .env("AGUI_CODEX_CLI", &fake)
             .env("AGUI_CLAUDE_CLI", &fake)
             .env("AGUI_QWEN_CLI", &fake)
+            .env("AGUI_COPILOT_CLI", &fake)
             .args(["run", "--check"])
             .output()
             .unwrap()

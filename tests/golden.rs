@@ -110,6 +110,11 @@ fn qwen() {
 }
 
 #[test]
+fn copilot() {
+    golden("copilot");
+}
+
+#[test]
 fn codex_app_server() {
     golden("codex-app-server");
 }

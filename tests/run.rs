@@ -1308,3 +1308,75 @@ fn qwen_runs_and_exits() {
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(last(&out.stdout)["type"], "RUN_ERROR");
 }
+
+/// `run copilot`: every option in the `=` form (checked with Copilot CLI
+/// 1.0.102: `--prompt=--version` is a prompt), a turn limit refused, and a
+/// recording streamed as `--from copilot` translates it.
+#[test]
+fn copilot_flags_and_run() {
+    assert_eq!(
+        argv_of("copilot", &[], "--version\n"),
+        ["--prompt=--version", "--output-format", "json"]
+    );
+    let args = [
+        "--model",
+        "gpt-4.1",
+        "--resume",
+        "s-1",
+        "--allow-tool",
+        "shell(git:*)",
+        "--deny-tool",
+        "write",
+        "--approval",
+        "yolo",
+        "hi",
+        "--",
+        "--no-ask-user",
+    ];
+    assert_eq!(
+        argv_of("copilot", &args, ""),
+        [
+            "--prompt=hi",
+            "--output-format",
+            "json",
+            "--model=gpt-4.1",
+            "--resume=s-1",
+            "--allow-tool=shell(git:*)",
+            "--deny-tool=write",
+            "--allow-all",
+            "--no-ask-user"
+        ]
+    );
+    let edits = argv_of("copilot", &["--approval", "auto-edit", "hi"], "");
+    assert_eq!(edits.last().unwrap(), "--allow-tool=write");
+    let out = run("copilot")
+        .args(["--max-turns", "2", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("copilot has no option"));
+
+    let path = recording("copilot/1.0.102/shell.jsonl");
+    let direct = Command::new(BIN)
+        .args(["--from", "copilot", "--run-id", "R"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    run("copilot")
+        .args(["--run-id", "R", "hi"])
+        .env("FAKE_REPLAY", &path)
+        .assert()
+        .success()
+        .stdout(direct.stdout);
+    // An API error: the CLI's `session.error` in RUN_ERROR, its status kept.
+    let out = run("copilot")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("copilot/1.0.102/http400.jsonl"))
+        .env("FAKE_EXIT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let end = last(&out.stdout);
+    assert_eq!(end["code"], "api_error");
+    assert!(end["message"].as_str().unwrap().contains("400"), "{end}");
+}

@@ -1139,3 +1139,35 @@ fn serve_qwen_resumes_its_session() {
         "{args}"
     );
 }
+
+/// `serve copilot`: Copilot CLI names its session only in its last line;
+/// a thread's second message resumes that session (`--resume=ID`).
+#[test]
+fn serve_copilot_resumes_its_session() {
+    let argv = tmp("copilot-resume-argv");
+    let server = serve(
+        "copilot",
+        &[],
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/copilot/1.0.102/resume.jsonl"),
+            ),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let (code, r) = post(&server.addr, &body("c", "c1", "Remember teal."), None);
+    assert_eq!(code, 200);
+    let first = events(r);
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(!args.contains("--resume"), "{args}");
+    let (code, r) = post(&server.addr, &body("c", "c2", "Which word?"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r)[0]["runId"], "c2");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        args.contains("--resume=5164e585-8112-4b29-acd4-bab2eebfbce4\n"),
+        "{args}"
+    );
+}

@@ -30,7 +30,7 @@ fn detect(p: &Probe) -> bool {
     if p.has("type") {
         return match p.kind() {
             Some("error") => !p.has("severity"),
-            Some(k) => k.contains('.'),
+            Some(k) => k.contains('.') && !super::copilot::writes(p),
             None => false,
         };
     }

@@ -88,6 +88,18 @@ mod tests {
             ),
             (r#"{"type":"turn.started"}"#, Some("codex")),
             (
+                r#"{"type":"session.skills_loaded","data":{"skills":[]},"id":"i","timestamp":"t","parentId":null}"#,
+                Some("copilot"),
+            ),
+            (
+                r#"{"type":"assistant.turn_start","data":{"turnId":"0"},"id":"i","timestamp":"t","parentId":"p"}"#,
+                Some("copilot"),
+            ),
+            (
+                r#"{"type":"result","timestamp":"t","sessionId":"s","exitCode":0}"#,
+                Some("copilot"),
+            ),
+            (
                 r#"{"type":"error","message":"Reconnecting... 1/5"}"#,
                 Some("codex"),
             ),

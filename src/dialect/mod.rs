@@ -30,6 +30,7 @@ pub mod detect;
 mod claude;
 mod codex;
 mod codex_app_server;
+mod copilot;
 mod gemini;
 mod qwen;
 
@@ -41,6 +42,7 @@ pub static ALL: &[&Spec] = &[
     &claude::SPEC,
     &codex_app_server::SPEC,
     &qwen::SPEC,
+    &copilot::SPEC,
 ];
 
 /// A fresh translator for one input stream: the forced dialect's, or one
@@ -382,7 +384,7 @@ mod tests {
             .iter()
             .map(|d| d.name())
             .collect();
-        assert_eq!(runnable, ["gemini", "codex", "claude", "qwen"]);
+        assert_eq!(runnable, ["gemini", "codex", "claude", "qwen", "copilot"]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub use crate::held::Held;
 pub mod claude;
 pub mod codex;
 pub mod codex_app_server;
+pub mod copilot;
 pub mod gemini;
 pub mod qwen;
 

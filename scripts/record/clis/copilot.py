@@ -1,0 +1,90 @@
+"""GitHub Copilot CLI (npm @github/copilot, a native binary) against a
+scripted OpenAI-compatible server (clis/chat.py):
+`copilot -p PROMPT --output-format json --allow-all` with
+COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_TYPE=openai, COPILOT_MODEL and
+COPILOT_OFFLINE=true (no GitHub sign-in, telemetry or update checks).
+"""
+
+import os
+
+from clis import chat
+from clis import version as version_of
+
+PACKAGE = "@github/copilot"
+BIN = "copilot"
+MODEL = "gpt-4.1"
+
+
+def supports(version, scenario):
+    if "max_turns" in scenario.needs:
+        return "Copilot CLI has no option that limits the number of turns"
+    if "plan" in scenario.needs:
+        return "Copilot CLI offers no to-do tool in prompt mode (it keeps to-dos in its sql tool)"
+    return None
+
+
+def prepare(ctx):
+    argv = [ctx.bin, "-p", ctx.prompt, "--output-format", "json", "--allow-all", "--no-ask-user",
+            "--model", MODEL, "--log-level", "none"]
+    if ctx.resume:
+        argv.append("--continue")
+    tmp = ctx.scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(ctx.home),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": ctx.base_url + "/v1",
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_API_KEY": "sk-scripted",
+        "COPILOT_MODEL": MODEL,
+        "COPILOT_AUTO_UPDATE": "false",
+        "CI": "1",
+    }
+    return argv, env
+
+
+def classify(method, path, headers, body, ctx):
+    return chat.classify(method, path, headers, body, ctx)
+
+
+def _pick(tools, *names):
+    for n in names:
+        if n in tools:
+            return n
+    return names[0]
+
+
+def _call(kind, args, tools, ctx):
+    path = lambda p: str(ctx.work / p)  # noqa: E731
+    if kind == "shell":
+        return _pick(tools, "bash", "shell"), {"command": args["command"], "description": "Run a command",
+                                                "mode": "sync", "initial_wait": 60}
+    if kind == "write":
+        return _pick(tools, "create"), {"path": path(args["path"]), "file_text": args["content"]}
+    if kind == "edit":
+        return _pick(tools, "edit", "str_replace"), {"path": path(args["path"]), "old_str": args["old"],
+                                                     "new_str": args["new"]}
+    if kind == "read":
+        return _pick(tools, "view"), {"path": path(args["path"])}
+    if kind == "plan":
+        lines = ["- [x] " + t if s == "completed" else "- [ ] " + t for t, s in args["items"]]
+        return _pick(tools, "update_todo"), {"todos": "\n".join(lines)}
+    if kind == "subagent":
+        return _pick(tools, "task"), {"description": args["description"], "prompt": args["prompt"],
+                                      "agent_type": "general-purpose", "name": "helper"}
+    raise ValueError(kind)
+
+
+def reply(turn, body, who, index, ctx):
+    return chat.reply(turn, body, who, index, ctx, _call)
+
+
+def error(status, ctx):
+    return chat.error(status, ctx)
+
+
+def aux(method, path, body, ctx):
+    return chat.aux(method, path, body, ctx)

@@ -1,0 +1,68 @@
+//! GitHub Copilot CLI: `copilot -p … --output-format json`.
+
+use std::path::Path;
+
+use super::{Command, Exec, Probe, Spec};
+use crate::request::{Approval, RunRequest};
+
+pub static SPEC: Spec = Spec {
+    name: "copilot",
+    title: "GitHub Copilot CLI",
+    about: "GitHub Copilot CLI: `copilot -p … --output-format json`",
+    program: "copilot",
+    package: "@github/copilot",
+    env_var: "AGUI_COPILOT_CLI",
+    translator: || Box::new(crate::source::copilot::Copilot::default()),
+    detect: writes,
+    command: Some(Command::Exec(Exec {
+        argv,
+        deny_file: None,
+    })),
+    exit_status: |_| None,
+    tools: crate::tools::COPILOT,
+};
+
+/// Its session events, `{type, data, id, timestamp, …}` (Codex's event
+/// types have dots too, but never `data`), and its `result` with
+/// `exitCode`.
+pub(super) fn writes(p: &Probe) -> bool {
+    match p.kind() {
+        Some("result") => p.has("exitCode"),
+        Some(_) => p.has("data") && p.has("id") && p.has("timestamp"),
+        None => false,
+    }
+}
+
+fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
+    let mut v: Vec<String> = Vec::new();
+    let s = |x: &str| x.to_owned();
+    // Options that take a value take one that begins with `-` only in the
+    // `=` form.
+    v.push(format!("--prompt={prompt}"));
+    v.extend([s("--output-format"), s("json")]);
+    if let Some(m) = &a.model {
+        v.push(format!("--model={m}"));
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!("copilot has no option that limits the number of turns");
+    }
+    if let Some(r) = &a.resume {
+        v.push(format!("--resume={r}"));
+    }
+    // Lists that would take the words after them: one tool each, in the
+    // `=` form.
+    for t in &a.allow_tool {
+        v.push(format!("--allow-tool={t}"));
+    }
+    for t in &a.deny_tool {
+        v.push(format!("--deny-tool={t}"));
+    }
+    match a.approval {
+        Approval::Default => {}
+        // Its permission kind for file changes.
+        Approval::AutoEdit => v.push(s("--allow-tool=write")),
+        Approval::Yolo => v.push(s("--allow-all")),
+    }
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
+}
