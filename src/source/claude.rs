@@ -386,6 +386,8 @@ pub struct Claude {
     /// The run's `Task`/`Agent` tool calls, to name their subagents when no
     /// `task_started` record does (1.0.x has none).
     agent_calls: Vec<AgentCall>,
+    /// An init record whose run starts with the next record.
+    unstarted: Held,
     /// Ids made for messages the input gives none, so far in this run.
     derived: u64,
     /// The model named by `init`, for usage.
@@ -441,6 +443,10 @@ impl Translate for Claude {
     }
 
     fn finish(&mut self, em: &mut Emitter) {
+        if let Some(init) = self.unstarted.take() {
+            em.start_run(self.session.get(), None);
+            raw(em, Line::of_text(init), self.flavor);
+        }
         self.close_lanes(em);
         if let Some(line) = self.deferred.take() {
             if let Ok(rec) = serde_json::from_str::<Record>(&line) {
@@ -466,6 +472,16 @@ impl Translate for Claude {
 impl Claude {
     fn record(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         em.set_timestamp(rec.timestamp.as_deref().and_then(timestamp_ms));
+        if let Some(init) = self.unstarted.take() {
+            // The run of an init that named none starts here, named by
+            // this record's uuid.
+            let run = rec
+                .uuid
+                .as_deref()
+                .filter(|_| rec.kind.as_deref() != Some("system"));
+            em.start_run(self.session.get(), run);
+            raw(em, Line::of_text(init), self.flavor);
+        }
         let sub = rec.parent_tool_use_id.as_deref();
         match rec.kind.as_deref() {
             Some("stream_event") => {
@@ -643,6 +659,15 @@ impl Claude {
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
+                // Qwen Code's init record has the session's id as its
+                // uuid, and is the same in each invocation of a resumed
+                // session: it names no run, so the run starts with the next
+                // record, which does.
+                let named = rec.uuid.is_none() || rec.uuid != rec.session_id;
+                if let (false, Some(text)) = (named, line.text()) {
+                    self.unstarted.set(text.trim());
+                    return;
+                }
                 em.start_run(rec.session_id.as_deref(), rec.uuid.as_deref());
                 raw(em, line, self.flavor);
             }
