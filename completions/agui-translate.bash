@@ -47,7 +47,7 @@ _agui__translate() {
 
     case "${cmd}" in
         agui__translate)
-            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --agui-version --no-user-messages --format --strict --quiet --stats --jobs --help --version run check serve help"
+            opts="-f -q -j -h -V --from --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --strict --quiet --stats --jobs --help --version run check serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -75,6 +75,10 @@ _agui__translate() {
                     ;;
                 --agui-version)
                     COMPREPLY=($(compgen -W "1.0 0.0" -- "${cur}"))
+                    return 0
+                    ;;
+                --raw)
+                    COMPREPLY=($(compgen -W "all unknown none" -- "${cur}"))
                     return 0
                     ;;
                 --format)
@@ -185,7 +189,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --no-user-messages --format --help gemini codex claude qwen copilot"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,6 +255,10 @@ _agui__translate() {
                     COMPREPLY=($(compgen -W "1.0 0.0" -- "${cur}"))
                     return 0
                     ;;
+                --raw)
+                    COMPREPLY=($(compgen -W "all unknown none" -- "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "ndjson sse" -- "${cur}"))
                     return 0
@@ -263,7 +271,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --allow-origin --allow-host --help gemini codex claude qwen copilot"
+            opts="-h --listen --token --token-file --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -286,6 +294,18 @@ _agui__translate() {
                     return 0
                     ;;
                 --allow-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agui-version)
+                    COMPREPLY=($(compgen -W "1.0 0.0" -- "${cur}"))
+                    return 0
+                    ;;
+                --raw)
+                    COMPREPLY=($(compgen -W "all unknown none" -- "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
