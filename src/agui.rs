@@ -42,7 +42,7 @@ pub enum Event<'a> {
         thread_id: &'a str,
         run_id: &'a str,
         result: Option<MetaValue<'a>>,
-        outcome: Option<Outcome>,
+        outcome: Option<Outcome<'a>>,
         usage: &'a [Usage<'a>],
     },
     RunError {
@@ -256,10 +256,28 @@ pub enum EncryptedSubtype {
 }
 
 /// `RUN_FINISHED.outcome`; absent means success.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Outcome {
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome<'a> {
     Success,
     Cancelled,
+    /// The run waits for decisions (at least one): the client answers each
+    /// with a `resume` entry in its next run on the thread.
+    Interrupt(&'a [Interrupt<'a>]),
+}
+
+/// One AG-UI 1.0 interrupt: a decision a run ended waiting for. `reason` is
+/// `tool_call` (with `tool_call_id`, the call already streamed),
+/// `input_required`, `confirmation`, or a namespaced string of our own.
+#[derive(Clone, Copy, Debug)]
+pub struct Interrupt<'a> {
+    pub id: &'a str,
+    pub reason: &'a str,
+    pub tool_call_id: Option<&'a str>,
+    pub message: Option<&'a str>,
+    /// A JSON Schema of the payload the client sends back (an object).
+    pub response_schema: Option<MetaValue<'a>>,
+    /// An object.
+    pub metadata: Option<MetaValue<'a>>,
 }
 
 /// `TOOL_CALL_RESULT.content`: a string, JSON copied verbatim (an array of

@@ -730,6 +730,7 @@ fn check_agrees_with_the_official_checks() {
     std::fs::create_dir_all(&out_dir).unwrap();
     let bases = [
         "testdata/check/every-event.ndjson",
+        "testdata/check/interrupt.ndjson",
         "testdata/codex/0.44.0/parallel.expected.ndjson",
         "testdata/claude/2.1.328/a-text-partial.expected.ndjson",
     ];
@@ -984,4 +985,90 @@ fn serve_writes_for_the_client_s_ag_ui_release() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A run that ends waiting for approvals, and the run that resumes it: the
+/// writer's interrupt outcome (several interrupts, every optional field)
+/// passes `check` and the official checks of AG-UI 1.0 and of 0.0.59, as
+/// written for each; and the resumed run's TOOL_CALL_RESULT for the call of
+/// the run before is taken by both.
+#[test]
+fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
+    use agui_translate::agui::{
+        AguiVersion, Content, Emitter, Format, Interrupt, MetaValue, Metadata, Outcome,
+    };
+    if skipped("interrupted_runs_pass_the_official_checks_of_1_0_and_0_0") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let out_dir = std::env::temp_dir().join(format!("agui-interrupts-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let schema = serde_json::value::RawValue::from_string(
+        r#"{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":{"type":"object"}},"required":["approved"]}"#.to_owned(),
+    )
+    .unwrap();
+    let tool = [("toolName", Some(MetaValue::Str("Bash")))];
+    let interrupts = [
+        Interrupt {
+            id: "c1-approval",
+            reason: "tool_call",
+            tool_call_id: Some("c1"),
+            message: Some("Bash wants to run: ls"),
+            response_schema: Some(MetaValue::Json(&schema)),
+            metadata: Some(MetaValue::Object(&tool)),
+        },
+        Interrupt {
+            id: "c2-approval",
+            reason: "tool_call",
+            tool_call_id: Some("c2"),
+            message: None,
+            response_schema: None,
+            metadata: None,
+        },
+    ];
+    let mut files = Vec::new();
+    for (version, name) in [(AguiVersion::V1_0, "1.0"), (AguiVersion::V0_0, "0.0")] {
+        let mut em = Emitter::new(Format::Ndjson, Some("t".into()), None);
+        em.set_version(version);
+        em.start_run(None, Some("r1"));
+        for id in ["c1", "c2"] {
+            em.tool_start(id, "Bash", None);
+            em.tool_args(id, r#"{"command":"ls"}"#);
+            em.tool_end(id);
+        }
+        em.finish_run(None, Some(Outcome::Interrupt(&interrupts)), &[]);
+        em.start_run(None, Some("r2"));
+        em.tool_result("c1", Content::Text("a\nb\n"), Metadata::None);
+        em.tool_result("c2", Content::Text("denied"), Metadata::None);
+        em.finish_run(None, None, &[]);
+        em.end_of_input(true);
+        let out = em.output().to_vec();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(r#""outcome":{"type":"interrupt","interrupts":[{"id":"c1-approval","reason":"tool_call","toolCallId":"c1""#),
+            "{text}"
+        );
+        assert!(
+            agui_translate::check::check_bytes(text.as_bytes()).is_ok(),
+            "{text}"
+        );
+        let path = out_dir.join(format!("interrupt-{name}.ndjson"));
+        std::fs::write(&path, &text).unwrap();
+        files.push((name, path));
+    }
+    let mut failures = Vec::new();
+    for (name, path) in &files {
+        for checker in ["1.0", "0.0"] {
+            if *name == "1.0" && checker == "0.0" {
+                continue; // the 1.0 stream is for 1.0 clients
+            }
+            let (passed, failed) = verify_for(&dir, checker, std::slice::from_ref(path));
+            if passed != 1 {
+                failures.push(format!("{checker} checks on the {name} stream: {failed:?}"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -10,8 +10,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{
-    AguiVersion, Content, EncryptedSubtype, Event, Json, MetaField, MetaValue, Metadata, Outcome,
-    Part, Role, Text, Usage, EVENT_TYPES,
+    AguiVersion, Content, EncryptedSubtype, Event, Interrupt, Json, MetaField, MetaValue, Metadata,
+    Outcome, Part, Role, Text, Usage, EVENT_TYPES,
 };
 
 /// Write `ev` as an AG-UI 1.0 JSON object without its closing brace (the
@@ -557,7 +557,35 @@ impl Obj<'_> {
         self.0.extend_from_slice(match outcome {
             Outcome::Success => b",\"outcome\":{\"type\":\"success\"}",
             Outcome::Cancelled => b",\"outcome\":{\"type\":\"cancelled\"}",
+            Outcome::Interrupt(interrupts) => {
+                self.interrupts(interrupts);
+                return;
+            }
         });
+    }
+
+    /// `,"outcome":{"type":"interrupt","interrupts":[…]}`: the same for
+    /// AG-UI 1.0 and 0.0 (0.0.59 knows it).
+    fn interrupts(&mut self, interrupts: &[Interrupt]) {
+        self.0
+            .extend_from_slice(b",\"outcome\":{\"type\":\"interrupt\",\"interrupts\":[");
+        for (i, it) in interrupts.iter().enumerate() {
+            if i > 0 {
+                self.0.push(b',');
+            }
+            self.str(b"{\"id\":", it.id);
+            self.str(b",\"reason\":", it.reason);
+            self.opt_str(b",\"toolCallId\":", it.tool_call_id);
+            self.opt_str(b",\"message\":", it.message);
+            if let Some(v) = it.response_schema {
+                self.value(b",\"responseSchema\":", v);
+            }
+            if let Some(v) = it.metadata {
+                self.value(b",\"metadata\":", v);
+            }
+            self.0.push(b'}');
+        }
+        self.0.extend_from_slice(b"]}");
     }
 
     fn opt_u64(&mut self, key: &[u8], value: Option<u64>) {
@@ -985,6 +1013,43 @@ mod tests {
                 written_for(&result(Content::Parts(&copied)), version, None),
             );
         }
+    }
+
+    #[test]
+    fn interrupt_outcomes_are_written_alike_for_1_0_and_0_0() {
+        let schema = raw(r#"{"type":"object","required":["approved"]}"#);
+        let fields: [MetaField; 2] = [
+            ("toolName", Some(MetaValue::Str("Bash"))),
+            ("blockedPath", None),
+        ];
+        let interrupts = [
+            Interrupt {
+                id: "i\"1",
+                reason: "tool_call",
+                tool_call_id: Some("c1"),
+                message: Some("Run \"ls\"?"),
+                response_schema: Some(MetaValue::Json(&schema)),
+                metadata: Some(MetaValue::Object(&fields)),
+            },
+            Interrupt {
+                id: "i2",
+                reason: "confirmation",
+                tool_call_id: None,
+                message: None,
+                response_schema: None,
+                metadata: None,
+            },
+        ];
+        let ev = Event::RunFinished {
+            thread_id: "t",
+            run_id: "r",
+            result: None,
+            outcome: Some(Outcome::Interrupt(&interrupts)),
+            usage: &[],
+        };
+        let want = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i\"1","reason":"tool_call","toolCallId":"c1","message":"Run \"ls\"?","responseSchema":{"type":"object","required":["approved"]},"metadata":{"toolName":"Bash"}},{"id":"i2","reason":"confirmation"}]}}"#;
+        assert_eq!(written_for(&ev, AguiVersion::V1_0, None), want);
+        assert_eq!(written_for(&ev, AguiVersion::V0_0, None), want);
     }
 
     #[test]
