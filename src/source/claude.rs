@@ -2004,32 +2004,38 @@ impl Tasks {
                 let Some(listed) = result.tasks else {
                     return false;
                 };
-                let mut old = std::mem::take(&mut self.list);
-                let old_index = std::mem::take(&mut self.index);
-                for t in listed.into_iter().take(MAX_TASKS) {
-                    let fields = plan::fields(t);
-                    let Some(id) = fields
-                        .iter()
-                        .find(|(k, _)| k == "id")
-                        .map(|(_, v)| text_of(v))
-                    else {
-                        continue;
-                    };
-                    if self.index.contains_key(&*id) {
-                        continue;
-                    }
-                    let mut task = match old_index.get(&*id) {
-                        Some(&i) => std::mem::replace(&mut old[i], Task::new(&id)),
-                        None => Task::new(&id),
-                    };
-                    for (k, v) in &fields {
-                        task.set(k, v);
-                    }
-                    self.index.insert(id.into_owned(), self.list.len());
-                    self.list.push(task);
-                }
+                self.take_listed(listed);
                 true
             }
+        }
+    }
+
+    /// The tasks of a whole list (TaskList's result) in place of this
+    /// one's; a task listed again keeps what it had that the list leaves out.
+    fn take_listed(&mut self, listed: Vec<&RawValue>) {
+        let mut old = std::mem::take(&mut self.list);
+        let old_index = std::mem::take(&mut self.index);
+        for t in listed.into_iter().take(MAX_TASKS) {
+            let fields = plan::fields(t);
+            let Some(id) = fields
+                .iter()
+                .find(|(k, _)| k == "id")
+                .map(|(_, v)| text_of(v))
+            else {
+                continue;
+            };
+            if self.index.contains_key(&*id) {
+                continue;
+            }
+            let mut task = match old_index.get(&*id) {
+                Some(&i) => std::mem::replace(&mut old[i], Task::new(&id)),
+                None => Task::new(&id),
+            };
+            for (k, v) in &fields {
+                task.set(k, v);
+            }
+            self.index.insert(id.into_owned(), self.list.len());
+            self.list.push(task);
         }
     }
 
@@ -2093,27 +2099,8 @@ impl Tasks {
         let Ok(listed) = serde_json::from_str::<Vec<&RawValue>>(json) else {
             return;
         };
-        let mut carried = Tasks::default();
-        for t in listed.into_iter().take(MAX_TASKS) {
-            let fields = plan::fields(t);
-            let Some(id) = fields
-                .iter()
-                .find(|(k, _)| k == "id")
-                .map(|(_, v)| text_of(v))
-            else {
-                continue;
-            };
-            if carried.index.contains_key(&*id) {
-                continue;
-            }
-            let mut task = Task::new(&id);
-            for (k, v) in &fields {
-                task.set(k, v);
-            }
-            carried.index.insert(id.into_owned(), carried.list.len());
-            carried.list.push(task);
-        }
-        *self = carried;
+        *self = Tasks::default();
+        self.take_listed(listed);
     }
 
     fn snapshot(&self, id: &str, em: &mut Emitter) {
