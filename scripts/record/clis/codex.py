@@ -17,6 +17,7 @@ import threading
 import time
 
 import mock
+from clis import chat
 from clis import version as version_of
 from scenarios import SUB_MARK
 
@@ -428,20 +429,9 @@ def reply(turn, body, who, index, ctx):
     return mock.sse_response(events)
 
 
-ERRORS = {
-    400: ("invalid_request_error", "invalid_request", "The request was rejected by the scripted server."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    429: ("rate_limit_error", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in 1s."),
-    500: ("server_error", "server_error", "The server had an error while processing your request."),
-    503: ("server_error", "server_overloaded", "The server is overloaded."),
-}
-
-
 def error(status, ctx):
-    kind, code, message = ERRORS.get(status, ("server_error", None, f"HTTP {status} from the scripted server."))
-    headers = {"retry-after": "1"} if status == 429 else None
-    return mock.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}},
-                              status=status, headers=headers)
+    # The Responses API answers errors in the Chat Completions API's shape.
+    return chat.error(status, ctx)
 
 
 def aux(method, path, body, ctx):
