@@ -28,6 +28,9 @@ and may provide
                                     deadline, copy every byte it writes to
                                     `stdout` and return what the client
                                     wrote (kept as NAME.client.txt)
+  converses(ctx) -> bool            whether `converse` drives this
+                                    scenario (default: always); the others
+                                    run headless
   variants(version, scenario) -> [suffix, ...]
                                     record the scenario once per suffix
                                     (default [""]), e.g. with and without
@@ -90,6 +93,11 @@ def exit_status(code):
     return 128 - code if code < 0 else code
 
 
+def conversing(cli, ctx):
+    """Whether the CLI is driven over stdin in this scenario."""
+    return hasattr(cli, "converse") and getattr(cli, "converses", lambda ctx: True)(ctx)
+
+
 def converse_once(cli, ctx, engine, argv, env, out, err):
     """Run a server the module talks to as its client; returns what the
     client wrote and the exit status."""
@@ -106,7 +114,7 @@ def run_once(cli, ctx, engine, out_base, replacements):
     stderr_path = ctx.scratch / (out_base + ".stderr")
     client = None
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        if hasattr(cli, "converse"):
+        if conversing(cli, ctx):
             client, proc = converse_once(cli, ctx, engine, argv, env, out, err)
             code = exit_status(proc.returncode)
         else:
@@ -151,6 +159,8 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
     home, work = scratch / "home", scratch / "work"
     for d in (home, work):
         d.mkdir(parents=True, exist_ok=True)
+    for path, content in scenario.home_files.items():
+        (home / path).write_text(content)
     ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
                                 scenario=scenario, prompt=scenario.prompt, resume=False, variant=variant,
                                 first_stdout=b"", state={}, port=0, base_url="")

@@ -14,6 +14,12 @@ Call kinds and their arguments (paths are relative to the working folder):
   read     {"path": str}
   plan     {"items": [(text, "pending" | "in_progress" | "completed"), ...]}
   subagent {"description": str, "prompt": str}   (prompt must contain SUB_MARK)
+
+A scenario that needs "approval" runs the CLI in a mode that asks its host
+before a tool runs; `answers` says what the host answers, one per question
+in order: allow() (the arguments as asked), allow(command=...) (the
+arguments with these changed) or deny(message); with `together`, only once
+all of them are asked.
 """
 
 from dataclasses import dataclass, field
@@ -53,16 +59,39 @@ class Scenario:
     prompt: str
     turns: list
     sub_turns: list = field(default_factory=list)
-    # What the CLI must be able to do: "subagent", "plan", "max_turns", "resume".
+    # What the CLI must be able to do: "subagent", "plan", "max_turns",
+    # "resume", "approval".
     needs: set = field(default_factory=set)
     max_turns: int = 0
     # A second prompt run with the CLI's resume option, after the first run.
     resume_prompt: str = ""
     timeout: float = 180.0
+    # The host's answers to the CLI's approval questions.
+    answers: list = field(default_factory=list)
+    # Whether the host holds its answers until every question is asked (so
+    # that the CLI waits on several at once); else it answers each at once.
+    together: bool = False
+    # Files written into HOME before the run: {path: content}.
+    home_files: dict = field(default_factory=dict)
 
 
 def call(kind, **args):
     return (kind, args)
+
+
+def allow(**edits):
+    """Let the tool run; with `edits`, with these arguments changed."""
+    return {"allow": True, "edits": edits}
+
+
+def deny(message, interrupt=False):
+    """Refuse; with `interrupt`, also stop the turn."""
+    return {"allow": False, "message": message, "interrupt": interrupt}
+
+
+def interrupt():
+    """Leave the question unanswered and interrupt the turn instead."""
+    return {"interrupt_turn": True}
 
 
 SCENARIOS = [
@@ -173,6 +202,79 @@ SCENARIOS = [
             turn(text="The folder holds only dot entries."),
         ],
         needs={"subagent"},
+    ),
+    Scenario(
+        "approval-allow",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="The command printed one."),
+        ],
+        needs={"approval"},
+        answers=[allow()],
+    ),
+    Scenario(
+        "approval-edit",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="The command ran."),
+        ],
+        needs={"approval"},
+        answers=[allow(command="echo two > out.txt; cat out.txt")],
+    ),
+    Scenario(
+        "approval-deny",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="The command was not allowed."),
+        ],
+        needs={"approval"},
+        answers=[deny("Not this one: the file stays as it is.")],
+    ),
+    Scenario(
+        "approval-two",
+        "Run two commands at once.",
+        [
+            turn(calls=[call("shell", command="echo first > first.txt; cat first.txt"),
+                        call("shell", command="echo second > second.txt; cat second.txt")]),
+            turn(text="The first command ran; the second was not allowed."),
+        ],
+        needs={"approval"},
+        answers=[allow(), deny("Not the second one.")],
+    ),
+    Scenario(
+        "approval-reads",
+        "Read two files outside the working folder.",
+        [
+            turn(calls=[call("read", path="../home/a.txt"), call("read", path="../home/b.txt")]),
+            turn(text="Only the first file could be read."),
+        ],
+        needs={"approval"},
+        answers=[allow(), deny("Not that file.")],
+        together=True,
+        home_files={"a.txt": "alpha\n", "b.txt": "beta\n"},
+    ),
+    Scenario(
+        "approval-deny-stop",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="The command was not allowed."),
+        ],
+        needs={"approval"},
+        answers=[deny("Stop here.", interrupt=True)],
+    ),
+    Scenario(
+        "approval-interrupt",
+        "Run echo in the shell.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="The command ran."),
+        ],
+        needs={"approval"},
+        answers=[interrupt()],
     ),
 ]
 

@@ -4,12 +4,25 @@ Claude Code talks to ANTHROPIC_BASE_URL with `POST /v1/messages` (SSE when
 `stream` is true). The main agent's and a subagent's requests carry tools;
 a subagent's first user message holds scenarios.SUB_MARK. Requests without
 tools (titles, quota checks) and token counting are answered as auxiliary.
+
+Scenarios that need "approval" run Claude Code in its control-protocol
+mode (`--input-format stream-json --permission-prompt-tool stdio`, the
+default permission mode): the recorder is its host. It writes the prompt
+as a stream-json user message, answers each `control_request`
+`can_use_tool` as the scenario says (allow with the input as asked, allow
+with an edited input, deny with a message), refuses any other request, and
+closes stdin after the `result`.
 """
 
 import json
 import os
+import queue
+import sys
+import time
 
 import mock
+import stdio
+from clis import version as version_of
 from scenarios import SUB_MARK
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -18,11 +31,18 @@ MODEL = "claude-sonnet-4-5"
 SIGNATURE = "EqQBCkYIBxgCKkBscriptedSignatureAAAAbbbbCCCCddddEEEE0123456789+/=="
 
 # Scenarios recorded twice: with partial messages (the name as is) and without (-plain).
-PLAIN_TOO = {"text", "shell", "files", "reasoning", "subagent"}
+PLAIN_TOO = {"text", "shell", "files", "reasoning", "subagent", "approval-allow", "approval-edit",
+             "approval-deny"}
 
 
 def supports(version, scenario):
+    if "approval" in scenario.needs and version_of(version) < (2, 0, 0):
+        return "the control protocol's permission questions are recorded from 2.0 on"
     return None
+
+
+def converses(ctx):
+    return "approval" in ctx.scenario.needs
 
 
 def variants(version, scenario):
@@ -30,8 +50,14 @@ def variants(version, scenario):
 
 
 def prepare(ctx):
-    argv = [ctx.bin, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--model", MODEL]
+    if converses(ctx):
+        # No prompt argument: it comes on stdin. No permission option: the
+        # default mode asks before Bash runs a command that changes files.
+        argv = [ctx.bin, "-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+                "--permission-prompt-tool", "stdio", "--model", MODEL]
+    else:
+        argv = [ctx.bin, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--model", MODEL]
     if ctx.variant != "-plain":
         argv.append("--include-partial-messages")
     if ctx.scenario.max_turns:
@@ -191,3 +217,81 @@ def aux(method, path, body, ctx):
     return mock.json_response({"id": "msg_scripted_aux", "type": "message", "role": "assistant", "model": MODEL,
                                "content": [{"type": "text", "text": "Scripted"}], "stop_reason": "end_turn",
                                "stop_sequence": None, "usage": _usage(1)})
+
+
+# ---- control protocol (scenarios that need "approval") -------------------
+
+
+def _decision(answer, request):
+    """The `control_response`'s inner response for a `can_use_tool` request."""
+    if not answer["allow"]:
+        deny = {"behavior": "deny", "message": answer["message"]}
+        if answer["interrupt"]:
+            deny["interrupt"] = True
+        return deny
+    tool_input = dict(request.get("input") or {})
+    tool_input.update(answer["edits"])
+    return {"behavior": "allow", "updatedInput": tool_input}
+
+
+def converse(proc, ctx, engine, stdout_file, deadline):
+    """Be the CLI's host until its `result` (or the deadline); returns what
+    the host wrote."""
+    pipe = stdio.Pipe(proc, stdout_file)
+    try:
+        _host(pipe, ctx, deadline)
+    finally:
+        sent = pipe.end(deadline)
+    return sent
+
+
+# How long a host holding its answers (a scenario's `together`) waits for
+# the rest of the questions.
+HOLD = 10.0
+
+
+def _host(pipe, ctx, deadline):
+    pipe.send({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": ctx.prompt}]}})
+    answers = list(ctx.scenario.answers)
+    held = []  # questions not answered yet
+    hold_until = None
+    while time.monotonic() < deadline:
+        if held and (len(held) >= len(answers) or time.monotonic() > hold_until):
+            for msg in held:
+                _answer(pipe, msg, answers)
+            held = []
+        try:
+            msg = pipe.messages.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if msg is None:
+            return
+        kind = msg.get("type")
+        if kind == "result":
+            return
+        if kind != "control_request":
+            continue
+        if ctx.scenario.together and (msg.get("request") or {}).get("subtype") == "can_use_tool":
+            if not held:
+                hold_until = time.monotonic() + HOLD
+            held.append(msg)
+        else:
+            _answer(pipe, msg, answers)
+    print("  no result in time", file=sys.stderr)
+
+
+def _answer(pipe, msg, answers):
+    """Answer a control request: a permission question as the scenario's
+    next answer says, anything else as not handled."""
+    rid = msg.get("request_id")
+    request = msg.get("request") or {}
+    if request.get("subtype") == "can_use_tool" and answers and answers[0].get("interrupt_turn"):
+        answers.pop(0)
+        pipe.send({"type": "control_request", "request_id": "host-interrupt-1", "request": {"subtype": "interrupt"}})
+        return
+    if request.get("subtype") == "can_use_tool" and answers:
+        response = {"subtype": "success", "request_id": rid, "response": _decision(answers.pop(0), request)}
+    else:
+        why = "no answer left in the scenario" if request.get("subtype") == "can_use_tool" else "not handled"
+        response = {"subtype": "error", "request_id": rid, "error": why}
+    pipe.send({"type": "control_response", "response": response})

@@ -47,6 +47,8 @@ def _model(version):
 
 
 def supports(version, scenario):
+    if "approval" in scenario.needs:
+        return "`codex exec` asks no host (the app-server's shell-approval recording has approvals)"
     if "max_turns" in scenario.needs:
         return "Codex has no option that limits the number of turns"
     if "subagent" in scenario.needs and version_of(version) < (0, 100, 0):

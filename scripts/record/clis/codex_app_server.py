@@ -14,13 +14,11 @@ one `codex exec` uses: see clis/codex.py.
 """
 
 import json
-import os
 import queue
-import signal
 import sys
-import threading
 import time
 
+import stdio
 from clis import codex
 from clis import version as version_of
 
@@ -57,6 +55,8 @@ SETUP_TIMEOUT = 60.0
 
 
 def supports(version, scenario):
+    if "approval" in scenario.needs:
+        return "its approvals are recorded in the shell scenario's -approval variant"
     if "subagent" in scenario.needs and version_of(version) < (0, 169, 0):
         # Checked at 0.100.0 (not offered) and 0.169.0 (offered).
         return "this version's app-server offers no subagent tool"
@@ -88,50 +88,19 @@ def _thread_of(stdout):
     raise RuntimeError("the first run started no thread to resume")
 
 
-class Client:
-    """The client side of one connection: writes requests, keeps every
-    line the server writes, and hands the parsed messages to `next`."""
+class Client(stdio.Pipe):
+    """The client side of one connection (see stdio.Pipe), numbering its
+    requests."""
 
     def __init__(self, proc, stdout_file):
-        self.proc = proc
-        self.sent = bytearray()
-        self.messages = queue.Queue()
+        super().__init__(proc, stdout_file)
         self.next_id = 0
-        self.reader = threading.Thread(target=self._read, args=(stdout_file,), daemon=True)
-        self.reader.start()
-
-    def _read(self, stdout_file):
-        for line in iter(self.proc.stdout.readline, b""):
-            stdout_file.write(line)
-            stdout_file.flush()
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(msg, dict):
-                self.messages.put(msg)
-        self.messages.put(None)
-
-    def send(self, msg):
-        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        self.sent += data
-        try:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass
 
     def request(self, method, params):
         rid = self.next_id
         self.next_id += 1
         self.send({"id": rid, "method": method, "params": params})
         return rid
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-        except (BrokenPipeError, ValueError):
-            pass
 
     def answer(self, msg):
         """Answer a server→client request: approvals are accepted, anything
@@ -167,14 +136,8 @@ def converse(proc, ctx, engine, stdout_file, deadline):
     try:
         _play(client, ctx, engine, deadline)
     finally:
-        client.close()
-        grace = min(deadline, time.monotonic() + 30)
-        while proc.poll() is None and time.monotonic() < grace:
-            time.sleep(0.05)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        client.reader.join(5)
-    return bytes(client.sent)
+        sent = client.end(deadline)
+    return sent
 
 
 def _play(client, ctx, engine, deadline):

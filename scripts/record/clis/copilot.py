@@ -16,6 +16,8 @@ MODEL = "gpt-4.1"
 
 
 def supports(version, scenario):
+    if "approval" in scenario.needs:
+        return "the recorder does not answer Copilot CLI's approvals"
     if "max_turns" in scenario.needs:
         return "Copilot CLI has no option that limits the number of turns"
     if "plan" in scenario.needs:

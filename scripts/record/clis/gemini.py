@@ -41,6 +41,8 @@ STATUS_MESSAGES = {
 
 def supports(version, scenario):
     v = version_of(version)
+    if "approval" in scenario.needs:
+        return "stream-json has no approval channel (approvals need ACP)"
     if "resume" in scenario.needs and v < (0, 20, 0):
         return "no --resume option before 0.20"
     if "subagent" in scenario.needs and v < (0, 30, 0):

@@ -20,6 +20,8 @@ PLAIN_TOO = {"text", "shell", "files", "reasoning"}
 
 
 def supports(version, scenario):
+    if "approval" in scenario.needs:
+        return "the recorder does not answer Qwen Code's approvals"
     return None
 
 
