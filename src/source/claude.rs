@@ -13,6 +13,14 @@
 //! lines and then arrives again, whole, in an `assistant` line: it is sent
 //! once, from the stream. Lines with `parent_tool_use_id` belong to the
 //! subagent started by that tool call.
+//!
+//! With `--input-format stream-json --permission-prompt-tool stdio` (the
+//! control protocol), the CLI also asks its host before a tool runs, and may
+//! withdraw the question:
+//! ```text
+//! {"type":"control_request","request_id":"c055…","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{…},"permission_suggestions":[…],"tool_use_id":"toolu_…",…}}
+//! {"type":"control_cancel_request","request_id":"c055…"}
+//! ```
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -121,7 +129,34 @@ struct Record<'a> {
     /// Why the run ended (2.1.3xx): `max_turns`, `api_error`, …
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     terminal_reason: Option<Cow<'a, str>>,
+    // control protocol
+    #[serde(borrow)]
+    request_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
 }
+
+/// A control request's fields that say what it asks.
+#[derive(Deserialize)]
+struct ControlRequest<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    request_id: Option<&'a RawValue>,
+}
+
+/// A permission question of the run, not yet answered by the tool's result
+/// nor withdrawn.
+struct Asked {
+    /// Its `request_id`, as JSON.
+    id: String,
+    tool_use_id: Option<String>,
+}
+
+/// How many open permission questions a run keeps (the oldest is forgotten).
+const ASKED_LIMIT: usize = 64;
 
 /// A result's error (Qwen Code's).
 #[derive(Deserialize)]
@@ -414,6 +449,10 @@ pub struct Claude {
     tasks_of: Held,
     /// A delta's decoded text.
     text: String,
+    /// The run's open permission questions, to tell their withdrawal.
+    asked: Vec<Asked>,
+    /// Scratch space for an `approval_request`'s value.
+    value: String,
 }
 
 impl Claude {
@@ -501,24 +540,24 @@ impl Claude {
             }
             Some("system") => self.system(rec, line, em),
             Some("result") => self.result(rec, line, em),
+            Some("control_request") => {
+                attribute(sub, em);
+                self.control_request(rec, em);
+                raw(em, line, self.flavor);
+            }
+            Some("control_cancel_request") => {
+                attribute(sub, em);
+                self.control_cancel(rec, em);
+                raw(em, line, self.flavor);
+            }
             Some(
-                "rate_limit_event"
-                | "tool_progress"
-                | "tool_use_summary"
-                | "auth_status"
-                | "prompt_suggestion"
-                | "keep_alive"
-                | "control_request"
-                | "control_response"
-                | "control_cancel_request"
-                | "error",
+                "rate_limit_event" | "tool_progress" | "tool_use_summary" | "auth_status"
+                | "prompt_suggestion" | "keep_alive" | "control_response" | "error",
             ) => {
                 // Known records with no AG-UI event of their own (rate
-                // limits, progress ticks, the SDK's control protocol, an
-                // error that a `result` reports again).
-                if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
-                    em.set_subagent(Some(p));
-                }
+                // limits, progress ticks, the CLI's answers to its host's
+                // control requests, an error that a `result` reports again).
+                attribute(sub, em);
                 raw(em, line, self.flavor);
             }
             Some(other) => {
@@ -625,6 +664,69 @@ impl Claude {
         em.tool_start(id, name, parent)
     }
 
+    // ---- control protocol -----------------------------------------------
+
+    /// A control request from the CLI to its host: a permission question
+    /// (`can_use_tool`) is a CUSTOM `approval_request` whose value is the
+    /// request's fields and its `request_id`; other requests have no event
+    /// of their own.
+    fn control_request(&mut self, rec: &Record, em: &mut Emitter) {
+        let (Some(id), Some(request)) = (rec.request_id, rec.request) else {
+            return;
+        };
+        if !request.get().starts_with('{') {
+            return;
+        }
+        let Ok(req) = serde_json::from_str::<ControlRequest>(request.get()) else {
+            return;
+        };
+        if req.subtype.as_deref() != Some("can_use_tool") {
+            return;
+        }
+        if self.asked.len() >= ASKED_LIMIT {
+            self.asked.remove(0);
+        }
+        self.asked.push(Asked {
+            id: id.get().to_owned(),
+            tool_use_id: req.tool_use_id.as_deref().map(str::to_owned),
+        });
+        if req.request_id.is_some() {
+            // Its own `request_id` would clash with the record's: the
+            // request goes in whole.
+            let fields = [
+                ("request_id", Some(MetaValue::Json(id))),
+                ("request", Some(MetaValue::Json(request))),
+            ];
+            em.custom("approval_request", MetaValue::Object(&fields));
+            return;
+        }
+        // `{"request_id":ID,` and the request's members: both are JSON from
+        // the parsed line, so the value is one valid JSON object.
+        let members = request.get()[1..].trim_start();
+        self.value.clear();
+        self.value.push_str("{\"request_id\":");
+        self.value.push_str(id.get());
+        if !members.starts_with('}') {
+            self.value.push(',');
+        }
+        self.value.push_str(members);
+        em.custom("approval_request", MetaValue::Record(&self.value));
+    }
+
+    /// The CLI withdraws a control request: a permission question's
+    /// withdrawal is a CUSTOM `approval_cancel` with its `request_id`.
+    fn control_cancel(&mut self, rec: &Record, em: &mut Emitter) {
+        let Some(id) = rec.request_id else { return };
+        let Some(i) = self.asked.iter().position(|a| a.id == id.get()) else {
+            return;
+        };
+        self.asked.remove(i);
+        em.custom(
+            "approval_cancel",
+            MetaValue::Object(&[("request_id", Some(MetaValue::Json(id)))]),
+        );
+    }
+
     // ---- system ---------------------------------------------------------
 
     fn system(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
@@ -659,6 +761,7 @@ impl Claude {
                 self.finished.clear();
                 self.background.clear();
                 self.deferred = None;
+                self.asked.clear();
                 // Qwen Code's init record has the session's id as its
                 // uuid, and is the same in each invocation of a resumed
                 // session: it names no run, so the run starts with the next
@@ -1284,6 +1387,10 @@ impl Claude {
                         }
                     }
                     self.tool_result(tid, block, rec.tool_use_result, em);
+                    if !self.asked.is_empty() {
+                        // Its question, if it was asked, is settled.
+                        self.asked.retain(|a| a.tool_use_id.as_deref() != Some(tid));
+                    }
                     if block.is_error != Some(true) && self.tasks.result(tid, rec.tool_use_result) {
                         let id = plan::id(em, None);
                         self.tasks.snapshot(&id, em);
@@ -1646,6 +1753,13 @@ fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
     super::raw_record(em, line, flavor.source);
 }
 
+/// A record of subagent `sub`, if it is running: its events say so.
+fn attribute(sub: Option<&str>, em: &mut Emitter) {
+    if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
+        em.set_subagent(Some(p));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1871,6 +1985,136 @@ mod tests {
         );
         assert_eq!(got[4], ["record type \"something_new\""]);
         assert_eq!(got[5], ["content block type \"hologram\""]);
+    }
+
+    /// The events of `input` (one record a line) with `--raw MODE`.
+    fn events(input: &[&str], mode: crate::agui::RawMode) -> Vec<serde_json::Value> {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_raw_mode(mode);
+        let mut tr = Claude::default();
+        let mut out = Vec::new();
+        let opts = crate::run::Options {
+            strict: true,
+            quiet: true,
+        };
+        let mut stats = crate::run::Stats::default();
+        let input = input.join("\n");
+        crate::run::filter(
+            input.as_bytes(),
+            "input",
+            &mut tr,
+            &mut em,
+            &mut out,
+            opts,
+            &mut stats,
+        )
+        .unwrap();
+        assert_eq!((stats.bad, stats.unknown.len()), (0, 0), "{stats:?}");
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// In its control-protocol mode (`--permission-prompt-tool stdio`),
+    /// Claude Code asks its host before a tool runs: the question is a CUSTOM
+    /// `approval_request` whose value is the request's fields with its id,
+    /// and its withdrawal a CUSTOM `approval_cancel`. Their records are known
+    /// (`--raw unknown` leaves them out); the CLI's other control requests,
+    /// a withdrawal of one of those, and its answers to the host are RAW.
+    #[test]
+    fn permission_questions_are_custom_events() {
+        use crate::agui::RawMode;
+        let ask = r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"echo one > out.txt"},"permission_suggestions":[{"type":"addRules"}],"blocked_path":"/w/out.txt","tool_use_id":"toolu_1"}}"#;
+        let hook = r#"{"type":"control_request","request_id":"r2","request":{"subtype":"hook_callback","callback_id":"h"}}"#;
+        let input = [
+            r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo one > out.txt"}}]},"session_id":"s"}"#,
+            ask,
+            hook,
+            r#"{"type":"control_cancel_request","request_id":"r1"}"#,
+            r#"{"type":"control_cancel_request","request_id":"r2"}"#,
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"host-1","response":{"still_queued":[]}}}"#,
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"terminal_reason":"aborted_tools","session_id":"s"}"#,
+        ];
+        let all = events(&input, RawMode::All);
+        let custom: Vec<_> = all.iter().filter(|e| e["type"] == "CUSTOM").collect();
+        assert_eq!(custom.len(), 2, "{all:#?}");
+        assert_eq!(custom[0]["name"], "approval_request");
+        assert_eq!(
+            custom[0]["value"],
+            serde_json::json!({
+                "request_id": "r1",
+                "subtype": "can_use_tool",
+                "tool_name": "Bash",
+                "input": {"command": "echo one > out.txt"},
+                "permission_suggestions": [{"type": "addRules"}],
+                "blocked_path": "/w/out.txt",
+                "tool_use_id": "toolu_1",
+            })
+        );
+        assert_eq!(custom[1]["name"], "approval_cancel");
+        assert_eq!(custom[1]["value"], serde_json::json!({"request_id": "r1"}));
+        // Nothing is lost: every control record also goes out as it is.
+        let raw: Vec<_> = all
+            .iter()
+            .filter(|e| e["type"] == "RAW")
+            .map(|e| e["event"]["type"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            raw.iter().filter(|t| t.starts_with("control_")).count(),
+            5,
+            "{raw:?}"
+        );
+        // With --raw unknown, the question and its withdrawal are not echoed.
+        let unknown = events(&input, RawMode::Unknown);
+        let raw: Vec<_> = unknown
+            .iter()
+            .filter(|e| e["type"] == "RAW")
+            .map(|e| e["event"].clone())
+            .collect();
+        let ids: Vec<_> = raw
+            .iter()
+            .filter_map(|e| {
+                e["request_id"]
+                    .as_str()
+                    .or(e["response"]["request_id"].as_str())
+            })
+            .collect();
+        assert_eq!(ids, ["r2", "r2", "host-1"], "{raw:#?}");
+        assert_eq!(unknown.iter().filter(|e| e["type"] == "CUSTOM").count(), 2);
+    }
+
+    /// A permission question's value stays one JSON object whatever the
+    /// request holds; a request that is not an object is RAW only.
+    #[test]
+    fn approval_request_values_of_every_shape() {
+        let values = |request: &str| -> Vec<serde_json::Value> {
+            let ask =
+                format!(r#"{{"type":"control_request","request_id":"r","request":{request}}}"#);
+            let input = [
+                r#"{"type":"system","subtype":"init","session_id":"s"}"#,
+                &ask,
+            ];
+            events(&input, crate::agui::RawMode::All)
+                .into_iter()
+                .filter(|e| e["type"] == "CUSTOM")
+                .map(|e| e["value"].clone())
+                .collect()
+        };
+        assert_eq!(
+            values(r#"{ "subtype" : "can_use_tool" }"#),
+            [serde_json::json!({"request_id": "r", "subtype": "can_use_tool"})]
+        );
+        assert_eq!(
+            values(r#"{"subtype":"can_use_tool","request_id":"inner"}"#),
+            [
+                serde_json::json!({"request_id": "r", "request": {"subtype": "can_use_tool", "request_id": "inner"}})
+            ]
+        );
+        assert!(values(r#"["can_use_tool"]"#).is_empty());
+        assert!(values(r#"{"subtype":"mcp_message"}"#).is_empty());
     }
 }
 
