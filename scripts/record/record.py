@@ -35,7 +35,10 @@ and may provide
                                     record the scenario once per suffix
                                     (default [""]), e.g. with and without
                                     an output option; ctx.variant tells which
-ctx carries version, bin, home, work, base_url, port, scenario, prompt,
+  timeout(version, scenario) -> seconds
+                                    how long a run may take before it is
+                                    killed (default: the scenario's timeout)
+ctx carries version, bin, home, work, base_url, port, scenario, timeout, prompt,
 resume (True on a scenario's second run), variant, first_stdout and a free
 `state` dict.
 """
@@ -103,7 +106,7 @@ def converse_once(cli, ctx, engine, argv, env, out, err):
     client wrote and the exit status."""
     proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=err, start_new_session=True)
-    client = cli.converse(proc, ctx, engine, out, time.monotonic() + ctx.scenario.timeout)
+    client = cli.converse(proc, ctx, engine, out, time.monotonic() + ctx.timeout)
     proc.wait()
     return client, proc
 
@@ -135,7 +138,7 @@ def run_headless(ctx, engine, argv, env, out, err, out_base):
     scenario says. Returns the process and its exit status."""
     proc = subprocess.Popen(argv, cwd=ctx.work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                             start_new_session=True)
-    deadline = time.monotonic() + ctx.scenario.timeout
+    deadline = time.monotonic() + ctx.timeout
     signalled = False
     while proc.poll() is None:
         now = time.monotonic()
@@ -161,8 +164,9 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
         d.mkdir(parents=True, exist_ok=True)
     for path, content in scenario.home_files.items():
         (home / path).write_text(content)
+    timeout = getattr(cli, "timeout", lambda version, scenario: scenario.timeout)(version, scenario)
     ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
-                                scenario=scenario, prompt=scenario.prompt, resume=False, variant=variant,
+                                scenario=scenario, timeout=timeout, prompt=scenario.prompt, resume=False, variant=variant,
                                 first_stdout=b"", state={}, port=0, base_url="")
     engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
     server = mock.start(engine)
