@@ -31,6 +31,9 @@ use crate::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "copilot";
 
+/// How `session.error` begins when a model call failed for good.
+const MODEL_FAILED: &str = "Failed to get response from the AI model";
+
 /// One line: a session event, or the `result`.
 #[derive(Deserialize, Default)]
 struct Record<'a> {
@@ -258,7 +261,6 @@ static QUIET: &[&str] = &[
     "session.task_complete",
     "session.title_changed",
     "session.todos_changed",
-    "session.tools_updated",
     "session.truncation",
     "session.usage_checkpoint",
     "session.usage_info",
@@ -289,11 +291,16 @@ static QUIET: &[&str] = &[
     "workflow.run_updated",
 ];
 
-/// Token counts of the run's model calls (`assistant.usage`), summed.
+/// Token counts of the run's model calls (`assistant.usage`), summed; or,
+/// from versions without it, the output tokens each `assistant.message`
+/// counts.
 #[derive(Default)]
 struct Tokens {
     model: Held,
     seen: bool,
+    /// `assistant.message`s' `outputTokens`, summed (used only when no
+    /// `assistant.usage` came, which counts the same calls).
+    messages: Option<u64>,
     input: u64,
     output: u64,
     cache_read: u64,
@@ -385,6 +392,13 @@ impl Copilot {
         }
         match kind {
             "session.start" | "session.resume" => raw(em, line),
+            "session.tools_updated" => {
+                // The session's model, for usage counted by messages.
+                if let Some(model) = data.model.as_deref() {
+                    self.tokens.model.set(model);
+                }
+                raw(em, line);
+            }
             "user.message" => self.user(data, line, em),
             "assistant.message_delta" => {
                 let (Some(id), Some(delta)) = (data.message_id.as_deref(), data.delta_content)
@@ -502,6 +516,8 @@ impl Copilot {
                     Some(_) => code::API_ERROR,
                     None if kind.contains("auth") => code::AUTH_ERROR,
                     None if kind.contains("rate") || kind.contains("quota") => code::API_ERROR,
+                    // The model calls' retries ran out (1.0.11 gives no status).
+                    None if message.starts_with(MODEL_FAILED) => code::API_ERROR,
                     None => code::CLI_ERROR,
                 };
                 let message = if message.is_empty() {
@@ -581,6 +597,9 @@ impl Copilot {
             }
         }
         self.message.set(id);
+        if let Some(n) = data.output_tokens {
+            *self.tokens.messages.get_or_insert(0) += n;
+        }
         for call in data.tool_requests.iter().flatten() {
             let Some(tid) = call.tool_call_id.as_deref() else {
                 continue;
@@ -659,8 +678,8 @@ impl Copilot {
             em.name_cli_thread(session);
         }
         let t = &self.tokens;
-        let usage: Vec<Usage> = match t.seen {
-            true => vec![Usage {
+        let usage: Vec<Usage> = match (t.seen, t.messages) {
+            (true, _) => vec![Usage {
                 provider: None,
                 model: t.model.get().map(Cow::Borrowed),
                 input_tokens: Some(t.input),
@@ -670,7 +689,17 @@ impl Copilot {
                 cached_input_tokens: Some(t.cache_read),
                 cache_write_input_tokens: (t.cache_write > 0).then_some(t.cache_write),
             }],
-            false => Vec::new(),
+            (false, Some(output)) => vec![Usage {
+                provider: None,
+                model: t.model.get().map(Cow::Borrowed),
+                input_tokens: None,
+                output_tokens: Some(output),
+                total_tokens: None,
+                reasoning_tokens: None,
+                cached_input_tokens: None,
+                cache_write_input_tokens: None,
+            }],
+            (false, None) => Vec::new(),
         };
         let result = record_json(line);
         let exit = rec.exit_code.unwrap_or(0);
@@ -756,6 +785,44 @@ mod tests {
         assert_eq!(end["usage"][0]["cachedInputTokens"], 4);
     }
 
+    /// Before `assistant.usage` (1.0.11), each `assistant.message` counts
+    /// its own output tokens and `session.tools_updated` names the model:
+    /// RUN_FINISHED has their sum. Where `assistant.usage` counts the same
+    /// calls, its totals are the run's, not added to the messages'.
+    #[test]
+    fn output_tokens_of_messages_without_assistant_usage() {
+        let usage = |lines: &[String]| {
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let last = translate(&lines).pop().unwrap();
+            assert_eq!(last["type"], "RUN_FINISHED");
+            last["usage"].clone()
+        };
+        let tools = ev("session.tools_updated", r#"{"model":"gpt-4.1"}"#, "");
+        let message = |id: &str| {
+            ev(
+                "assistant.message",
+                &format!(
+                    r#"{{"messageId":"{id}","content":"x","toolRequests":[],"outputTokens":45}}"#
+                ),
+                "",
+            )
+        };
+        let result = r#"{"type":"result","sessionId":"S","exitCode":0}"#.to_owned();
+        let got = usage(&[tools.clone(), message("m1"), message("m2"), result.clone()]);
+        assert_eq!(
+            got,
+            serde_json::json!([{"model": "gpt-4.1", "outputTokens": 90}])
+        );
+        let counted = ev(
+            "assistant.usage",
+            r#"{"model":"m","inputTokens":10,"outputTokens":2}"#,
+            "",
+        );
+        let got = usage(&[tools, message("m1"), counted, result]);
+        assert_eq!(got[0]["outputTokens"], 2, "{got}");
+        assert_eq!(got[0]["inputTokens"], 10, "{got}");
+    }
+
     /// How a run ends: `session.error` (its status says the code), `abort`
     /// (cancelled), or a bare non-zero exit code.
     #[test]
@@ -787,6 +854,17 @@ mod tests {
             "",
         );
         assert_eq!(end(&[error, result(1)]), "RUN_ERROR api_error boom");
+        // 1.0.11 gives no status when the retries of a model call run out.
+        let message = "Failed to get response from the AI model; retried 5 times (total retry wait time: 86.8 seconds) Last error: CAPIError: 500 oops";
+        let error = ev(
+            "session.error",
+            &format!(r#"{{"errorType":"query","message":"{message}"}}"#),
+            "",
+        );
+        assert_eq!(
+            end(&[error, result(1)]),
+            format!("RUN_ERROR api_error {message}")
+        );
         let abort = ev("abort", r#"{"reason":"user_initiated"}"#, "");
         assert_eq!(end(&[abort, result(0)]), "RUN_FINISHED cancelled -");
         let turn = ev("assistant.turn_start", r#"{"turnId":"0"}"#, "");
@@ -814,6 +892,7 @@ mod tests {
             "session.error",
             "session.start",
             "session.resume",
+            "session.tools_updated",
             "user.message",
             "abort",
         ] {
