@@ -7,7 +7,7 @@
 
 /// Every CLI's table, each a list of native names (and item types that are
 /// tool calls) with their canonical names.
-pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN, COPILOT];
+pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN, COPILOT, OPENCODE];
 
 /// Gemini CLI's tools.
 pub static GEMINI: &[(&str, &str)] = &[
@@ -107,6 +107,25 @@ pub static COPILOT: &[(&str, &str)] = &[
     ("glob", "search_files"),
     ("web_fetch", "web_fetch"),
     ("update_todo", "todo"),
+    ("task", "subagent"),
+];
+
+/// OpenCode's tools.
+pub static OPENCODE: &[(&str, &str)] = &[
+    ("read", "file_read"),
+    ("write", "file_write"),
+    ("edit", "file_edit"),
+    ("multiedit", "file_edit"),
+    ("patch", "file_edit"),
+    ("apply_patch", "file_edit"),
+    ("bash", "shell"),
+    ("glob", "search_files"),
+    ("grep", "search_text"),
+    ("list", "list_dir"),
+    ("websearch", "web_search"),
+    ("webfetch", "web_fetch"),
+    ("todowrite", "todo"),
+    ("todoread", "todo"),
     ("task", "subagent"),
 ];
 

@@ -115,6 +115,11 @@ fn copilot() {
 }
 
 #[test]
+fn opencode() {
+    golden("opencode");
+}
+
+#[test]
 fn codex_app_server() {
     golden("codex-app-server");
 }

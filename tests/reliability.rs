@@ -389,6 +389,7 @@ fn unknown_event_types_in_every_dialect() {
         ("claude", "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n{\"type\":\"teleport\",\"to\":\"mars\"}\n".into()),
         ("copilot", "{\"type\":\"user.message\",\"data\":{\"content\":\"hi\"},\"id\":\"i\",\"timestamp\":\"t\"}\n{\"type\":\"teleport\",\"data\":{\"to\":\"mars\"},\"id\":\"j\",\"timestamp\":\"t\"}\n".into()),
         ("qwen", "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\",\"qwen_code_version\":\"0.24.4\"}\n{\"type\":\"teleport\",\"to\":\"mars\"}\n".into()),
+        ("opencode", "{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"s\",\"part\":{}}\n{\"type\":\"teleport\",\"timestamp\":2,\"sessionID\":\"s\",\"to\":\"mars\"}\n".into()),
         ("codex-app-server", "{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n{\"method\":\"thread/teleported\",\"params\":{\"to\":\"mars\"}}\n".into()),
     ];
     for (cli, input) in inputs {

@@ -3,7 +3,7 @@
 
     scripts/record/record.py CLI VERSION [SCENARIO ...] [--out DIR]
 
-installs CLI (gemini, codex, codex-app-server or claude) at VERSION from npm into a cache
+installs CLI (gemini, codex, codex-app-server, claude, qwen, copilot or opencode) at VERSION from npm into a cache
 folder, starts a scripted model server on 127.0.0.1 and runs each scenario
 (all by default; see scenarios.py) headless in a fresh HOME and working
 folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
@@ -176,6 +176,8 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
         (str(home), "/home/user"),
         (str(install_dir), "/opt/agui-record/" + cli.BIN),
         (str(scratch), "/scratch"),
+        # The same, relative to the file system's root (OpenCode's tool titles).
+        (str(scratch).lstrip("/"), "scratch"),
         (f"127.0.0.1:{ctx.port}", f"127.0.0.1:{PORT_IN_FIXTURES}"),
         (f"localhost:{ctx.port}", f"localhost:{PORT_IN_FIXTURES}"),
     ]

@@ -23,13 +23,13 @@ pub static SPEC: Spec = Spec {
 };
 
 /// A `type` with a dot (`thread.started`, `item.completed`), `error` without
-/// `severity` (Gemini's has one); legacy: `{"id":…,"msg":{…}}`, the
+/// `severity` (Gemini's has one) or `sessionID` (OpenCode's); legacy: `{"id":…,"msg":{…}}`, the
 /// `{"prompt":…}` preamble, the config summary (`model` with `provider`,
 /// `sandbox`, `approval` or `workdir`).
 fn detect(p: &Probe) -> bool {
     if p.has("type") {
         return match p.kind() {
-            Some("error") => !p.has("severity"),
+            Some("error") => !p.has("severity") && !super::opencode::writes(p),
             Some(k) => k.contains('.') && !super::copilot::writes(p),
             None => false,
         };

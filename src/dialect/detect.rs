@@ -142,6 +142,22 @@ mod tests {
                 r#"{"method":"item/commandExecution/requestApproval","id":0,"params":{}}"#,
                 Some("codex-app-server"),
             ),
+            (
+                r#"{"type":"step_start","timestamp":1795661939190,"sessionID":"ses_1","part":{}}"#,
+                Some("opencode"),
+            ),
+            (
+                r#"{"type":"tool_use","timestamp":1795661939190,"sessionID":"ses_1","part":{}}"#,
+                Some("opencode"),
+            ),
+            (
+                r#"{"type":"tool_use","timestamp":"t","tool_name":"ls","tool_id":"x","parameters":{}}"#,
+                Some("gemini"),
+            ),
+            (
+                r#"{"type":"error","timestamp":1795661939190,"sessionID":"ses_1","error":{"name":"APIError"}}"#,
+                Some("opencode"),
+            ),
             (r#"{"type":"something_else"}"#, None),
             (r#"{"hello":"world"}"#, None),
             ("not json", None),

@@ -27,13 +27,13 @@ pub static SPEC: Spec = Spec {
 };
 
 /// `{"type":"init","session_id":…}`, `message`/`tool_use`/`tool_result`
-/// records, `result` with `status` (Claude's has `subtype`), `error` with
-/// `severity`.
+/// records (OpenCode's `tool_use` has a `sessionID`), `result` with
+/// `status` (Claude's has `subtype`), `error` with `severity`.
 fn detect(p: &Probe) -> bool {
     match p.kind() {
         Some("init") => p.has("session_id"),
         Some("message") => p.has("role"),
-        Some("tool_use" | "tool_result") => true,
+        Some("tool_use" | "tool_result") => !super::opencode::writes(p),
         Some("result") => p.has("status") && !p.has("subtype"),
         Some("error") => p.has("severity"),
         _ => false,

@@ -32,6 +32,7 @@ mod codex;
 mod codex_app_server;
 mod copilot;
 mod gemini;
+mod opencode;
 mod qwen;
 
 /// Every dialect, in the order auto-detection asks them and `run --check`
@@ -43,6 +44,7 @@ pub static ALL: &[&Spec] = &[
     &codex_app_server::SPEC,
     &qwen::SPEC,
     &copilot::SPEC,
+    &opencode::SPEC,
 ];
 
 /// A fresh translator for one input stream: the forced dialect's, or one
@@ -384,7 +386,10 @@ mod tests {
             .iter()
             .map(|d| d.name())
             .collect();
-        assert_eq!(runnable, ["gemini", "codex", "claude", "qwen", "copilot"]);
+        assert_eq!(
+            runnable,
+            ["gemini", "codex", "claude", "qwen", "copilot", "opencode"]
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod codex;
 pub mod codex_app_server;
 pub mod copilot;
 pub mod gemini;
+pub mod opencode;
 pub mod qwen;
 
 pub trait Translate {

@@ -1,0 +1,66 @@
+//! OpenCode: `opencode run --format json …`.
+
+use std::path::Path;
+
+use super::{Command, Exec, Probe, Spec};
+use crate::request::{Approval, RunRequest};
+
+pub static SPEC: Spec = Spec {
+    name: "opencode",
+    title: "OpenCode",
+    about: "OpenCode: `opencode run --format json …`",
+    program: "opencode",
+    package: "opencode-ai",
+    env_var: "AGUI_OPENCODE_CLI",
+    translator: || Box::new(crate::source::opencode::OpenCode::default()),
+    detect: writes,
+    command: Some(Command::Exec(Exec {
+        argv,
+        deny_file: None,
+    })),
+    exit_status: |_| None,
+    tools: crate::tools::OPENCODE,
+};
+
+/// Every record: `{type, timestamp, sessionID, …}` (no other CLI writes a
+/// `sessionID`; Gemini CLI's `tool_use` and Codex's `error` share a type
+/// with two of them).
+pub(super) fn writes(p: &Probe) -> bool {
+    p.kind().is_some() && p.has("sessionID") && p.has("timestamp")
+}
+
+fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
+    let s = |x: &str| x.to_owned();
+    // Reasoning is written only with --thinking.
+    let mut v: Vec<String> = vec![s("run"), s("--format"), s("json"), s("--thinking")];
+    if let Some(m) = &a.model {
+        v.push(format!("--model={m}"));
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!("opencode has no option that limits the number of turns");
+    }
+    if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
+        anyhow::bail!(
+            "opencode takes its tool permissions from its configuration (the `permission` of opencode.json), not from its command line"
+        );
+    }
+    if let Some(r) = &a.resume {
+        v.push(format!("--session={r}"));
+    }
+    match a.approval {
+        // Without --auto, `opencode run` rejects every permission it would ask for.
+        Approval::Default => {}
+        Approval::AutoEdit => anyhow::bail!(
+            "opencode has no option that approves only edits (--approval yolo passes --auto)"
+        ),
+        Approval::Yolo => v.push(s("--auto")),
+    }
+    v.extend(a.extra.iter().cloned());
+    // The message is positional, after `--` so that one beginning with `-`
+    // is not taken for an option. OpenCode puts quotes around an argument
+    // that holds a space and joins the arguments with one space: given word
+    // by word (cut at every space) the prompt comes out as it was.
+    v.push(s("--"));
+    v.extend(prompt.split(' ').map(str::to_owned));
+    Ok(v)
+}
