@@ -1380,3 +1380,98 @@ fn copilot_flags_and_run() {
     assert_eq!(end["code"], "api_error");
     assert!(end["message"].as_str().unwrap().contains("400"), "{end}");
 }
+
+/// `run opencode`: `opencode run --format json --thinking`, the prompt word
+/// by word after `--` (OpenCode quotes an argument that holds a space and
+/// joins them with one), options it has no flag for refused, and a
+/// recording streamed as `--from opencode` translates it.
+#[test]
+fn opencode_flags_and_run() {
+    assert_eq!(
+        argv_of("opencode", &[], "-x  two\t\"q\"\n"),
+        [
+            "run",
+            "--format",
+            "json",
+            "--thinking",
+            "--",
+            "-x",
+            "",
+            "two\t\"q\""
+        ]
+    );
+    let args = [
+        "--model",
+        "scripted/coder",
+        "--resume",
+        "ses_1",
+        "--approval",
+        "yolo",
+        "hi",
+        "--",
+        "--agent",
+        "plan",
+    ];
+    assert_eq!(
+        argv_of("opencode", &args, ""),
+        [
+            "run",
+            "--format",
+            "json",
+            "--thinking",
+            "--model=scripted/coder",
+            "--session=ses_1",
+            "--auto",
+            "--agent",
+            "plan",
+            "--",
+            "hi"
+        ]
+    );
+    for (refused, says) in [
+        (
+            &["--max-turns", "2"][..],
+            "no option that limits the number of turns",
+        ),
+        (&["--deny-tool", "bash"][..], "from its configuration"),
+        (
+            &["--approval", "auto-edit"][..],
+            "no option that approves only edits",
+        ),
+    ] {
+        let out = run("opencode").args(refused).arg("hi").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{refused:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{refused:?}"
+        );
+    }
+
+    let path = recording("opencode/1.18.33/shell.jsonl");
+    let direct = Command::new(BIN)
+        .args(["--from", "opencode", "--run-id", "R"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    run("opencode")
+        .args(["--run-id", "R", "hi"])
+        .env("FAKE_REPLAY", &path)
+        .assert()
+        .success()
+        .stdout(direct.stdout);
+    // An API error: the CLI's `error` in RUN_ERROR, and its exit status.
+    let out = run("opencode")
+        .arg("hi")
+        .env("FAKE_REPLAY", recording("opencode/1.18.33/http400.jsonl"))
+        .env("FAKE_EXIT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let end = last(&out.stdout);
+    assert_eq!(end["type"], "RUN_ERROR");
+    assert_eq!(end["code"], "api_error");
+    assert_eq!(
+        end["message"],
+        "The request was rejected by the scripted server."
+    );
+}

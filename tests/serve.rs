@@ -1171,3 +1171,38 @@ fn serve_copilot_resumes_its_session() {
         "{args}"
     );
 }
+
+/// `serve opencode`: every record names OpenCode's session; a thread's
+/// second message continues it (`--session=ID`).
+#[test]
+fn serve_opencode_resumes_its_session() {
+    let argv = tmp("opencode-resume-argv");
+    let server = serve(
+        "opencode",
+        &[],
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/opencode/1.18.33/resume.jsonl"),
+            ),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let (code, r) = post(&server.addr, &body("o", "o1", "Remember teal."), None);
+    assert_eq!(code, 200);
+    let first = events(r);
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    assert!(first.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.starts_with("run\n--format\njson\n"), "{args}");
+    assert!(!args.contains("--session"), "{args}");
+    let (code, r) = post(&server.addr, &body("o", "o2", "Which word?"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r)[0]["runId"], "o2");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        args.contains("--session=ses_dea310b09ffe4eZyWn5gbn4qar\n"),
+        "{args}"
+    );
+    assert!(args.ends_with("--\nWhich\nword?\n"), "{args}");
+}
