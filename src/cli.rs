@@ -216,8 +216,8 @@ Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is the
 prompt of one `agui-translate run`, whose events are streamed back as
 server-sent events as they come, with the request's threadId and runId. A
 later request on the same threadId resumes the CLI's session (claude
---resume, gemini --resume, qwen --resume, copilot --resume, codex exec resume
-or the app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
+--resume, gemini --resume, qwen --resume, copilot --resume, opencode
+--session, codex exec resume or the app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
 client that disconnects ends its run as SIGTERM does. Requests on different
 threads run at once, each a CLI of its own.
 
@@ -626,8 +626,10 @@ an AG-UI front end.
   claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
   qwen    qwen -p PROMPT --output-format stream-json --include-partial-messages
   copilot copilot --prompt=PROMPT --output-format json
+  opencode opencode run --format json --thinking -- PROMPT
 
-The prompt is passed as one argument, never through a shell, and so that the
+The prompt is passed as one argument (to opencode word by word, which it
+joins again as it was), never through a shell, and so that the
 CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when it
 begins with `-`); without a prompt, or with `-`, it is read from standard input (the
 way to give one that begins with `-`). Options are mapped to
@@ -838,7 +840,7 @@ mod tests {
         let msg = usage_error(&["agui-translate", "--from", "cursor"]);
         assert!(
             msg.contains(
-                "[possible values: auto, gemini, codex, claude, codex-app-server, qwen, copilot]"
+                "[possible values: auto, gemini, codex, claude, codex-app-server, qwen, copilot, opencode]"
             ),
             "{msg}"
         );

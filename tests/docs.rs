@@ -526,6 +526,7 @@ fn run_check_exit_statuses() {
             .env("AGUI_CLAUDE_CLI", &fake)
             .env("AGUI_QWEN_CLI", &fake)
             .env("AGUI_COPILOT_CLI", &fake)
+            .env("AGUI_OPENCODE_CLI", &fake)
             .args(["run", "--check"])
             .output()
             .unwrap()
