@@ -626,10 +626,9 @@ an AG-UI front end.
   claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
   qwen    qwen -p PROMPT --output-format stream-json --include-partial-messages
   copilot copilot --prompt=PROMPT --output-format json
-  opencode opencode run --format json --thinking -- PROMPT
+  opencode opencode run --format json --thinking [--] PROMPT
 
-The prompt is passed as one argument (to opencode word by word, which it
-joins again as it was), never through a shell, and so that the
+The prompt is passed as one argument, never through a shell, and so that the
 CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when it
 begins with `-`); without a prompt, or with `-`, it is read from standard input (the
 way to give one that begins with `-`). Options are mapped to

@@ -1204,5 +1204,5 @@ fn serve_opencode_resumes_its_session() {
         args.contains("--session=ses_dea310b09ffe4eZyWn5gbn4qar\n"),
         "{args}"
     );
-    assert!(args.ends_with("--\nWhich\nword?\n"), "{args}");
+    assert!(args.ends_with("\nWhich word?\n"), "{args}");
 }

@@ -56,11 +56,14 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Yolo => v.push(s("--auto")),
     }
     v.extend(a.extra.iter().cloned());
-    // The message is positional, after `--` so that one beginning with `-`
-    // is not taken for an option. OpenCode puts quotes around an argument
-    // that holds a space and joins the arguments with one space: given word
-    // by word (cut at every space) the prompt comes out as it was.
-    v.push(s("--"));
-    v.extend(prompt.split(' ').map(str::to_owned));
+    // The message is one positional argument (after `--` when it begins
+    // with `-`, so that it is not taken for an option). Not word by word:
+    // after `--` a word that is a number would reach OpenCode as one, which
+    // it cannot take; as one argument, OpenCode puts quotes around a
+    // message that holds a space, as it does for one typed in a shell.
+    if prompt.starts_with('-') {
+        v.push(s("--"));
+    }
+    v.push(prompt.to_owned());
     Ok(v)
 }

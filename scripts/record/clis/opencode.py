@@ -1,6 +1,6 @@
 """OpenCode (npm opencode-ai, a native binary) against a scripted
 OpenAI-compatible server (clis/chat.py): `opencode run --format json
---thinking --auto -m scripted/MODEL PROMPT`, with a custom provider in the
+--thinking [--auto] -m scripted/MODEL PROMPT`, with a custom provider in the
 working folder's opencode.json (`@ai-sdk/openai-compatible` at the server's
 base URL) and the environment switches that keep it off the network (no
 models.dev catalogue, no update check, no default plugins, no LSP
@@ -9,6 +9,7 @@ downloads).
 
 import json
 import os
+import subprocess
 
 from clis import chat
 
@@ -42,13 +43,14 @@ def prepare(ctx):
         "small_model": f"{PROVIDER}/{MODEL}",
     }
     (ctx.work / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
-    argv = [ctx.bin, "run", "--format", "json", "--thinking", "--auto", "-m", f"{PROVIDER}/{MODEL}"]
+    argv = [ctx.bin, "run", "--format", "json", "--thinking", "-m", f"{PROVIDER}/{MODEL}"]
+    if _has_auto(ctx.bin):
+        # Approves what it would ask for (older releases have no such option).
+        argv.append("--auto")
     if ctx.resume:
         session = _session_of(ctx.first_stdout)
         argv += ["--session", session] if session else ["--continue"]
-    # OpenCode quotes an argument that holds a space and joins the
-    # arguments with one space: the prompt word by word comes out as it is.
-    argv += ["--"] + ctx.prompt.split(" ")
+    argv.append(ctx.prompt)
     tmp = ctx.scratch / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {
@@ -73,6 +75,18 @@ def prepare(ctx):
         if key in os.environ:
             env[key] = os.environ[key]
     return argv, env
+
+
+_AUTO = {}
+
+
+def _has_auto(exe):
+    if exe not in _AUTO:
+        out = subprocess.run([exe, "run", "--help"], capture_output=True, text=True, timeout=120,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
+                                  "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"})
+        _AUTO[exe] = "--auto" in out.stdout + out.stderr
+    return _AUTO[exe]
 
 
 def _session_of(stdout):
