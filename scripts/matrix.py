@@ -35,7 +35,7 @@ START = "<!-- matrix:start (scripts/matrix.py writes this part) -->"
 END = "<!-- matrix:end -->"
 # The order of the tables; any other testdata/<name>/ holding versions
 # follows, by name.
-CLIS = ["gemini", "codex", "claude", "qwen", "copilot"]
+CLIS = ["gemini", "codex", "claude", "qwen", "copilot", "opencode"]
 # Suffixes the recorder adds: a second run (resume), a recording without
 # partial messages, and one where every command needs approval.
 SUFFIXES = ["", "-plain", "-2", "-plain-2", "-approval"]
