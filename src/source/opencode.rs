@@ -93,10 +93,12 @@ struct State<'a> {
     title: Option<Cow<'a, str>>,
 }
 
-/// A step's tokens: `input` leaves out the cached ones, `output` the
-/// reasoning.
+/// A step's tokens: `input` leaves out the cached ones; `output` leaves out
+/// the reasoning ones from 1.18 on, and counts them before (`total` is the
+/// sum of what it counts).
 #[derive(Deserialize, Default, Clone, Copy)]
 struct Tokens {
+    total: Option<u64>,
     input: Option<u64>,
     output: Option<u64>,
     reasoning: Option<u64>,
@@ -132,6 +134,7 @@ struct Steps {
     count: u64,
     seen: bool,
     input: u64,
+    /// The output tokens, reasoning included.
     output: u64,
     reasoning: u64,
     cache_read: u64,
@@ -332,11 +335,20 @@ impl OpenCode {
         if let Some(t) = part.tokens {
             s.seen = true;
             let cache = t.cache.unwrap_or_default();
-            s.input += t.input.unwrap_or(0);
-            s.output += t.output.unwrap_or(0);
-            s.reasoning += t.reasoning.unwrap_or(0);
-            s.cache_read += cache.read.unwrap_or(0);
-            s.cache_write += cache.write.unwrap_or(0);
+            let (read, write) = (cache.read.unwrap_or(0), cache.write.unwrap_or(0));
+            let input = t.input.unwrap_or(0);
+            let (output, reasoning) = (t.output.unwrap_or(0), t.reasoning.unwrap_or(0));
+            // The output with its reasoning: what the total holds beyond the
+            // input, whichever way `output` counts.
+            let all_input = input + read + write;
+            s.output += match t.total {
+                Some(total) if total >= all_input + output => total - all_input,
+                _ => output + reasoning,
+            };
+            s.input += input;
+            s.reasoning += reasoning;
+            s.cache_read += read;
+            s.cache_write += write;
         }
         if let Some(c) = part.cost.filter(|c| c.is_finite()) {
             s.cost += c;
@@ -355,7 +367,7 @@ impl OpenCode {
             return Vec::new();
         }
         let input = s.input + s.cache_read + s.cache_write;
-        let output = s.output + s.reasoning;
+        let output = s.output;
         vec![Usage {
             provider: None,
             model: None,
@@ -450,7 +462,7 @@ mod tests {
         rec(
             "step_finish",
             &format!(
-                r#""part":{{"id":"f","messageID":"m","type":"step-finish","reason":"{reason}","tokens":{{"total":130,"input":10,"output":5,"reasoning":2,"cache":{{"write":3,"read":100}}}},"cost":{cost}}}"#
+                r#""part":{{"id":"f","messageID":"m","type":"step-finish","reason":"{reason}","tokens":{{"total":120,"input":10,"output":5,"reasoning":2,"cache":{{"write":3,"read":100}}}},"cost":{cost}}}"#
             ),
         )
     }
@@ -506,6 +518,30 @@ mod tests {
         assert_eq!(usage["outputTokens"], 14);
         assert_eq!(usage["reasoningTokens"], 4);
         assert_eq!(usage["totalTokens"], 240);
+    }
+
+    /// Before 1.18 a step's `output` counted its reasoning tokens (and its
+    /// `total` did not add them again): they are not counted twice.
+    #[test]
+    fn output_tokens_that_count_the_reasoning() {
+        let tokens = |t: &str| {
+            let finish = rec(
+                "step_finish",
+                &format!(r#""part":{{"type":"step-finish","reason":"stop","tokens":{t}}}"#),
+            );
+            let end = translate(&[finish]).pop().unwrap();
+            (
+                end["usage"][0]["outputTokens"].clone(),
+                end["usage"][0]["totalTokens"].clone(),
+            )
+        };
+        let old = r#"{"total":1245,"input":176,"output":45,"reasoning":12,"cache":{"read":1024,"write":0}}"#;
+        let new = r#"{"total":1245,"input":176,"output":33,"reasoning":12,"cache":{"write":0,"read":1024}}"#;
+        assert_eq!(tokens(old), (45.into(), 1245.into()));
+        assert_eq!(tokens(new), (45.into(), 1245.into()));
+        // Without a total: `output` and `reasoning` are taken as parts.
+        let bare = r#"{"input":1,"output":2,"reasoning":3,"cache":{"write":0,"read":0}}"#;
+        assert_eq!(tokens(bare), (5.into(), 6.into()));
     }
 
     /// `error` fails the run, even one a step had finished; its status says
