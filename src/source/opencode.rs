@@ -567,6 +567,12 @@ mod tests {
             r#""RUN_ERROR" "api_error" "boom""#
         );
         assert_eq!(
+            last(&[error(
+                r#"{"name":"ProviderAuthError","data":{"providerID":"p","message":"no key"}}"#
+            )]),
+            r#""RUN_ERROR" "auth_error" "no key""#
+        );
+        assert_eq!(
             last(&[error(r#"{"name":"MessageAbortedError","data":{}}"#)]),
             r#""RUN_ERROR" "cli_error" "the session failed (MessageAbortedError)""#
         );
