@@ -482,6 +482,11 @@ pub mod code {
     pub const INPUT_ENDED: &str = "input_ended";
     /// Non-empty input that held no event of the dialect.
     pub const NO_EVENTS: &str = "no_events";
+    /// `--approval ask`: the input that should resume the pending
+    /// interrupts does not (stale, unknown or missing ids, or new input).
+    pub const INVALID_RESUME: &str = "invalid_resume";
+    /// `--approval ask`: the interrupts expired before a decision came.
+    pub const INTERRUPT_EXPIRED: &str = "interrupt_expired";
 }
 
 enum RunState {
@@ -569,6 +574,9 @@ pub struct Emitter {
     /// (`--raw unknown`), and how many.
     line_raw: Vec<u8>,
     line_raw_events: u64,
+    /// The id the next run gets, whatever else would name it (a resumed
+    /// run named by the client).
+    next_run: Option<String>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -621,6 +629,7 @@ impl Emitter {
             line_start: None,
             line_raw: Vec::new(),
             line_raw_events: 0,
+            next_run: None,
         }
     }
 
@@ -861,6 +870,12 @@ impl Emitter {
         self.announced.set_opt(thread_id);
     }
 
+    /// The next run's id is `id`, whatever `--run-id` or the input say: a
+    /// run the client names (a resume).
+    pub fn name_next_run(&mut self, id: &str) {
+        self.next_run = Some(id.to_owned());
+    }
+
     /// Start a run. The thread and run ids come from `--thread-id`/`--run-id`,
     /// else from the input, else they are derived: `run-` and a digest of the
     /// run's first line (see [`note_line`](Self::note_line)), or `run-N`
@@ -893,6 +908,9 @@ impl Emitter {
         }
         self.run_id.clear();
         match (&self.run_override, run_id) {
+            _ if self.next_run.is_some() => {
+                self.run_id = self.next_run.take().expect("some");
+            }
             (Some(r), _) if n + self.runs_before == 1 => self.run_id.push_str(r),
             (Some(r), _) => {
                 let _ = write!(self.run_id, "{r}-{}", n + self.runs_before);

@@ -454,5 +454,7 @@ fn policy(approval: Approval) -> (Option<&'static str>, Option<&'static str>) {
         Approval::Default => (None, None),
         Approval::AutoEdit => (Some("on-request"), Some("workspace-write")),
         Approval::Yolo => (Some("never"), Some("danger-full-access")),
+        // Refused before the server starts (its table's argv).
+        Approval::Ask => (None, None),
     }
 }

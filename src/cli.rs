@@ -82,7 +82,7 @@ pub static EXIT_STATUSES: &[ExitStatus] = &[
         status: "3",
         translate: "with --strict or --from CLI: an input was empty (a CLI that died before writing anything); without them, an empty input is only reported on stderr",
         check: "",
-        run: "",
+        run: "--approval ask: no decision came (--approval-timeout passed, or standard input ended): the tool calls asked about were denied and the CLI stopped",
         serve: "",
     },
     ExitStatus {
@@ -698,8 +698,10 @@ pub struct RunArgs {
     pub deny_tool: Vec<String>,
 
     /// How tool calls are approved: the CLI's own way, file edits without
-    /// asking (`auto-edit`), or everything without asking (`yolo`, never the
-    /// default).
+    /// asking (`auto-edit`), everything without asking (`yolo`, never the
+    /// default), or by the person at the other end (`ask`, claude only:
+    /// the run ends with an interrupt, and a resume line on standard input
+    /// answers it).
     #[arg(
         long,
         value_enum,
@@ -724,6 +726,24 @@ pub struct RunArgs {
         help_heading = RUN
     )]
     pub codex_transport: crate::request::Transport,
+
+    /// With `--approval ask`: how long the tool calls asked about wait for
+    /// a decision before they are denied and the CLI is stopped (exit
+    /// status 3).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::request::parse_duration,
+        default_value = "10m",
+        help_heading = RUN
+    )]
+    pub approval_timeout: std::time::Duration,
+
+    /// With `--approval ask`: after each run that ends waiting for an input
+    /// line, write an SSE comment that `serve` takes as the end of its
+    /// response.
+    #[arg(long, hide = true)]
+    pub input_marker: bool,
 
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.

@@ -55,6 +55,8 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         session_file: a.session_file,
         plan_file: a.plan_file,
         thread_id: output.thread_id.clone(),
+        approval_timeout: a.approval_timeout,
+        input_marker: a.input_marker,
     };
     crate::spawn::main(run, em)
 }

@@ -9,7 +9,8 @@
 //!   fuzzers' entry point.
 //! - **process**: `serve` ([`serve`], its HTTP in [`http`], what it keeps of each
 //!   thread in [`threads`]), `run`
-//!   ([`spawn`]), the client of a CLI's server ([`appserver`]), and the
+//!   ([`spawn`]), the client of a CLI's server ([`appserver`]), Claude
+//!   Code's permission requests as interrupts ([`ask`]), and the
 //!   child process ([`supervise`], its stderr in [`stderr`], secrets hidden
 //!   by [`redact`]).
 //! - **filter loop**: [`run`] reads lines into a translator and hands the
@@ -31,6 +32,7 @@ pub mod fuzzing;
 pub mod jobs;
 
 pub mod appserver;
+pub mod ask;
 pub mod http;
 pub mod redact;
 pub mod serve;

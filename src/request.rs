@@ -38,6 +38,16 @@ pub enum Approval {
     AutoEdit,
     /// Approve everything without asking.
     Yolo,
+    /// Ask the person at the other end: a tool call the CLI asks about ends
+    /// the run with an AG-UI interrupt, and the next input resumes it
+    /// (claude only).
+    Ask,
+}
+
+/// The refusal of `--approval ask` by a CLI that cannot ask (`title`),
+/// with the CLIs that can.
+pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
+    anyhow::anyhow!("--approval ask: {title} cannot ask ({why}); only claude can")
 }
 
 /// How `run codex` talks to Codex.

@@ -21,9 +21,10 @@ use anyhow::Context;
 
 use crate::agui::{code, Outcome};
 use crate::appserver;
+use crate::ask;
 use crate::dialect::{Client, Dialect};
 use crate::redact::Redactor;
-use crate::request::{RunRequest, Transport};
+use crate::request::{Approval, RunRequest, Transport};
 use crate::run::{self, Options, Stats};
 use crate::stderr::Tail;
 use crate::supervise::{self, Exit, Output, Signals};
@@ -187,11 +188,19 @@ pub struct Run {
     pub plan_file: Option<PathBuf>,
     /// The thread the output is given (`--thread-id`), whose plan that is.
     pub thread_id: Option<String>,
+    /// With `--approval ask`: how long pending asks wait for a decision.
+    pub approval_timeout: Duration,
+    /// With `--approval ask`: mark each wait for an input line (`serve`).
+    pub input_marker: bool,
 }
+
+/// The exit status of a run whose pending asks got no decision.
+pub const EXPIRED: u8 = 3;
 
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
+    let asking = a.request.approval == Approval::Ask;
     if let Some(d) = &a.request.cwd {
         // Checked here: a spawn that fails on it would look like a missing CLI.
         if !d.is_dir() {
@@ -208,9 +217,17 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
                 );
             }
             let mut p = String::new();
-            io::stdin()
-                .read_to_string(&mut p)
-                .context("reading the prompt from stdin")?;
+            if asking {
+                // The rest of the input is the decisions.
+                io::stdin()
+                    .read_line(&mut p)
+                    .context("reading the prompt from stdin")?;
+                p = ask::prompt_line(&p);
+            } else {
+                io::stdin()
+                    .read_to_string(&mut p)
+                    .context("reading the prompt from stdin")?;
+            }
             // `echo PROMPT | agui-translate run …`: the newline is not part of it.
             let end = p.trim_end_matches(['\n', '\r']).len();
             p.truncate(end);
@@ -224,6 +241,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     refuse_option_like_values(&a.request)?;
     let exe = executable(cli, a.cli_path.as_deref());
     let client = transport(cli, a.transport, exe.as_deref().ok(), &a.request.extra)?;
+    // Claude Code in control-protocol mode: the prompt and the decisions
+    // go in on its stdin (its table refuses `ask` for a CLI that cannot).
+    let asking = asking && client.is_none();
     // The policy file lives until the CLI has exited.
     let (args, _policy) = match client {
         Some((_, c)) => ((c.argv)(&a.request)?, None),
@@ -273,7 +293,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     };
     let mut cmd = Command::new(&exe);
     cmd.args(&args)
-        .stdin(if client.is_some() {
+        .stdin(if client.is_some() || asking {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -307,7 +327,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
     let child_out = child.stdout.take().expect("piped");
     run::widen_pipe(child_out.as_fd());
-    let child_in = child.stdin.take();
+    let mut child_in = child.stdin.take();
     let exit = Exit::watch(child);
     let timed_out = Arc::new(AtomicBool::new(false));
     // A server is asked to stop by its client (`turn/interrupt`), not
@@ -331,6 +351,53 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     }
     let mut stats = Stats::default();
     let mut output = BufReader::new(Output::new(child_out, exit.clone()));
+    if asking {
+        let lines = ask::input_lines();
+        let opts = ask::Options {
+            prompt: &prompt,
+            timeout: a.approval_timeout,
+            marker: a.input_marker,
+        };
+        output.get_mut().set_tick(true);
+        let mut cli_in = ServerInput(child_in.take());
+        let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
+        let ended = ask::Session::new(opts).run(
+            &mut output,
+            &mut cli_in,
+            &lines,
+            tr.as_mut(),
+            &mut em,
+            &mut out,
+            &stop,
+        );
+        output.get_mut().set_tick(false);
+        // The turn is over (or nothing more will be answered): the CLI's
+        // stdin is closed, and it exits.
+        drop(cli_in);
+        match ended {
+            Ok(ask::End::Expired(why)) => {
+                // The run has ended waiting: what the CLI says after the
+                // denial is no run's. It has the usual grace to take the
+                // denial and exit, its stdin closed.
+                if exit.wait_for(supervise::KILL_GRACE).is_none() {
+                    supervise::stop(group, &exit);
+                }
+                let _ = exit.wait();
+                let _ = writeln!(
+                    io::stderr(),
+                    "agui-translate: {why}: the pending tool calls were denied and {} was stopped",
+                    cli.name()
+                );
+                keep(&a, &em, tr.as_ref())?;
+                return Ok(ExitCode::from(EXPIRED));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                supervise::stop(group, &exit);
+                return Err(e).context("writing stdout");
+            }
+        }
+    }
     // How a session with a server ended.
     let mut session_end = None;
     // Whether the server outstayed its grace after the session and was
@@ -407,8 +474,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let tail = tail.lock().map(|t| t.text()).unwrap_or_default();
 
     if cancelled {
-        // Our own stop: the run ends as cancelled, unless it had ended.
-        if !em.run_ended() {
+        // Our own stop: the run ends as cancelled, unless it had ended
+        // (or had ended waiting for decisions).
+        if em.in_run() || !em.started_any() {
             em.finish_run(None, Some(Outcome::Cancelled), &[]);
         }
     } else if let Some(code_num) = failure(status).filter(|_| !lingered.load(Ordering::SeqCst)) {
@@ -445,18 +513,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         Options::default(),
         &mut stats,
     )?;
-    if let (Some(file), Some(session)) = (&a.session_file, em.cli_thread()) {
-        std::fs::write(file, session)
-            .with_context(|| format!("--session-file {}", file.display()))?;
-    }
-    if let (Some(file), Some(list)) = (&a.plan_file, tr.carried()) {
-        let kept = Carried {
-            thread: a.thread_id.as_deref().unwrap_or(""),
-            list: serde_json::value::RawValue::from_string(list)?,
-        };
-        crate::threads::write_atomic(file, &serde_json::to_vec(&kept)?)
-            .with_context(|| format!("--plan-file {}", file.display()))?;
-    }
+    keep(&a, &em, tr.as_ref())?;
 
     let exit = if timed_out.load(Ordering::SeqCst) {
         124
@@ -470,6 +527,28 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     };
     Ok(ExitCode::from(exit.clamp(0, 255) as u8))
+}
+
+/// What a run leaves for the thread's next: the CLI's session id
+/// (`--session-file`) and its carried list (`--plan-file`).
+fn keep(
+    a: &Run,
+    em: &crate::agui::Emitter,
+    tr: &dyn crate::source::Translate,
+) -> anyhow::Result<()> {
+    if let (Some(file), Some(session)) = (&a.session_file, em.cli_thread()) {
+        std::fs::write(file, session)
+            .with_context(|| format!("--session-file {}", file.display()))?;
+    }
+    if let (Some(file), Some(list)) = (&a.plan_file, tr.carried()) {
+        let kept = Carried {
+            thread: a.thread_id.as_deref().unwrap_or(""),
+            list: serde_json::value::RawValue::from_string(list)?,
+        };
+        crate::threads::write_atomic(file, &serde_json::to_vec(&kept)?)
+            .with_context(|| format!("--plan-file {}", file.display()))?;
+    }
+    Ok(())
 }
 
 /// What `--plan-file` holds: the list a translation carries into the next

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "threads",
             "spawn",
             "appserver",
+            "ask",
             "supervise",
             "stderr",
             "redact",

@@ -62,11 +62,22 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Default => {}
         Approval::AutoEdit => v.extend([s("--permission-mode"), s("acceptEdits")]),
         Approval::Yolo => v.push(s("--dangerously-skip-permissions")),
+        // The control protocol: the prompt goes in on stdin as a user
+        // message, and each permission the CLI would ask for comes out as a
+        // `control_request` that the host answers.
+        Approval::Ask => v.extend([
+            s("--input-format"),
+            s("stream-json"),
+            s("--permission-prompt-tool"),
+            s("stdio"),
+        ]),
     }
-    // `-p` is a switch and the prompt an argument: last, after `--`, so that
-    // neither a prompt that begins with `-` nor a variadic option such as
-    // --allowedTools can take it.
     v.extend(a.extra.iter().cloned());
-    v.extend([s("--"), s(prompt)]);
+    if a.approval != Approval::Ask {
+        // `-p` is a switch and the prompt an argument: last, after `--`, so
+        // that neither a prompt that begins with `-` nor a variadic option
+        // such as --allowedTools can take it.
+        v.extend([s("--"), s(prompt)]);
+    }
     Ok(v)
 }

@@ -60,6 +60,12 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Default => {}
         Approval::AutoEdit => v.push(s("--full-auto")),
         Approval::Yolo => v.push(s("--dangerously-bypass-approvals-and-sandbox")),
+        Approval::Ask => {
+            return Err(crate::request::cannot_ask(
+                SPEC.title,
+                "agui-translate answers its approvals by policy only",
+            ))
+        }
     }
     if a.max_turns.is_some() {
         anyhow::bail!("codex has no flag for a turn limit");

@@ -62,6 +62,12 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         // Its permission kind for file changes.
         Approval::AutoEdit => v.push(s("--allow-tool=write")),
         Approval::Yolo => v.push(s("--allow-all")),
+        Approval::Ask => {
+            return Err(crate::request::cannot_ask(
+                SPEC.title,
+                "its JSON mode has no approval channel",
+            ))
+        }
     }
     v.extend(a.extra.iter().cloned());
     Ok(v)

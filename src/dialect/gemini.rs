@@ -64,6 +64,12 @@ fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<V
         Approval::Default => {}
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
+        Approval::Ask => {
+            return Err(crate::request::cannot_ask(
+                SPEC.title,
+                "its stream-json mode has no approval channel; its approvals need ACP",
+            ))
+        }
     }
     if a.max_turns.is_some() {
         anyhow::bail!(

@@ -64,6 +64,12 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Default => {}
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto-edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
+        Approval::Ask => {
+            return Err(crate::request::cannot_ask(
+                SPEC.title,
+                "its stream-json mode has no approval channel",
+            ))
+        }
     }
     v.extend(a.extra.iter().cloned());
     Ok(v)
