@@ -15,7 +15,7 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::agui::{AguiVersion, RawMode};
+use crate::agui::{code, AguiVersion, RawMode};
 use crate::http::{self, Refused};
 use crate::threads::Threads;
 
@@ -53,6 +53,9 @@ const RETRY_AFTER_SECS: u32 = 5;
 const MAX_ID: usize = 1024;
 /// Threads whose CLI session is kept; the oldest is forgotten first.
 const MAX_THREADS: usize = 10_000;
+/// With `--approval ask`: runs kept waiting for their thread's decisions,
+/// at most; one more ends the longest waiting.
+const MAX_WAITING: usize = MAX_RUNS;
 /// The environment variable that gives the token.
 pub const TOKEN_VAR: &str = "AGUI_SERVE_TOKEN";
 
@@ -75,6 +78,13 @@ struct Shared {
     /// Threads with a run going: a second request waits for none, it is
     /// refused (409), so that two runs never resume one session at once.
     busy: Mutex<HashSet<String>>,
+    /// `-- --approval ask`: a run that ends in interrupts is kept, its CLI
+    /// alive, for the thread's next request.
+    ask: bool,
+    /// The runs waiting for decisions, by thread (at most [`MAX_WAITING`]).
+    waiting: Mutex<HashMap<String, Waiting>>,
+    /// Starts the runs.
+    spawner: Spawner,
     /// The runs going, by process id: ended when the server stops.
     runs: Mutex<HashSet<u32>>,
     /// Run slots taken.
@@ -269,6 +279,12 @@ pub fn main(
         Some(v) => Version::Forced(v),
         None => Version::PerRequest,
     };
+    let ask = asks(&a.run_options);
+    if ask {
+        if let Some(e) = crate::spawn::ask_refused(a.cli) {
+            return usage(&format!("{e:#}"));
+        }
+    }
     let raw = Some(a.raw).filter(|_| {
         !a.run_options
             .iter()
@@ -316,6 +332,9 @@ pub fn main(
         raw,
         threads: Mutex::new(threads),
         busy: Mutex::default(),
+        ask,
+        waiting: Mutex::default(),
+        spawner: Spawner::new()?,
         runs: Mutex::default(),
         running: AtomicUsize::new(0),
         pending: AtomicUsize::new(0),
@@ -407,6 +426,38 @@ fn accept(mut conn: TcpStream, shared: &Arc<Shared>) {
     }
 }
 
+/// The thread that starts the runs. A run's parent-death signal comes when
+/// the thread that started it ends, not the server: a run that outlives
+/// its request (one that waits for decisions) is started by this thread,
+/// which lives as long as the server.
+struct Spawner(
+    Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
+);
+
+impl Spawner {
+    fn new() -> io::Result<Spawner> {
+        let (tx, rx) =
+            std::sync::mpsc::channel::<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>();
+        std::thread::Builder::new().spawn(move || {
+            for (mut cmd, back) in rx {
+                let _ = back.send(cmd.spawn());
+            }
+        })?;
+        Ok(Spawner(Mutex::new(tx)))
+    }
+
+    fn spawn(&self, cmd: Command) -> io::Result<Child> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gone = || io::Error::other("the thread that starts runs has ended");
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .send((cmd, tx))
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
+    }
+}
+
 /// A connection counted as still sending its request, until it has.
 struct Pending<'a>(Option<&'a AtomicUsize>);
 
@@ -463,6 +514,17 @@ impl Drop for PrivateDir {
 fn usage(msg: &str) -> anyhow::Result<ExitCode> {
     let _ = writeln!(io::stderr(), "agui-translate: serve: {msg}");
     Ok(ExitCode::from(2))
+}
+
+/// Whether the run options ask the person at the other end
+/// (`--approval ask`).
+fn asks(options: &[String]) -> bool {
+    options
+        .iter()
+        .zip(options.iter().skip(1).map(Some).chain([None]))
+        .any(|(o, next)| {
+            o == "--approval=ask" || (o == "--approval" && next.is_some_and(|n| n == "ask"))
+        })
 }
 
 /// The arguments of the `agui-translate run` behind one request (the prompt
@@ -536,6 +598,9 @@ struct RunAgentInput<'a> {
     /// Sent by 1.0 clients (`"1.0.0"`); 0.0 clients send none.
     #[serde(default)]
     protocol_version: Option<String>,
+    /// The decisions on the interrupts the thread's last run ended with.
+    #[serde(default, borrow)]
+    resume: Option<&'a RawValue>,
 }
 
 /// Which AG-UI release a run writes for.
@@ -821,10 +886,14 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         let _ = refuse(&mut conn, &cors, Refused(400, why));
         return;
     }
-    let Some(prompt) = prompt_of(&input) else {
+    let resuming = input.resume.is_some_and(|r| {
+        serde_json::from_str::<Vec<serde::de::IgnoredAny>>(r.get()).map_or(true, |v| !v.is_empty())
+    });
+    let prompt = prompt_of(&input);
+    if prompt.is_none() && !resuming {
         let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
         return;
-    };
+    }
     if shared.running.fetch_add(1, Ordering::SeqCst) >= MAX_RUNS
         || shared.stopping.load(Ordering::SeqCst)
     {
@@ -846,7 +915,19 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         );
         return;
     }
-    run_one(&mut conn, shared, &input, &prompt, &cors);
+    let waiting = shared
+        .waiting
+        .lock()
+        .expect("not poisoned")
+        .remove(&input.thread_id);
+    match (waiting, prompt) {
+        (Some(w), _) => resume_run(&mut conn, shared, &input, w, &cors),
+        (None, Some(prompt)) if !resuming => run_one(&mut conn, shared, &input, &prompt, &cors),
+        (None, _) => {
+            let why = "nothing on this thread waits for a decision: the resume is stale (or names interrupts this server never made)";
+            let _ = answer_error(&mut conn, shared, &input, &cors, why, code::INVALID_RESUME);
+        }
+    }
     shared
         .busy
         .lock()
@@ -883,6 +964,26 @@ impl Drop for SessionFile {
     }
 }
 
+/// A run of `serve --approval ask` that ended waiting for its thread's
+/// decisions: its process, still alive, the pipes to it, and its session
+/// file.
+struct Waiting {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+    file: SessionFile,
+    since: Instant,
+}
+
+/// How a run's response ended.
+#[derive(PartialEq, Eq)]
+enum Streamed {
+    /// The run's output ended.
+    Ended,
+    /// The run waits for the thread's next request.
+    Waiting,
+}
+
 fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt: &str, cors: &str) {
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
@@ -900,6 +1001,11 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
         &file.0,
         kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
+    let mut argv = argv;
+    if shared.ask {
+        // After `run CLI -`, before the run options (which may end in `--`).
+        argv.insert(3, "--input-marker".into());
+    }
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -929,7 +1035,7 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
             Ok(())
         });
     }
-    let mut child = match cmd.spawn() {
+    let mut child = match shared.spawner.spawn(cmd) {
         Ok(c) => c,
         Err(e) => {
             let _ = refuse_with(conn, cors, 500, &format!("cannot start the run: {e}"));
@@ -938,46 +1044,164 @@ fn run_one(conn: &mut TcpStream, shared: &Shared, input: &RunAgentInput, prompt:
     };
     let pid = child.id();
     shared.runs.lock().expect("not poisoned").insert(pid);
-    let _ = stream_run(conn, &mut child, prompt, cors);
-    let _ = child.wait();
+    let mut stdin = child.stdin.take();
+    let stdout = child.stdout.take().expect("piped");
+    if let Some(pipe) = &mut stdin {
+        // A run that has already failed does not read it: its output says why.
+        let _ = if shared.ask {
+            // One line, the prompt as a JSON string: the decisions follow.
+            let line = serde_json::to_string(prompt).expect("a string");
+            writeln!(pipe, "{line}")
+        } else {
+            pipe.write_all(prompt.as_bytes())
+        };
+    }
+    if !shared.ask {
+        stdin = None;
+    }
+    let mut w = Waiting {
+        child,
+        stdin,
+        stdout,
+        file,
+        since: Instant::now(),
+    };
+    let streamed = stream_run(conn, pid, &mut w.stdout, cors, shared.ask);
+    settle(shared, &input.thread_id, w, streamed);
+}
+
+/// The thread's next request to a run that waits for decisions: its
+/// `runId` and `resume` go to the run as one line (anything else of the
+/// request, such as the `role: "tool"` messages CopilotKit adds, is not
+/// the run's concern), and the run's output is this response. A run that
+/// has ended meanwhile (its approval timeout passed) is answered here.
+fn resume_run(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    mut w: Waiting,
+    cors: &str,
+) {
+    let pid = w.child.id();
+    let mut line = serde_json::json!({ "runId": input.run_id });
+    if let Some(r) = input.resume {
+        line["resume"] = serde_json::from_str(r.get()).unwrap_or(serde_json::Value::Null);
+    }
+    let alive = matches!(w.child.try_wait(), Ok(None))
+        && w.stdin
+            .as_mut()
+            .is_some_and(|p| writeln!(p, "{line}").and_then(|()| p.flush()).is_ok());
+    if !alive {
+        let why = match w.child.wait().ok().and_then(|s| s.code()) {
+            Some(c) if c == i32::from(crate::spawn::EXPIRED) => {
+                "the interrupts of this thread expired: no decision came within the approval timeout, so the tool calls were denied and the turn ended"
+            }
+            _ => "the run that waited for these decisions has ended: they are no longer pending",
+        };
+        let _ = answer_error(conn, shared, input, cors, why, code::INTERRUPT_EXPIRED);
+        settle(shared, &input.thread_id, w, Streamed::Ended);
+        return;
+    }
+    let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
+    settle(shared, &input.thread_id, w, streamed);
+}
+
+/// A run whose response has ended: kept if it waits for decisions (the
+/// longest waiting one ended if too many wait), else waited for, its
+/// session kept for the thread.
+fn settle(shared: &Shared, thread: &str, mut w: Waiting, streamed: Streamed) {
+    if streamed == Streamed::Waiting {
+        let evicted = {
+            let mut waiting = shared.waiting.lock().expect("not poisoned");
+            let oldest = (waiting.len() >= MAX_WAITING)
+                .then(|| {
+                    waiting
+                        .iter()
+                        .min_by_key(|(_, w)| w.since)
+                        .map(|(t, _)| t.clone())
+                })
+                .flatten();
+            let evicted = oldest.and_then(|t| waiting.remove(&t).map(|w| (t, w)));
+            w.since = Instant::now();
+            waiting.insert(thread.to_owned(), w);
+            evicted
+        };
+        if let Some((t, w)) = evicted {
+            terminate(w.child.id());
+            settle(shared, &t, w, Streamed::Ended);
+        }
+        return;
+    }
+    drop(w.stdin.take());
+    let pid = w.child.id();
+    let _ = w.child.wait();
     shared.runs.lock().expect("not poisoned").remove(&pid);
-    let session = file.read();
+    let session = w.file.read();
     let kept = shared
         .threads
         .lock()
         .expect("not poisoned")
-        .ran(&input.thread_id, session.as_deref());
+        .ran(thread, session.as_deref());
     if let Err(e) = kept {
         let _ = writeln!(
             io::stderr(),
-            "agui-translate: serve: the session of thread {:?} is not kept: {e}",
-            input.thread_id
+            "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
         );
     }
 }
 
-/// Sends the prompt, then copies the run's events to the client as they
-/// come. A client that goes away (seen by a read that ends, even while the
-/// run is quiet, or by a write that fails) or that leaves its stream unread
-/// for [`STALL_TIMEOUT`] ends the run as SIGTERM does.
-fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str, cors: &str) -> io::Result<()> {
-    let pid = child.id();
-    if let Some(mut stdin) = child.stdin.take() {
-        // A run that has already failed does not read it: its output says why.
-        let _ = stdin.write_all(prompt.as_bytes());
-    }
-    let mut out = child.stdout.take().expect("piped");
-    let head = format!(
-        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+/// A response that is one run ending in RUN_ERROR, made here (no CLI is
+/// started).
+fn answer_error(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    cors: &str,
+    why: &str,
+    code: &str,
+) -> io::Result<()> {
+    let mut em = crate::agui::Emitter::new(
+        crate::agui::Format::Sse,
+        Some(input.thread_id.clone()),
+        input.run_id.clone(),
     );
-    let mut gone = write_within(conn, head.as_bytes(), STALL_TIMEOUT).is_err();
+    if let Some(v) = shared.version.of(Some(input)) {
+        em.set_version(v);
+    }
+    em.start_run(None, None);
+    em.fail_run(why, code, &[], None);
+    em.end_of_input(true);
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, em.output(), STALL_TIMEOUT)
+}
+
+/// The head of an SSE response.
+fn sse_head(cors: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// Copies the run's events to the client as they come. A client that goes
+/// away (seen by a read that ends, even while the run is quiet, or by a
+/// write that fails) or that leaves its stream unread for
+/// [`STALL_TIMEOUT`] ends the run as SIGTERM does. With `marker`, the
+/// run's [`MARKER`](crate::ask::MARKER) ends the response (it is not
+/// sent): the run waits for the thread's next request.
+fn stream_run(
+    conn: &mut TcpStream,
+    pid: u32,
+    out: &mut ChildStdout,
+    cors: &str,
+    marker: bool,
+) -> Streamed {
+    let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
     if gone {
         terminate(pid);
     }
     let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let mut peer = conn.try_clone()?;
-        peer.set_read_timeout(None)?;
+    let watcher = conn.try_clone().ok().map(|mut peer| {
+        let _ = peer.set_read_timeout(None);
         let done = done.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 512];
@@ -991,8 +1215,18 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str, cors: &str)
                 terminate(pid);
             }
         })
+    });
+    let mut send = |bytes: &[u8]| {
+        if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
+            // The rest of the run is read and dropped, so that it can end.
+            gone = true;
+            terminate(pid);
+        }
     };
     let mut buf = vec![0u8; 64 * 1024];
+    // The end of the output that may be the start of the marker.
+    let mut held: Vec<u8> = Vec::new();
+    let mut streamed = Streamed::Ended;
     loop {
         let n = match out.read(&mut buf) {
             Ok(0) => break,
@@ -1000,17 +1234,37 @@ fn stream_run(conn: &mut TcpStream, child: &mut Child, prompt: &str, cors: &str)
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        if !gone && write_within(conn, &buf[..n], STALL_TIMEOUT).is_err() {
-            // The rest of the run is read and dropped, so that it can end.
-            gone = true;
-            terminate(pid);
+        if !marker {
+            send(&buf[..n]);
+            continue;
         }
+        held.extend_from_slice(&buf[..n]);
+        let m = crate::ask::MARKER;
+        if held.ends_with(m) {
+            send(&held[..held.len() - m.len()]);
+            held.clear();
+            streamed = Streamed::Waiting;
+            break;
+        }
+        let keep = (1..m.len().min(held.len() + 1))
+            .rev()
+            .find(|&k| held.ends_with(&m[..k]))
+            .unwrap_or(0);
+        let upto = held.len() - keep;
+        send(&held[..upto]);
+        held.drain(..upto);
     }
+    send(&held);
     // The watcher ends when the connection is shut down, after the run's
     // session is kept (see `serve_one`).
     done.store(true, Ordering::SeqCst);
     drop(watcher);
-    Ok(())
+    if gone && streamed == Streamed::Waiting {
+        // No one took the response: the run is not kept waiting.
+        terminate(pid);
+        return Streamed::Ended;
+    }
+    streamed
 }
 
 /// Writes all of `bytes` within `limit`, or fails: a reader that takes

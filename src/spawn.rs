@@ -194,6 +194,22 @@ pub struct Run {
     pub input_marker: bool,
 }
 
+/// Why `cli` cannot ask (`--approval ask`), if it cannot: its table says,
+/// for each way `run` starts it.
+pub fn ask_refused(cli: Dialect) -> Option<anyhow::Error> {
+    let req = RunRequest {
+        approval: Approval::Ask,
+        ..RunRequest::default()
+    };
+    let exec = cli.exec().map(|e| (e.argv)(&req, "", None).err());
+    let client = cli.client().map(|(_, c)| (c.argv)(&req).err());
+    match (exec, client) {
+        (Some(None), _) | (_, Some(None)) => None,
+        (Some(Some(e)), _) | (None, Some(Some(e))) => Some(e),
+        (None, None) => Some(anyhow::anyhow!("{cli} cannot be started by run")),
+    }
+}
+
 /// The exit status of a run whose pending asks got no decision.
 pub const EXPIRED: u8 = 3;
 

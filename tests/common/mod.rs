@@ -96,6 +96,12 @@ impl Drop for Server {
 /// `--state-dir`, the server keeps its threads in a fresh directory of its
 /// own.
 pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
+    serve_run(cli, args, &[], env)
+}
+
+/// [`serve`], with `run_args` for every run after `--cli FAKE`.
+#[allow(dead_code)]
+pub fn serve_run(cli: &str, args: &[&str], run_args: &[&str], env: &[(&str, &Path)]) -> Server {
     static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut c = Command::new(env!("CARGO_BIN_EXE_agui-translate"));
     c.env_clear()
@@ -110,6 +116,7 @@ pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
     }
     c.args(["--", "--cli"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake/cli"))
+        .args(run_args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

@@ -1,0 +1,385 @@
+//! `agui-translate serve claude -- --approval ask`: a run that ends in
+//! interrupts is kept, its CLI alive, and the thread's next request resumes
+//! it. The stand-in CLI (`tests/fake/cli`, FAKE_CONTROL) replays Claude
+//! Code in control-protocol mode.
+
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
+const ASK: &str = "3f1c2a4e-7b1d-4c55-9a0e-5d2b8c1e9f01";
+const ASK_A: &str = "9a0b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c01";
+const ASK_B: &str = "9a0b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c02";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-serve-ask-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    let _ = std::fs::remove_file(&file);
+    file
+}
+
+/// `serve claude -- --approval ask` replaying `replay`; the CLI's stdin
+/// lines go to `sent`.
+fn server(replay: &str, sent: &Path, extra: &[&str]) -> common::Server {
+    let replay = root().join("tests/ask").join(replay);
+    let mut args = vec!["--approval", "ask"];
+    args.extend(extra);
+    serve_with(&args, &[("FAKE_CONTROL", &replay), ("FAKE_SENT", sent)])
+}
+
+/// `serve claude … -- --cli FAKE RUN_ARGS`.
+fn serve_with(run_args: &[&str], env: &[(&str, &Path)]) -> common::Server {
+    common::serve_run("claude", &[], run_args, env)
+}
+
+fn post(addr: &str, body: &Value) -> Vec<Value> {
+    let body = body.to_string();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        !text.contains(": agui-translate"),
+        "the marker is not sent: {text}"
+    );
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn first(thread: &str, run: &str, v1: bool) -> Value {
+    let mut b = json!({
+        "threadId": thread, "runId": run, "state": {}, "tools": [], "context": [],
+        "forwardedProps": {},
+        "messages": [{"id": "m1", "role": "user", "content": "list the files"}],
+    });
+    if v1 {
+        b["protocolVersion"] = json!("1.0.0");
+    }
+    b
+}
+
+/// A resume as CopilotKit sends it: the same run id again, and a `tool`
+/// message per answered tool-call interrupt.
+fn resume(thread: &str, run: &str, answers: &[(&str, &str, Value)]) -> Value {
+    let mut b = first(thread, run, true);
+    for (_, _, payload) in answers {
+        b["messages"].as_array_mut().unwrap().push(json!({
+            "id": "t1", "role": "tool", "toolCallId": "toolu_m0000scripted",
+            "content": payload.to_string(),
+        }));
+    }
+    b["resume"] = answers
+        .iter()
+        .map(|(id, status, payload)| json!({"interruptId": id, "status": status, "payload": payload}))
+        .collect();
+    b
+}
+
+fn sent(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn answer_for(sent: &[Value], id: &str) -> Value {
+    sent.iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
+        .unwrap_or_else(|| panic!("no answer for {id} in {sent:?}"))["response"]["response"]
+        .clone()
+}
+
+fn interrupts(run: &[Value]) -> Vec<Value> {
+    let end = run.last().unwrap();
+    assert_eq!(end["outcome"]["type"], "interrupt", "{end}");
+    end["outcome"]["interrupts"].as_array().unwrap().clone()
+}
+
+/// The responses together are valid AG-UI.
+fn assert_valid(responses: &[&[Value]]) {
+    let file = tmp(&format!("check-{}.ndjson", rand()));
+    let text: String = responses
+        .iter()
+        .flat_map(|r| r.iter())
+        .map(|e| format!("{e}\n"))
+        .collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn rand() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[test]
+fn an_approval_from_the_client_resumes_the_waiting_cli() {
+    let sent_file = tmp("approve-sent");
+    let s = server("approve.jsonl", &sent_file, &[]);
+    let one = post(&s.addr, &first("th", "r1", true));
+    let its = interrupts(&one);
+    assert_eq!(its[0]["id"], ASK);
+    assert_eq!(its[0]["toolCallId"], "toolu_m0000scripted");
+    assert_eq!(sent(&sent_file).len(), 1, "nothing answered yet");
+
+    let two = post(
+        &s.addr,
+        &resume("th", "r1", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert_eq!(two[0]["type"], "RUN_STARTED");
+    assert_eq!(
+        (&two[0]["threadId"], &two[0]["runId"]),
+        (&json!("th"), &json!("r1"))
+    );
+    assert!(two
+        .iter()
+        .any(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == "toolu_m0000scripted"));
+    assert!(!two.iter().any(|e| e["type"] == "TOOL_CALL_START"));
+    let end = two.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED");
+    assert!(end.get("outcome").is_none(), "{end}");
+    assert_eq!(
+        answer_for(&sent(&sent_file), ASK)["updatedInput"]["command"],
+        "echo hello from the shell"
+    );
+    assert_valid(&[&one, &two]);
+
+    // The thread is free again, and nothing waits on it.
+    let stale = post(
+        &s.addr,
+        &resume("th", "r3", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert_eq!(stale[1]["code"], "invalid_resume", "{stale:?}");
+}
+
+#[test]
+fn edits_denials_and_cancels_reach_the_cli() {
+    for (replay, status, payload, want) in [
+        (
+            "approve.jsonl",
+            "resolved",
+            json!({"approved": true, "editedArgs": {"command": "ls -l"}}),
+            json!({"behavior": "allow", "updatedInput": {"command": "ls -l"}}),
+        ),
+        (
+            "deny.jsonl",
+            "resolved",
+            json!({"approved": false}),
+            json!({"behavior": "deny", "message": "The user denied this tool call."}),
+        ),
+        (
+            "deny.jsonl",
+            "cancelled",
+            Value::Null,
+            json!({"behavior": "deny", "message": "The user cancelled this tool call.", "interrupt": true}),
+        ),
+    ] {
+        let sent_file = tmp(&format!("decide-{}", rand()));
+        let s = server(replay, &sent_file, &[]);
+        let one = post(&s.addr, &first("th", "r1", true));
+        interrupts(&one);
+        let two = post(&s.addr, &resume("th", "r2", &[(ASK, status, payload)]));
+        assert_eq!(two[0]["runId"], "r2");
+        assert!(two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"));
+        assert_eq!(answer_for(&sent(&sent_file), ASK), want);
+        assert_valid(&[&one, &two]);
+    }
+}
+
+#[test]
+fn a_partial_resume_or_new_input_is_refused_and_the_run_still_waits() {
+    let sent_file = tmp("partial-sent");
+    let s = server("two.jsonl", &sent_file, &[]);
+    let one = post(&s.addr, &first("th", "r1", true));
+    assert_eq!(interrupts(&one).len(), 2);
+    let partial = post(
+        &s.addr,
+        &resume(
+            "th",
+            "r2",
+            &[(ASK_A, "resolved", json!({"approved": true}))],
+        ),
+    );
+    assert_eq!(partial.len(), 2, "{partial:?}");
+    assert_eq!(partial[1]["code"], "invalid_resume");
+    let input = post(&s.addr, &first("th", "r3", true));
+    assert_eq!(input[1]["code"], "invalid_resume", "{input:?}");
+    assert_eq!(sent(&sent_file).len(), 1, "the CLI got nothing");
+    let done = post(
+        &s.addr,
+        &resume(
+            "th",
+            "r4",
+            &[
+                (ASK_A, "resolved", json!({"approved": true})),
+                (ASK_B, "cancelled", Value::Null),
+            ],
+        ),
+    );
+    assert_eq!(done[0]["runId"], "r4");
+    let sent = sent(&sent_file);
+    assert_eq!(answer_for(&sent, ASK_A)["behavior"], "allow");
+    assert_eq!(answer_for(&sent, ASK_B)["interrupt"], true);
+    assert_valid(&[&one, &partial, &input, &done]);
+}
+
+#[test]
+fn a_resume_with_nothing_pending_starts_no_cli() {
+    let argv = tmp("stale-argv");
+    let s = serve_with(
+        &["--approval", "ask"],
+        &[
+            ("FAKE_CONTROL", &root().join("tests/ask/approve.jsonl")),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let r = post(
+        &s.addr,
+        &resume(
+            "fresh",
+            "r1",
+            &[(ASK, "resolved", json!({"approved": true}))],
+        ),
+    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(
+        (&r[0]["type"], &r[0]["runId"]),
+        (&json!("RUN_STARTED"), &json!("r1"))
+    );
+    assert_eq!(r[1]["code"], "invalid_resume");
+    assert!(r[1]["message"].as_str().unwrap().contains("stale"));
+    assert!(!argv.exists(), "no CLI was started");
+    assert_valid(&[&r]);
+}
+
+#[test]
+fn interrupts_that_expire_are_denied_and_the_thread_says_so() {
+    let sent_file = tmp("expire-sent");
+    let s = server(
+        "approve.jsonl",
+        &sent_file,
+        &["--approval-timeout", "300ms"],
+    );
+    let one = post(&s.addr, &first("th", "r1", true));
+    interrupts(&one);
+    let start = Instant::now();
+    while !sent(&sent_file)
+        .iter()
+        .any(|l| l["type"] == "control_response")
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "never denied");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        answer_for(&sent(&sent_file), ASK)["message"],
+        "no decision within 300ms"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let late = post(
+        &s.addr,
+        &resume("th", "r2", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert_eq!(late[1]["code"], "interrupt_expired", "{late:?}");
+    assert!(late[1]["message"].as_str().unwrap().contains("expired"));
+    assert_valid(&[&one, &late]);
+}
+
+#[test]
+fn a_0_0_client_gets_the_interrupt_and_no_1_0_only_shapes() {
+    let sent_file = tmp("v0-sent");
+    let s = server("approve.jsonl", &sent_file, &[]);
+    let one = post(&s.addr, &first("th", "r1", false));
+    assert_eq!(interrupts(&one)[0]["id"], ASK);
+    let mut again = resume("th", "r1", &[(ASK, "resolved", json!({"approved": true}))]);
+    again.as_object_mut().unwrap().remove("protocolVersion");
+    let two = post(&s.addr, &again);
+    assert!(two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"));
+    let text = format!("{one:?}{two:?}");
+    assert!(!text.contains("pendingToolCallIds") && !text.contains("\"cancelled\""));
+}
+
+#[test]
+fn serve_refuses_ask_for_a_cli_that_cannot() {
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "serve",
+            "gemini",
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            "--approval=ask",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Gemini CLI cannot ask") && err.contains("ACP"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stopped_server_ends_its_waiting_runs() {
+    let pid_file = tmp("stop-pid");
+    let sent_file = tmp("stop-sent");
+    let s = serve_with(
+        &["--approval", "ask"],
+        &[
+            ("FAKE_CONTROL", &root().join("tests/ask/approve.jsonl")),
+            ("FAKE_SENT", &sent_file),
+            ("FAKE_PID", &pid_file),
+        ],
+    );
+    interrupts(&post(&s.addr, &first("th", "r1", true)));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signal 0 only checks that the process exists.
+    assert!(unsafe { libc::kill(pid, 0) } == 0, "the CLI waits");
+    drop(s);
+    let start = Instant::now();
+    // SAFETY: as above.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the CLI outlived the server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
