@@ -893,6 +893,55 @@ fn http_agent_speaks_to_serve() {
     );
 }
 
+/// `serve claude -- --approval ask` with the official 1.0 HttpAgent
+/// (`tests/conformance/approve.cjs`): a run ends in an interrupt, the agent
+/// keeps it pending and refuses to run past it, and a resume approves,
+/// approves with edited arguments, denies or cancels the tool call; the
+/// CLI gets the matching answer.
+#[test]
+fn http_agent_approves_through_serve() {
+    if skipped("http_agent_approves_through_serve") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let mut servers = Vec::new();
+    let mut args = Vec::new();
+    for (name, replay) in [
+        ("approve", "approve.jsonl"),
+        ("edit", "approve.jsonl"),
+        ("deny", "deny.jsonl"),
+        ("cancel", "deny.jsonl"),
+    ] {
+        let sent = std::env::temp_dir().join(format!("agui-approve-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&sent);
+        let replay = root().join("tests/ask").join(replay);
+        let server = common::serve_run(
+            "claude",
+            &[],
+            &["--approval", "ask"],
+            &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
+        );
+        args.push(std::ffi::OsString::from(format!(
+            "http://{}/agent",
+            server.addr
+        )));
+        args.push(sent.into_os_string());
+        servers.push(server);
+    }
+    let out = Command::new("node")
+        .arg(dir.join("approve.cjs"))
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Where Debian's `chromium` is, if installed.
 fn chromium() -> Option<PathBuf> {
     std::env::var_os("PATH")

@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+// Drives `agui-translate serve claude -- --approval ask` with the official
+// @ag-ui/client 1.0 HttpAgent, as a front end that asks its user does: a run
+// ends with an interrupt, and the next run resumes it with an approval, an
+// approval with edited arguments, a denial or a cancel.
+//
+//   node approve.cjs URL SENT_FILE [URL SENT_FILE]...
+//
+// One server per case, in the order below (approve, approve-with-edit,
+// deny, cancel), each serving the stand-in CLI replaying a tool call that
+// asks (allowed for the first two, refused for the others), its CLI's
+// input written to SENT_FILE. Prints what failed and exits 1, or prints
+// OK.
+"use strict";
+const fs = require("fs");
+const { HttpAgent } = require("@ag-ui/client");
+
+const args = process.argv.slice(2);
+const problems = [];
+const check = (ok, what) => {
+  if (!ok) problems.push(what);
+};
+
+const cases = [
+  { name: "approve", status: "resolved", payload: { approved: true } },
+  { name: "approve-with-edit", status: "resolved", payload: { approved: true, editedArgs: { command: "ls -l" } } },
+  { name: "deny", status: "resolved", payload: { approved: false } },
+  { name: "cancel", status: "cancelled" },
+];
+
+function answer(sentFile, id) {
+  const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const r = lines.find((l) => l.type === "control_response" && l.response.request_id === id);
+  return r && r.response.response;
+}
+
+async function one(c, url, sentFile) {
+  const a = new HttpAgent({ url, threadId: `thread-${c.name}` });
+  a.addMessage({ id: `user-${c.name}`, role: "user", content: "List the files." });
+  const seen = [];
+  await a.runAgent({ runId: `${c.name}-1` }, { onEvent: ({ event }) => seen.push(event) });
+  const end = seen[seen.length - 1];
+  check(end.type === "RUN_FINISHED" && end.outcome && end.outcome.type === "interrupt", `${c.name}: the run ends in an interrupt: ${JSON.stringify(end)}`);
+  const pending = a.pendingInterrupts;
+  check(pending.length === 1, `${c.name}: the agent keeps one pending interrupt: ${JSON.stringify(pending)}`);
+  const it = pending[0];
+  check(it.reason === "tool_call" && it.toolCallId === "toolu_m0000scripted", `${c.name}: a tool_call interrupt for the streamed call`);
+  check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
+
+  // The 1.0 client refuses a run that leaves the interrupt unanswered.
+  let refused = null;
+  try {
+    await a.runAgent({ runId: `${c.name}-x` });
+  } catch (e) {
+    refused = e;
+  }
+  check(refused !== null, `${c.name}: the client refuses a run without a resume`);
+
+  const resumed = [];
+  const entry = { interruptId: it.id, status: c.status };
+  if (c.payload) entry.payload = c.payload;
+  await a.runAgent({ runId: `${c.name}-2`, resume: [entry] }, { onEvent: ({ event }) => resumed.push(event) });
+  const started = resumed[0];
+  check(started.type === "RUN_STARTED" && started.runId === `${c.name}-2`, `${c.name}: the resumed run is the request's`);
+  check(
+    resumed.some((e) => e.type === "TOOL_CALL_RESULT" && e.toolCallId === it.toolCallId),
+    `${c.name}: a TOOL_CALL_RESULT for the original call`,
+  );
+  check(!resumed.some((e) => e.type === "TOOL_CALL_START"), `${c.name}: the call is not repeated`);
+  const last = resumed[resumed.length - 1];
+  check(last.type === "RUN_FINISHED" && (!last.outcome || last.outcome.type === "success"), `${c.name}: the resumed run finishes: ${JSON.stringify(last)}`);
+  check(a.pendingInterrupts.length === 0, `${c.name}: nothing pending after the resume`);
+
+  const got = answer(sentFile, it.id);
+  const want = {
+    approve: { behavior: "allow", updatedInput: { command: "echo hello from the shell", description: "Run echo" } },
+    "approve-with-edit": { behavior: "allow", updatedInput: { command: "ls -l" } },
+    deny: { behavior: "deny", message: "The user denied this tool call." },
+    cancel: { behavior: "deny", message: "The user cancelled this tool call.", interrupt: true },
+  }[c.name];
+  check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
+}
+
+async function main() {
+  for (const [i, c] of cases.entries()) await one(c, args[2 * i], args[2 * i + 1]);
+  if (problems.length) {
+    console.log(`FAIL ${problems.join("\nFAIL ")}`);
+    process.exit(1);
+  }
+  console.log("OK");
+}
+
+main().catch((e) => {
+  console.log(`FAIL ${e.stack || e}`);
+  process.exit(1);
+});
