@@ -62,12 +62,14 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cw
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; all but codex)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; all but codex)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), or everything without asking (`yolo`, never the default)' -r -f -a "default\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), everything without asking (`yolo`, never the default), or by the person at the other end (`ask`, claude only: the run ends with an interrupt, and a resume line on standard input answers it)' -r -f -a "default\t''
 auto-edit\t''
-yolo\t''"
+yolo\t''
+ask\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come, `exec` is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`)' -r -f -a "auto\t''
 exec\t''
 app-server\t''"
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval-timeout -d 'With `--approval ask`: how long the tool calls asked about wait for a decision before they are denied and the CLI is stopped (exit status 3)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r

@@ -319,6 +319,7 @@ fn completion(shell: Shell) -> Vec<u8> {
         while let Some(line) = lines.next() {
             let trimmed = line.trim();
             if trimmed.starts_with(&format!("'{option}=["))
+                || trimmed.starts_with(&format!("'{option}["))
                 || trimmed.contains(&format!(" -l {long} "))
             {
                 continue;
@@ -355,7 +356,7 @@ fn completion(shell: Shell) -> Vec<u8> {
 #[test]
 fn completions_offer_no_hidden_option() {
     let hidden = hidden_options();
-    assert_eq!(hidden, ["session-file", "plan-file"]);
+    assert_eq!(hidden, ["input-marker", "session-file", "plan-file"]);
     for (_, file) in COMPLETIONS {
         let script = std::fs::read_to_string(root().join(file)).unwrap();
         for option in &hidden {
@@ -456,7 +457,11 @@ fn bash_completes_the_top_level_and_every_command() {
             &["native", "canonical"],
         ),
         (&["agui-translate", "ch"], &["check"]),
-        (&["agui-translate", "run", "--ap"], &["--approval"]),
+        (
+            &["agui-translate", "run", "--ap"],
+            &["--approval", "--approval-timeout"],
+        ),
+        (&["agui-translate", "run", "--approval", "as"], &["ask"]),
         (&["agui-translate", "run", "gem"], &["gemini"]),
         (&["agui-translate", "run", "--approval", "y"], &["yolo"]),
         (&["agui-translate", "run", "--tool-n"], &["--tool-names"]),
