@@ -301,7 +301,13 @@ impl<'a> Session<'a> {
     ) -> io::Result<bool> {
         let text = line.trim_ascii_end().len();
         let mut result = false;
-        if let Ok(rec) = serde_json::from_slice::<CliLine>(&line[..text]) {
+        // Only a control record or the result is looked at twice.
+        let ours = memchr::memmem::find(&line[..text], b"control_").is_some()
+            || memchr::memmem::find(&line[..text], b"\"result\"").is_some();
+        let rec = ours
+            .then(|| serde_json::from_slice::<CliLine>(&line[..text]).ok())
+            .flatten();
+        if let Some(rec) = rec {
             match rec.kind.as_deref() {
                 Some("result") => result = true,
                 Some("control_request") => self.request(&rec, cli_in, em)?,

@@ -408,6 +408,19 @@ fn the_end_of_the_input_denies_and_stops_the_cli() {
 }
 
 #[test]
+fn an_ask_withdrawn_before_the_run_ends_is_not_asked() {
+    let mut a = Asked::start("withdrawn.jsonl", &[]);
+    let run = a.run();
+    let end = run.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED");
+    assert!(end.get("outcome").is_none(), "{end}");
+    let (rest, status, sent) = a.end();
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(status, 0);
+    assert_eq!(sent.len(), 1, "nothing answered: {sent:?}");
+}
+
+#[test]
 fn only_claude_can_ask() {
     for cli in ["gemini", "qwen", "copilot", "codex"] {
         let out = Command::new(BIN)
