@@ -956,7 +956,8 @@ fn chromium() -> Option<PathBuf> {
 /// browser.cjs`): a page from a foreign origin can neither start a run nor
 /// read one, by a plain fetch, a blind one or the official HttpAgent; a page
 /// from an origin given with `--allow-origin` runs one end to end with the
-/// HttpAgent, sending a header of its own. Skipped, saying so, where
+/// HttpAgent, sending a header of its own, and approves a tool call that
+/// `serve claude -- --approval ask` interrupts its run for. Skipped, saying so, where
 /// Chromium is not installed, unless `AGUI_NO_SKIP=1` (as in CI).
 #[test]
 fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
@@ -992,12 +993,20 @@ fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
         &["--allow-origin", &origin],
         &[("FAKE_REPLAY", &text), ("FAKE_ARGV", &argv)],
     );
+    // A page that approves a tool call the CLI asks about.
+    let asking = common::serve_run(
+        "claude",
+        &["--allow-origin", &origin],
+        &["--approval", "ask"],
+        &[("FAKE_CONTROL", &root().join("tests/ask/approve.jsonl"))],
+    );
     let out = Command::new("node")
         .arg(dir.join("browser.cjs"))
         .arg(format!("http://{}/agent", server.addr))
         .arg(port.to_string())
         .arg(&argv)
         .arg(&browser)
+        .arg(format!("http://{}/agent", asking.addr))
         .output()
         .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
     let _ = std::fs::remove_file(&argv);

@@ -2,9 +2,13 @@
 // `agui-translate serve` seen from web pages in headless Chromium: a page
 // from a foreign origin can neither start a run nor read one, and a page
 // from an origin given with --allow-origin runs one end to end with the
-// official @ag-ui/client HttpAgent (bundled for the browser by esbuild).
+// official @ag-ui/client HttpAgent (bundled for the browser by esbuild),
+// and approves a tool call from that page.
 //
-//   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE [CHROMIUM]
+//   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE CHROMIUM [ASK_URL]
+//
+// ASK_URL, if given, serves `claude -- --approval ask` (allowing the same
+// origin) with a stand-in CLI that asks before running a command.
 //
 // SERVER_URL serves a stand-in CLI that writes its arguments to ARGV_FILE
 // when it runs, and allows the origin http://localhost:ALLOWED_PORT. The
@@ -17,7 +21,7 @@ const path = require("path");
 const esbuild = require("esbuild");
 const { chromium } = require("playwright-core");
 
-const [serverUrl, allowedPort, argvFile, executable = "/usr/bin/chromium"] = process.argv.slice(2);
+const [serverUrl, allowedPort, argvFile, executable = "/usr/bin/chromium", askUrl] = process.argv.slice(2);
 const problems = [];
 const check = (ok, what) => {
   if (!ok) problems.push(what.slice(0, 300));
@@ -121,6 +125,24 @@ async function tryAll(serverUrl) {
   return out;
 }
 
+// What a page that asks its user does: a run that ends in an interrupt,
+// then one that resumes it with an approval.
+async function approve(askUrl) {
+  const agent = new window.HttpAgent({ url: askUrl, threadId: "browser-ask" });
+  agent.addMessage({ id: "ask-m1", role: "user", content: "List the files" });
+  const first = [];
+  await agent.runAgent({ runId: "ask-1" }, { onEvent: ({ event }) => first.push(event) });
+  const pending = agent.pendingInterrupts.map((i) => `${i.reason}:${i.toolCallId}`);
+  const it = agent.pendingInterrupts[0];
+  const second = [];
+  await agent.runAgent(
+    { runId: "ask-2", resume: [{ interruptId: it.id, status: "resolved", payload: { approved: true } }] },
+    { onEvent: ({ event }) => second.push(event) },
+  );
+  const result = second.find((e) => e.type === "TOOL_CALL_RESULT");
+  return `pending: ${pending.join(",")} result: ${result && result.toolCallId} left: ${agent.pendingInterrupts.length} end: ${second[second.length - 1].type}`;
+}
+
 async function visit(browser, origin) {
   const page = await browser.newPage();
   await page.goto(`${origin}/`);
@@ -155,6 +177,18 @@ async function main() {
     check(/^status 415/.test(good.simple), `the allowed page's text/plain POST: ${good.simple}`);
     check(/^status 200: data: /.test(good.json), `the allowed page's JSON POST: ${good.json}`);
     check(fs.existsSync(argvFile), "the allowed page's runs started no CLI");
+
+    if (askUrl) {
+      const page = await browser.newPage();
+      await page.goto(`http://localhost:${allowedPort}/`);
+      await page.waitForFunction(() => typeof window.HttpAgent === "function");
+      const asked = await page.evaluate(approve, askUrl).catch((e) => `threw: ${e.message}`);
+      await page.close();
+      check(
+        asked === "pending: tool_call:toolu_m0000scripted result: toolu_m0000scripted left: 0 end: RUN_FINISHED",
+        `the page's approval: ${asked}`,
+      );
+    }
   } finally {
     await browser.close();
     foreign.close();
