@@ -146,7 +146,16 @@ fn rand() -> u128 {
 #[test]
 fn an_approval_from_the_client_resumes_the_waiting_cli() {
     let sent_file = tmp("approve-sent");
-    let s = server("approve.jsonl", &sent_file, &[]);
+    let argv = tmp("approve-argv");
+    let replay = root().join("tests/ask/approve.jsonl");
+    let s = serve_with(
+        &["--approval", "ask"],
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", &sent_file),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
     let one = post(&s.addr, &first("th", "r1", true));
     let its = interrupts(&one);
     assert_eq!(its[0]["id"], ASK);
@@ -181,6 +190,15 @@ fn an_approval_from_the_client_resumes_the_waiting_cli() {
         &resume("th", "r3", &[(ASK, "resolved", json!({"approved": true}))]),
     );
     assert_eq!(stale[1]["code"], "invalid_resume", "{stale:?}");
+
+    // The thread's next turn resumes the CLI's session.
+    let three = post(&s.addr, &first("th", "r4", true));
+    assert_eq!(three[0]["runId"], "r4");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        args.contains("--resume\n93843959-9f32-421b-9dc1-f043925af9ca\n"),
+        "{args}"
+    );
 }
 
 #[test]
