@@ -221,6 +221,8 @@ pub struct Session<'a> {
     last_ask: Option<Instant>,
     /// CLI lines that arrived while the run waited: the next run's.
     later: Vec<Vec<u8>>,
+    /// Whether a resume cancelled a tool call (and so the CLI's turn).
+    cancelled: bool,
     line: Vec<u8>,
     msg: Vec<u8>,
 }
@@ -232,6 +234,7 @@ impl<'a> Session<'a> {
             pending: Vec::new(),
             last_ask: None,
             later: Vec::new(),
+            cancelled: false,
             line: Vec::new(),
             msg: Vec::new(),
         }
@@ -444,6 +447,7 @@ impl<'a> Session<'a> {
                     em.start_run(thread.as_deref(), None);
                     let asks = std::mem::take(&mut self.pending);
                     for (ask, verdict) in asks.iter().zip(verdicts) {
+                        self.cancelled |= matches!(verdict, Verdict::Deny(_, true));
                         if !ask.withdrawn {
                             self.answer(cli_in, ask, verdict)?;
                         }
@@ -471,6 +475,12 @@ impl<'a> Session<'a> {
                 }
             }
         }
+    }
+
+    /// Whether a resume cancelled a tool call: the CLI then ends its turn
+    /// (and exits with a failure).
+    pub fn user_cancelled(&self) -> bool {
+        self.cancelled
     }
 
     /// End the run with the pending asks.

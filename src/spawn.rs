@@ -367,6 +367,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     }
     let mut stats = Stats::default();
     let mut output = BufReader::new(Output::new(child_out, exit.clone()));
+    // Whether the user cancelled a tool call (`--approval ask`): the CLI
+    // then ends its turn, and exits with a failure, as asked.
+    let mut user_cancelled = false;
     if asking {
         let lines = ask::input_lines();
         let opts = ask::Options {
@@ -377,7 +380,8 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         output.get_mut().set_tick(true);
         let mut cli_in = ServerInput(child_in.take());
         let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
-        let ended = ask::Session::new(opts).run(
+        let mut session = ask::Session::new(opts);
+        let ended = session.run(
             &mut output,
             &mut cli_in,
             &lines,
@@ -386,6 +390,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             &mut out,
             &stop,
         );
+        user_cancelled = session.user_cancelled();
         output.get_mut().set_tick(false);
         // The turn is over (or nothing more will be answered): the CLI's
         // stdin is closed, and it exits.
@@ -495,7 +500,12 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         if em.in_run() || !em.started_any() {
             em.finish_run(None, Some(Outcome::Cancelled), &[]);
         }
-    } else if let Some(code_num) = failure(status).filter(|_| !lingered.load(Ordering::SeqCst)) {
+    } else if let Some(code_num) = failure(status)
+        .filter(|_| !lingered.load(Ordering::SeqCst))
+        // A turn the user cancelled ends as the CLI says (cancelled), not
+        // as a failure.
+        .filter(|_| !(user_cancelled && em.run_ended() && !em.terminal_is_error()))
+    {
         let (code, why) = meaning(cli, code_num);
         let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
         if !tail.is_empty() {

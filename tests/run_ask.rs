@@ -38,9 +38,15 @@ struct Asked {
 
 impl Asked {
     fn start(replay: &str, args: &[&str]) -> Asked {
+        Asked::start_with(replay, args, "0")
+    }
+
+    /// With the stand-in exiting with `exit`.
+    fn start_with(replay: &str, args: &[&str], exit: &str) -> Asked {
         let sent = unique("sent");
         let mut child = Command::new(BIN)
             .env_clear()
+            .env("FAKE_EXIT", exit)
             .env("PATH", "/usr/bin:/bin")
             .env("FAKE_CONTROL", root().join("tests/ask").join(replay))
             .env("FAKE_SENT", &sent)
@@ -469,4 +475,92 @@ fn the_cli_is_started_in_control_protocol_mode_without_the_prompt() {
         !args.contains(&"a prompt") && !args.contains(&"--"),
         "{args:?}"
     );
+}
+
+/// The recordings of the real Claude Code asking (testdata/claude/VERSION/
+/// approval-*.jsonl, with `.client.txt`, every line its host wrote): each
+/// replays through `run --approval ask`, its interrupts answered as that
+/// host answered, and the CLI gets what the host sent, line for line.
+#[test]
+fn real_recordings_get_the_answers_their_host_gave() {
+    let dir = root().join("testdata/claude/2.1.332");
+    for name in [
+        "approval-allow",
+        "approval-edit",
+        "approval-deny",
+        "approval-two",
+        "approval-reads",
+        "approval-deny-stop",
+    ] {
+        let client: Vec<Value> = std::fs::read_to_string(dir.join(format!("{name}.client.txt")))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let replay = dir.join(format!("{name}.jsonl"));
+        let exit = std::fs::read_to_string(dir.join(format!("{name}.exit"))).unwrap();
+        let mut a = Asked::start_with(replay.to_str().unwrap(), &[], exit.trim());
+        let mut answered = 0;
+        let mut run = 1;
+        let last = loop {
+            let events = a.run();
+            let end = events.last().unwrap().clone();
+            if end["outcome"]["type"] != "interrupt" {
+                break end;
+            }
+            // The host's answers to these interrupts, as a resume.
+            let answers: Vec<(String, &str, Value)> = end["outcome"]["interrupts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|it| {
+                    let id = it["id"].as_str().unwrap();
+                    let r = answer_for(&client, id);
+                    let (status, payload) = match r["behavior"].as_str().unwrap() {
+                        "allow" => (
+                            "resolved",
+                            json!({"approved": true, "editedArgs": r["updatedInput"]}),
+                        ),
+                        _ if r["interrupt"] == true => {
+                            ("cancelled", json!({"message": r["message"]}))
+                        }
+                        _ => (
+                            "resolved",
+                            json!({"approved": false, "message": r["message"]}),
+                        ),
+                    };
+                    (id.to_owned(), status, payload)
+                })
+                .collect();
+            answered += answers.len();
+            run += 1;
+            let refs: Vec<(&str, &str, Value)> = answers
+                .iter()
+                .map(|(i, s, p)| (i.as_str(), *s, p.clone()))
+                .collect();
+            a.send(&resume(&format!("r{run}"), &refs));
+        };
+        // The turn ends as the CLI says: cancelled where the user cancelled.
+        assert_eq!(last["type"], "RUN_FINISHED", "{name}: {last}");
+        let cancelled = name == "approval-deny-stop";
+        assert_eq!(
+            last["outcome"]["type"] == "cancelled",
+            cancelled,
+            "{name}: {last}"
+        );
+        let (rest, status, sent) = a.end();
+        assert!(rest.is_empty(), "{name}: {rest:?}");
+        assert_eq!(
+            answered,
+            client.len() - 1,
+            "{name}: every question was asked"
+        );
+        assert_eq!(sent[1..], client[1..], "{name}: the answers");
+        let want: i32 = std::fs::read_to_string(dir.join(format!("{name}.exit")))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(status, want, "{name}");
+    }
 }
