@@ -964,9 +964,9 @@ impl Drop for SessionFile {
     }
 }
 
-/// A run of `serve --approval ask` that ended waiting for its thread's
-/// decisions: its process, still alive, the pipes to it, and its session
-/// file.
+/// A run: its process, the pipes to it, and its session file; kept, its
+/// process alive, while it waits for its thread's decisions (`--approval
+/// ask`).
 struct Waiting {
     child: Child,
     stdin: Option<ChildStdin>,
