@@ -54,11 +54,11 @@ _agui__translate() {
             fi
             case "${prev}" in
                 --from)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode" -- "${cur}"))
                     return 0
                     ;;
                 -f)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode" -- "${cur}"))
                     return 0
                     ;;
                 --thread-id)
@@ -189,7 +189,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --approval-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --approval-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -275,7 +275,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot"
+            opts="-h --listen --token --token-file --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -428,7 +428,7 @@ fn an_ask_withdrawn_before_the_run_ends_is_not_asked() {
 
 #[test]
 fn only_claude_can_ask() {
-    for cli in ["gemini", "qwen", "copilot", "codex"] {
+    for cli in ["gemini", "qwen", "copilot", "codex", "opencode"] {
         let out = Command::new(BIN)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")

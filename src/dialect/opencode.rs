@@ -54,6 +54,12 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
             "opencode has no option that approves only edits (--approval yolo passes --auto)"
         ),
         Approval::Yolo => v.push(s("--auto")),
+        Approval::Ask => {
+            return Err(crate::request::cannot_ask(
+                SPEC.title,
+                "`opencode run` refuses whatever it would ask about: it has no approval channel",
+            ))
+        }
     }
     v.extend(a.extra.iter().cloned());
     // The message is one positional argument (after `--` when it begins
