@@ -96,6 +96,10 @@ struct Record<'a> {
     event: Option<StreamEvent<'a>>,
     #[serde(borrow)]
     tool_use_result: Option<&'a RawValue>,
+    /// How the record's tool calls were allowed or refused (2.1.3xx):
+    /// `[{id, permission_decision, non_execution_kind, …}]`.
+    #[serde(borrow)]
+    tool_result_meta: Option<&'a RawValue>,
     // system
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
@@ -153,6 +157,166 @@ struct Asked {
     /// Its `request_id`, as JSON.
     id: String,
     tool_use_id: Option<String>,
+}
+
+/// The `id` of a `tool_result_meta` entry.
+#[derive(Deserialize)]
+struct MetaId<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    id: Option<Cow<'a, str>>,
+}
+
+/// A user record's `tool_result_meta`: one entry per tool call, in the
+/// order of the record's tool results (most records have one).
+enum ResultMeta<'a> {
+    None,
+    One(&'a RawValue),
+    Many(Vec<&'a RawValue>),
+    /// Not a list: kept whole.
+    Whole(&'a RawValue),
+}
+
+impl<'a> ResultMeta<'a> {
+    fn read(meta: Option<&'a RawValue>) -> Self {
+        let Some(meta) = meta else {
+            return ResultMeta::None;
+        };
+        match serde_json::from_str::<OneOrMany>(meta.get()) {
+            Ok(OneOrMany(None)) => ResultMeta::None,
+            Ok(OneOrMany(Some(m))) => m,
+            Err(_) => ResultMeta::Whole(meta),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&'a RawValue> {
+        match self {
+            ResultMeta::One(e) if i == 0 => Some(e),
+            ResultMeta::Many(v) => v.get(i).copied(),
+            _ => None,
+        }
+    }
+}
+
+/// How far past the next entry the result of a call looks for its own.
+const META_LOOKAHEAD: usize = 8;
+
+/// A walk through a [`ResultMeta`] along the record's tool results: a result
+/// takes the next entry of its call; entries passed over, and those left at
+/// the end, go out as CUSTOM `tool_result_meta` events, as they are.
+struct MetaWalk<'a> {
+    meta: ResultMeta<'a>,
+    next: usize,
+}
+
+impl<'a> MetaWalk<'a> {
+    /// The entry of tool call `id`, looked for from the next one on.
+    fn take(&mut self, id: &str, em: &mut Emitter) -> Option<&'a RawValue> {
+        let is_its = |e: &RawValue| {
+            serde_json::from_str::<MetaId>(e.get())
+                .ok()
+                .and_then(|m| m.id)
+                .is_some_and(|e| e == id)
+        };
+        let found = (self.next..self.next + META_LOOKAHEAD)
+            .map_while(|i| Some((i, self.meta.get(i)?)))
+            .find(|(_, e)| is_its(e))?;
+        for i in self.next..found.0 {
+            if let Some(e) = self.meta.get(i) {
+                em.custom("tool_result_meta", MetaValue::Json(e));
+            }
+        }
+        self.next = found.0 + 1;
+        Some(found.1)
+    }
+
+    /// What no result took.
+    fn rest(self, em: &mut Emitter) {
+        if let ResultMeta::Whole(whole) = self.meta {
+            em.custom("tool_result_meta", MetaValue::Json(whole));
+        }
+        let mut i = self.next;
+        while let Some(e) = self.meta.get(i) {
+            em.custom("tool_result_meta", MetaValue::Json(e));
+            i += 1;
+        }
+    }
+}
+
+/// A list read without a `Vec` when it holds one entry.
+struct OneOrMany<'a>(Option<ResultMeta<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = OneOrMany<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let Some(first) = seq.next_element::<&'de RawValue>()? else {
+                    return Ok(OneOrMany(None));
+                };
+                let Some(second) = seq.next_element::<&'de RawValue>()? else {
+                    return Ok(OneOrMany(Some(ResultMeta::One(first))));
+                };
+                let mut all = vec![first, second];
+                while let Some(e) = seq.next_element::<&'de RawValue>()? {
+                    all.push(e);
+                }
+                Ok(OneOrMany(Some(ResultMeta::Many(all))))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// The members of JSON object `entry` but `id`, copied as they are, into
+/// `out` as one object; false if `entry` is not an object.
+fn without_id(entry: &RawValue, out: &mut String) -> bool {
+    struct V<'de, 'o> {
+        text: &'de str,
+        out: &'o mut String,
+    }
+    impl<'de> serde::de::Visitor<'de> for V<'de, '_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, mut m: M) -> Result<(), M::Error> {
+            // A member runs from the end of the one before (or the `{`) to
+            // the end of its value, which borrows from `text`.
+            let mut from = 1;
+            self.out.push('{');
+            while let Some(key) = m.next_key::<json::Borrowed>()? {
+                let value: &'de RawValue = m.next_value()?;
+                let end = (value.get().as_ptr() as usize)
+                    .wrapping_sub(self.text.as_ptr() as usize)
+                    .saturating_add(value.get().len());
+                let Some(member) = self.text.get(from..end) else {
+                    return Err(serde::de::Error::custom("a value outside the object"));
+                };
+                if key.0 != "id" {
+                    if self.out.len() > 1 {
+                        self.out.push(',');
+                    }
+                    self.out.push_str(
+                        member.trim_start_matches(|c: char| c == ',' || c.is_ascii_whitespace()),
+                    );
+                }
+                from = end;
+            }
+            self.out.push('}');
+            Ok(())
+        }
+    }
+    out.clear();
+    let text = entry.get();
+    let mut de = serde_json::Deserializer::from_str(text);
+    text.starts_with('{') && serde::Deserializer::deserialize_map(&mut de, V { text, out }).is_ok()
 }
 
 /// How many open permission questions a run keeps (the oldest is forgotten).
@@ -451,7 +615,8 @@ pub struct Claude {
     text: String,
     /// The run's open permission questions, to tell their withdrawal.
     asked: Vec<Asked>,
-    /// Scratch space for an `approval_request`'s value.
+    /// Scratch space for an `approval_request`'s value, or a tool result's
+    /// `resultMeta`.
     value: String,
 }
 
@@ -1369,6 +1534,10 @@ impl Claude {
             Some(c) => c.blocks(),
         };
         let mut texts = 0;
+        let mut metas = MetaWalk {
+            meta: ResultMeta::read(rec.tool_result_meta),
+            next: 0,
+        };
         for block in blocks {
             match block.kind.as_deref() {
                 Some("tool_result") => {
@@ -1386,7 +1555,8 @@ impl Claude {
                             self.finish_subagent(tid, Ending::Finished(None), em);
                         }
                     }
-                    self.tool_result(tid, block, rec.tool_use_result, em);
+                    let meta = metas.take(tid, em);
+                    self.tool_result(tid, block, rec.tool_use_result, meta, em);
                     if !self.asked.is_empty() {
                         // Its question, if it was asked, is settled.
                         self.asked.retain(|a| a.tool_use_id.as_deref() != Some(tid));
@@ -1416,24 +1586,37 @@ impl Claude {
                 None => raw(em, line, self.flavor),
             }
         }
+        metas.rest(em);
         Ok(())
     }
 
+    /// A tool call's result; `result_meta` is its `tool_result_meta` entry,
+    /// whose fields but `id` go into `metadata.resultMeta`.
     fn tool_result(
         &mut self,
         tid: &str,
         block: &Block,
         extra: Option<&RawValue>,
+        result_meta: Option<&RawValue>,
         em: &mut Emitter,
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
+        // Its fields but `id`, in the scratch space of `approval_request`.
+        let mut fields = std::mem::take(&mut self.value);
+        let object = result_meta.is_some_and(|e| without_id(e, &mut fields));
+        let result_meta = match result_meta {
+            Some(_) if object => Some(MetaValue::Record(&fields)),
+            // Not an object: as it is.
+            other => other.map(MetaValue::Json),
+        };
         let meta = &[
             (
                 "isError",
                 (block.is_error == Some(true)).then_some(MetaValue::Bool(true)),
             ),
             ("toolUseResult", extra.map(MetaValue::Json)),
+            ("resultMeta", result_meta),
         ];
         match block.content {
             None => em.tool_result(tid, Content::Text(""), meta),
@@ -1447,6 +1630,7 @@ impl Claude {
                 }
             }
         }
+        self.value = fields;
     }
 
     // ---- result -------------------------------------------------------------
@@ -2084,6 +2268,95 @@ mod tests {
             .collect();
         assert_eq!(ids, ["r2", "r2", "host-1"], "{raw:#?}");
         assert_eq!(unknown.iter().filter(|e| e["type"] == "CUSTOM").count(), 2);
+    }
+
+    /// `tool_result_meta` (how a tool call was allowed or refused) is kept:
+    /// each entry goes into the `metadata.resultMeta` of its call's result
+    /// (the entry's fields but its `id`, as they are), and an entry whose
+    /// call has no result in the record becomes a CUSTOM `tool_result_meta`
+    /// with the entry as it is, also under `--raw unknown`.
+    #[test]
+    fn tool_result_meta_reaches_the_result_of_its_call() {
+        use crate::agui::RawMode;
+        let input = [
+            r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}},{"type":"tool_use","id":"toolu_2","name":"Read","input":{}}]},"session_id":"s"}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"no","is_error":true},{"type":"tool_result","tool_use_id":"toolu_2","content":"ok"}]},"tool_use_result":"Error: no","tool_result_meta":[{"id":"toolu_1","non_execution_kind":"permission-rule","permission_decision":{"decision":"reject","source":"user_reject"}},{"id":"toolu_9","permission_decision":{"decision":"accept","source":"config","reason_type":"mode"}},{"id":"toolu_2","permission_decision":{"decision":"accept","source":"user_temporary"}}],"session_id":"s","uuid":"v"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s"}"#,
+        ];
+        for mode in [RawMode::All, RawMode::Unknown] {
+            let all = events(&input, mode);
+            let results: Vec<_> = all
+                .iter()
+                .filter(|e| e["type"] == "TOOL_CALL_RESULT")
+                .collect();
+            assert_eq!(results.len(), 2, "{all:#?}");
+            assert_eq!(
+                results[0]["metadata"],
+                serde_json::json!({
+                    "isError": true,
+                    "toolUseResult": "Error: no",
+                    "resultMeta": {
+                        "non_execution_kind": "permission-rule",
+                        "permission_decision": {"decision": "reject", "source": "user_reject"},
+                    },
+                })
+            );
+            assert_eq!(
+                results[1]["metadata"]["resultMeta"],
+                serde_json::json!({"permission_decision": {"decision": "accept", "source": "user_temporary"}})
+            );
+            let custom: Vec<_> = all.iter().filter(|e| e["type"] == "CUSTOM").collect();
+            assert_eq!(custom.len(), 1, "{all:#?}");
+            assert_eq!(custom[0]["name"], "tool_result_meta");
+            assert_eq!(
+                custom[0]["value"],
+                serde_json::json!({"id": "toolu_9", "permission_decision": {"decision": "accept", "source": "config", "reason_type": "mode"}})
+            );
+        }
+    }
+
+    /// An entry's fields but `id` are copied as they are, whatever their
+    /// spacing or place.
+    #[test]
+    fn result_meta_leaves_out_only_the_id() {
+        let cut = |entry: &str| {
+            let mut out = String::new();
+            let ok = without_id(serde_json::from_str(entry).unwrap(), &mut out);
+            (ok, out)
+        };
+        assert_eq!(
+            cut(r#"{ "a" : 1 , "id":"x",  "b":[1, "}"] }"#),
+            (true, r#"{"a" : 1,"b":[1, "}"]}"#.to_owned())
+        );
+        assert_eq!(
+            cut(r#"{"id":"x","\u0069d":"y","c":{"id":2}}"#),
+            (true, r#"{"c":{"id":2}}"#.to_owned())
+        );
+        assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
+        assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
+        assert!(!cut(r#""x""#).0);
+    }
+
+    /// A `tool_result_meta` that is not a list of entries is kept whole, in
+    /// a CUSTOM `tool_result_meta`.
+    #[test]
+    fn tool_result_meta_of_another_shape_is_kept() {
+        for meta in [r#"{"id":"toolu_1"}"#, r#"["x"]"#, r#"[{"why":"no id"}]"#] {
+            let user = format!(
+                r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}}]}},"tool_result_meta":{meta},"session_id":"s"}}"#
+            );
+            let input = [
+                r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+                &user,
+            ];
+            let all = events(&input, crate::agui::RawMode::Unknown);
+            let custom: Vec<_> = all.iter().filter(|e| e["type"] == "CUSTOM").collect();
+            assert_eq!(custom.len(), 1, "{meta}: {all:#?}");
+            let want: serde_json::Value = serde_json::from_str(meta).unwrap();
+            let got = &custom[0]["value"];
+            assert!(got == &want || got == &want[0], "{meta}: {got}");
+        }
     }
 
     /// A permission question's value stays one JSON object whatever the
