@@ -1017,6 +1017,8 @@ impl Claude {
                 let lane = &mut self.lanes[l];
                 lane.next_message(id);
                 lane.streaming = true;
+                // Its usage so far and time to first token (`ttft_ms`).
+                raw(em, line, self.flavor);
             }
             "content_block_start" => {
                 let Some(block) = ev.content_block.as_ref() else {
@@ -2336,6 +2338,27 @@ mod tests {
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
+    }
+
+    /// A message's `message_start` holds what nothing else does (the time to
+    /// its first token, its usage so far): it goes out as RAW, known.
+    #[test]
+    fn message_start_is_kept_as_raw() {
+        let input = [
+            r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+            r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"m","usage":{"input_tokens":120}}},"session_id":"s","parent_tool_use_id":null,"ttft_ms":140}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"session_id":"s","parent_tool_use_id":null}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}},"session_id":"s","parent_tool_use_id":null}"#,
+        ];
+        let all = events(&input, crate::agui::RawMode::All);
+        let starts: Vec<_> = all
+            .iter()
+            .filter(|e| e["type"] == "RAW" && e["event"]["event"]["type"] == "message_start")
+            .collect();
+        assert_eq!(starts.len(), 1, "{all:#?}");
+        assert_eq!(starts[0]["event"]["ttft_ms"], 140);
+        assert_eq!(starts[0]["source"], "claude");
+        assert!(all.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
     }
 
     /// A `tool_result_meta` that is not a list of entries is kept whole, in
