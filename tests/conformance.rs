@@ -897,7 +897,8 @@ fn http_agent_speaks_to_serve() {
 /// (`tests/conformance/approve.cjs`): a run ends in an interrupt, the agent
 /// keeps it pending and refuses to run past it, and a resume approves,
 /// approves with edited arguments, denies or cancels the tool call; the
-/// CLI gets the matching answer.
+/// CLI gets the matching answer. The 0.0.59 HttpAgent (CopilotKit's pin,
+/// no `protocolVersion`) approves too, with no option given to serve.
 #[test]
 fn http_agent_approves_through_serve() {
     if skipped("http_agent_approves_through_serve") {
@@ -912,6 +913,7 @@ fn http_agent_approves_through_serve() {
         ("edit", "approve.jsonl"),
         ("deny", "deny.jsonl"),
         ("cancel", "deny.jsonl"),
+        ("approve-0.0", "approve.jsonl"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-approve-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);

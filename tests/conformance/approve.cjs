@@ -2,18 +2,20 @@
 // Drives `agui-translate serve claude -- --approval ask` with the official
 // @ag-ui/client 1.0 HttpAgent, as a front end that asks its user does: a run
 // ends with an interrupt, and the next run resumes it with an approval, an
-// approval with edited arguments, a denial or a cancel.
+// approval with edited arguments, a denial or a cancel; and the 0.0.59
+// HttpAgent (CopilotKit's pin), which sends no protocolVersion, through an
+// approval with no option given to serve.
 //
 //   node approve.cjs URL SENT_FILE [URL SENT_FILE]...
 //
 // One server per case, in the order below (approve, approve-with-edit,
-// deny, cancel), each serving the stand-in CLI replaying a tool call that
+// deny, cancel, approve with 0.0.59), each serving the stand-in CLI replaying a tool call that
 // asks (allowed for the first two, refused for the others), its CLI's
 // input written to SENT_FILE. Prints what failed and exits 1, or prints
 // OK.
 "use strict";
 const fs = require("fs");
-const { HttpAgent } = require("@ag-ui/client");
+const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
 
 const args = process.argv.slice(2);
 const problems = [];
@@ -26,6 +28,7 @@ const cases = [
   { name: "approve-with-edit", status: "resolved", payload: { approved: true, editedArgs: { command: "ls -l" } } },
   { name: "deny", status: "resolved", payload: { approved: false } },
   { name: "cancel", status: "cancelled" },
+  { name: "approve-0.0", status: "resolved", payload: { approved: true }, client: "0.0.59" },
 ];
 
 function answer(sentFile, id) {
@@ -35,9 +38,10 @@ function answer(sentFile, id) {
 }
 
 async function one(c, url, sentFile) {
-  const a = new HttpAgent({ url, threadId: `thread-${c.name}` });
+  const a = new clients[c.client || "1.0"]({ url, threadId: `thread-${c.name}` });
   a.addMessage({ id: `user-${c.name}`, role: "user", content: "List the files." });
   const seen = [];
+  // Either client throws on an event its schema rejects.
   await a.runAgent({ runId: `${c.name}-1` }, { onEvent: ({ event }) => seen.push(event) });
   const end = seen[seen.length - 1];
   check(end.type === "RUN_FINISHED" && end.outcome && end.outcome.type === "interrupt", `${c.name}: the run ends in an interrupt: ${JSON.stringify(end)}`);
@@ -47,7 +51,7 @@ async function one(c, url, sentFile) {
   check(it.reason === "tool_call" && it.toolCallId === "toolu_m0000scripted", `${c.name}: a tool_call interrupt for the streamed call`);
   check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
 
-  // The 1.0 client refuses a run that leaves the interrupt unanswered.
+  // The client refuses a run that leaves the interrupt unanswered.
   let refused = null;
   try {
     await a.runAgent({ runId: `${c.name}-x` });
@@ -74,6 +78,7 @@ async function one(c, url, sentFile) {
   const got = answer(sentFile, it.id);
   const want = {
     approve: { behavior: "allow", updatedInput: { command: "echo hello from the shell", description: "Run echo" } },
+    "approve-0.0": { behavior: "allow", updatedInput: { command: "echo hello from the shell", description: "Run echo" } },
     "approve-with-edit": { behavior: "allow", updatedInput: { command: "ls -l" } },
     deny: { behavior: "deny", message: "The user denied this tool call." },
     cancel: { behavior: "deny", message: "The user cancelled this tool call.", interrupt: true },
