@@ -142,7 +142,12 @@ def run_headless(ctx, engine, argv, env, out, err, out_base):
     signalled = False
     while proc.poll() is None:
         now = time.monotonic()
-        if not signalled and engine.signal_at is not None and now > engine.signal_at + 2.0:
+        # Two seconds after the turn that asks for it was served, once the
+        # CLI has written something (a CLI that writes a record only when a
+        # step ends can be that slow on a busy machine), or ten seconds on.
+        wrote = os.fstat(out.fileno()).st_size > 0
+        if (not signalled and engine.signal_at is not None
+                and now > engine.signal_at + (2.0 if wrote else 10.0)):
             sig = signal.SIGINT if engine.signal == "INT" else signal.SIGTERM
             os.killpg(proc.pid, sig)
             signalled = True
