@@ -1172,6 +1172,26 @@ impl Emitter {
         self.input_had_run = false;
     }
 
+    /// Write `ev`, which goes on with the open item `kind` `id`, in the lane
+    /// of the agent that opened it, whichever subagent is current (a START
+    /// and what follows it share one `subagentRunId`).
+    fn write_continuing(&mut self, kind: Kind, id: &str, ev: &Event) {
+        let seq = self.open.find(kind, id);
+        let Some(mut owner) = seq
+            .and_then(|i| self.open.get_mut(i))
+            .map(|o| o.owner.take())
+        else {
+            self.write(ev);
+            return;
+        };
+        std::mem::swap(&mut self.ctx.subagent, &mut owner);
+        self.write(ev);
+        std::mem::swap(&mut self.ctx.subagent, &mut owner);
+        if let Some(open) = seq.and_then(|i| self.open.get_mut(i)) {
+            open.owner = owner;
+        }
+    }
+
     /// Close every open item, newest first.
     fn close_all(&mut self) {
         while let Some(o) = self.open.pop() {
@@ -1247,10 +1267,14 @@ impl Emitter {
         if !self.is_open_kind(Kind::Text, id) {
             self.text_start(id, Role::Assistant);
         }
-        self.write(&Event::TextMessageContent {
-            message_id: id,
-            delta,
-        });
+        self.write_continuing(
+            Kind::Text,
+            id,
+            &Event::TextMessageContent {
+                message_id: id,
+                delta,
+            },
+        );
     }
 
     pub fn text_end(&mut self, id: &str) {
@@ -1393,10 +1417,14 @@ impl Emitter {
             }
             std::mem::swap(c.as_mut(), &mut self.args_scratch);
         }
-        self.write(&Event::ToolCallArgs {
-            tool_call_id: id,
-            delta,
-        });
+        self.write_continuing(
+            Kind::Tool,
+            id,
+            &Event::ToolCallArgs {
+                tool_call_id: id,
+                delta,
+            },
+        );
         true
     }
 
@@ -1461,10 +1489,14 @@ impl Emitter {
         if !self.is_open_kind(Kind::ReasoningMessage, id) {
             self.reasoning_start(id);
         }
-        self.write(&Event::ReasoningMessageContent {
-            message_id: id,
-            delta,
-        });
+        self.write_continuing(
+            Kind::ReasoningMessage,
+            id,
+            &Event::ReasoningMessageContent {
+                message_id: id,
+                delta,
+            },
+        );
     }
 
     /// Close the reasoning message and its span.
@@ -1985,6 +2017,41 @@ mod tests {
              data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\\\"b\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n\
              data: {\"type\":\"TEXT_MESSAGE_END\",\"messageId\":\"m\",\"timestamp\":5,\"subagentRunId\":\"sub\"}\n\n"
         );
+    }
+
+    /// A streamed item goes on in the lane it was opened in: a CLI that
+    /// names a subagent only from some line on (or a stream cut and joined)
+    /// gives a call's first delta to the parent and the rest to the
+    /// subagent; the check (and the official client) rejects a CONTENT or
+    /// ARGS whose subagentRunId differs from its START's.
+    #[test]
+    fn an_item_goes_on_in_the_lane_it_was_opened_in() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.start_run(Some("t"), Some("r"));
+        em.tool_start("call", "bash", None);
+        em.text_start("text", Role::Assistant);
+        em.reasoning_start("think");
+        em.subagent_start("sub", "worker", None, Some("task"), None);
+        em.set_subagent(Some("sub"));
+        em.tool_args("call", "{}");
+        em.text_content("text", "a");
+        em.reasoning_content("think", "b");
+        em.set_subagent(None);
+        em.subagent_finish("sub", None);
+        em.finish_run(None, None, &[]);
+        em.end_of_input(true);
+        for v in lines(&em) {
+            if [
+                "TOOL_CALL_ARGS",
+                "TEXT_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_CONTENT",
+            ]
+            .contains(&v["type"].as_str().unwrap())
+            {
+                assert!(v.get("subagentRunId").is_none(), "{v}");
+            }
+        }
+        crate::check::check_bytes(em.output()).unwrap();
     }
 
     #[test]
