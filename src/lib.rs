@@ -10,7 +10,8 @@
 //! - **process**: `serve` ([`serve`], its HTTP in [`http`], what it keeps of each
 //!   thread in [`threads`]), `run`
 //!   ([`spawn`]), the client of a CLI's server ([`appserver`]), Claude
-//!   Code's permission requests as interrupts ([`ask`]), and the
+//!   Code's control protocol ([`control`]), a CLI's approval requests as
+//!   interrupts ([`ask`]), and the
 //!   child process ([`supervise`], its stderr in [`stderr`], secrets hidden
 //!   by [`redact`]).
 //! - **filter loop**: [`run`] reads lines into a translator and hands the
@@ -33,6 +34,7 @@ pub mod jobs;
 
 pub mod appserver;
 pub mod ask;
+pub mod control;
 pub mod http;
 pub mod redact;
 pub mod serve;

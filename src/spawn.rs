@@ -22,6 +22,7 @@ use anyhow::Context;
 use crate::agui::{code, Outcome};
 use crate::appserver;
 use crate::ask;
+use crate::control;
 use crate::dialect::{Client, Dialect};
 use crate::redact::Redactor;
 use crate::request::{Approval, RunRequest, Transport};
@@ -372,7 +373,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let mut user_cancelled = false;
     if asking {
         let lines = ask::input_lines();
-        let opts = ask::Options {
+        let opts = control::Options {
             prompt: &prompt,
             timeout: a.approval_timeout,
             marker: a.input_marker,
@@ -380,7 +381,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         output.get_mut().set_tick(true);
         let mut cli_in = ServerInput(child_in.take());
         let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
-        let mut session = ask::Session::new(opts);
+        let mut session = control::Session::new(opts);
         let ended = session.run(
             &mut output,
             &mut cli_in,
@@ -396,7 +397,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         // stdin is closed, and it exits.
         drop(cli_in);
         match ended {
-            Ok(ask::End::Expired(why)) => {
+            Ok(control::End::Expired(why)) => {
                 // The run has ended waiting: what the CLI says after the
                 // denial is no run's. It has the usual grace to take the
                 // denial and exit, its stdin closed.
