@@ -7,7 +7,8 @@
 //! session ends with that turn's `turn/completed`; the caller then closes the
 //! server's stdin. Approval requests are answered by the `--approval` policy;
 //! what it does not allow is declined, and the stream says so (a CUSTOM
-//! `approval_response` event). A stop request (SIGINT, SIGTERM, `--timeout`)
+//! `approval_response` event). With `--approval ask` they become interrupts
+//! instead, and the decisions come back as [`crate::ask`] says. A stop request (SIGINT, SIGTERM, `--timeout`)
 //! sends `turn/interrupt` once the turn is known.
 
 use std::borrow::Cow;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
+use crate::ask::{self, Ask, Asker, Pending, Verdict, Waited, Waiting};
 use crate::json;
 use crate::request::Approval;
 use crate::source::Translate;
@@ -30,6 +32,8 @@ pub struct Options<'a> {
     pub cwd: Option<&'a str>,
     pub model: Option<&'a str>,
     pub approval: Approval,
+    /// With `--approval ask`: where the decisions come from.
+    pub ask: Option<Waiting<'a>>,
 }
 
 /// How a session ended.
@@ -41,6 +45,11 @@ pub enum End {
     Refused,
     /// The server's stdout ended first.
     Eof,
+    /// A stop was asked for while the run waited for decisions.
+    Stopped,
+    /// No decision came: the pending requests were cancelled with this
+    /// reason.
+    Expired(String),
 }
 
 #[derive(Serialize)]
@@ -197,8 +206,20 @@ pub struct Session<'a> {
     /// The `approval_response` event for the request on this line, written
     /// after the request itself.
     answered: Option<Box<RawValue>>,
+    /// With `--approval ask`: the approval requests waiting for decisions.
+    pending: Pending<Asked>,
+    /// How the session ended, when a line taken ended it.
+    ended: Option<End>,
     line: Vec<u8>,
     msg: Vec<u8>,
+}
+
+/// An approval request of the server waiting for a decision: its JSON-RPC
+/// id, and whether it is one of the older requests (whose decisions are
+/// `approved`/`denied`/`abort`, not `accept`/`decline`/`cancel`).
+pub struct Asked {
+    id: Box<RawValue>,
+    older: bool,
 }
 
 impl<'a> Session<'a> {
@@ -209,6 +230,8 @@ impl<'a> Session<'a> {
             turn: None,
             interrupted: false,
             answered: None,
+            pending: Pending::default(),
+            ended: None,
             line: Vec::new(),
             msg: Vec::new(),
         }
@@ -251,29 +274,41 @@ impl<'a> Session<'a> {
             match server_out.read_until(b'\n', &mut self.line) {
                 Ok(0) if self.line.is_empty() => return Ok(End::Eof),
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Some(w) = self.opts.ask.take() {
+                        let waited = if self.pending.due() {
+                            let stopped = || stop.load(Ordering::Relaxed);
+                            Some(ask::wait(
+                                self, &w, server_out, server_in, tr, em, out, &stopped,
+                            )?)
+                        } else {
+                            None
+                        };
+                        self.opts.ask = Some(w);
+                        match waited {
+                            None | Some(Waited::Resumed) => {}
+                            Some(Waited::Over) => {
+                                return Ok(self.ended.take().unwrap_or(End::TurnCompleted))
+                            }
+                            Some(Waited::Eof) => return Ok(End::Eof),
+                            Some(Waited::Stopped) => {
+                                let why = "stopped while waiting for decisions";
+                                ask::deny_all(self, server_in, why)?;
+                                return Ok(End::Stopped);
+                            }
+                            Some(Waited::Expired(why)) => return Ok(End::Expired(why)),
+                        }
+                    }
+                    continue;
+                }
                 Err(e) => return Err(e),
             }
-            let mut line = std::mem::take(&mut self.line);
-            let end = self.answer(&line, server_in)?;
-            let text = line.trim_ascii_end().len();
-            if text > 0 {
-                // A line the translator rejects still goes out as RAW.
-                em.begin_line();
-                if tr.line(&mut line[..text], em).is_err() {
-                    crate::source::passthrough(em, tr.source(), 0, &line[..text]);
-                }
-                em.end_line();
-            }
-            line.clear();
-            self.line = line;
-            if let Some(value) = self.answered.take() {
-                em.custom("approval_response", crate::agui::MetaValue::Json(&value));
-            }
+            let line = std::mem::take(&mut self.line);
+            let over = self.take(line, server_in, tr, em)?;
             em.drain_to(out)?;
             out.flush()?;
-            if let Some(end) = end {
-                return Ok(end);
+            if over {
+                return Ok(self.ended.take().unwrap_or(End::TurnCompleted));
             }
         }
     }
@@ -294,7 +329,12 @@ impl<'a> Session<'a> {
 
     /// React to a server line: the next request, an answer to the server,
     /// or the end of the session.
-    fn answer(&mut self, line: &[u8], server_in: &mut dyn Write) -> io::Result<Option<End>> {
+    fn answer(
+        &mut self,
+        line: &[u8],
+        server_in: &mut dyn Write,
+        em: &Emitter,
+    ) -> io::Result<Option<End>> {
         let Ok(msg) = serde_json::from_slice::<ServerLine>(line) else {
             return Ok(None);
         };
@@ -359,6 +399,9 @@ impl<'a> Session<'a> {
             // A request from the server.
             (Some(method), Some(id)) => {
                 let item = ids.and_then(|i| i.item_id.as_deref());
+                if self.opts.ask.is_some() && self.ask(line, method, id, item, em) {
+                    return Ok(None);
+                }
                 self.answer_request(server_in, method, id, item)?;
             }
             (Some("turn/started"), None) if self.turn.is_none() => {
@@ -377,6 +420,58 @@ impl<'a> Session<'a> {
             _ => {}
         }
         Ok(None)
+    }
+
+    /// Keep an approval request for an interrupt (`--approval ask`); false
+    /// for a request that is not one.
+    fn ask(
+        &mut self,
+        line: &[u8],
+        method: &str,
+        id: &RawValue,
+        item: Option<&str>,
+        em: &Emitter,
+    ) -> bool {
+        let (older, what) = match method {
+            "item/commandExecution/requestApproval" => (false, "run"),
+            "item/fileChange/requestApproval" => (false, "change files"),
+            "execCommandApproval" => (true, "run"),
+            "applyPatchApproval" => (true, "change files"),
+            _ => return false,
+        };
+        #[derive(Deserialize)]
+        struct Line<'a> {
+            #[serde(borrow)]
+            params: Option<&'a RawValue>,
+        }
+        let params = serde_json::from_slice::<Line>(line)
+            .ok()
+            .and_then(|l| l.params)
+            .map_or_else(
+                || RawValue::from_string("{}".into()).expect("JSON"),
+                ToOwned::to_owned,
+            );
+        // The older requests name their tool call `callId`.
+        let call = item.map(str::to_owned).or_else(|| {
+            serde_json::from_str::<serde_json::Value>(params.get())
+                .ok()
+                .and_then(|p| p.get("callId")?.as_str().map(str::to_owned))
+        });
+        let tool_call_id = call.filter(|c| em.tool_started(c));
+        let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
+        self.pending.push(Ask {
+            id: key,
+            tool_call_id,
+            reason: "codex:approval",
+            message: ask_message(what, &params),
+            metadata: params,
+            withdrawn: false,
+            cli: Asked {
+                id: id.to_owned(),
+                older,
+            },
+        });
+        true
     }
 
     /// Answer a server request by the approval policy; requests this client
@@ -442,6 +537,109 @@ impl<'a> Session<'a> {
     }
 }
 
+impl Asker for Session<'_> {
+    type Cli = Asked;
+
+    fn pending(&mut self) -> &mut Pending<Asked> {
+        &mut self.pending
+    }
+
+    fn partial(&mut self) -> &mut Vec<u8> {
+        &mut self.line
+    }
+
+    /// Act on one server line and translate it; whether the session ends
+    /// there.
+    fn take(
+        &mut self,
+        mut line: Vec<u8>,
+        server_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+    ) -> io::Result<bool> {
+        let end = self.answer(&line, server_in, em)?;
+        let text = line.trim_ascii_end().len();
+        if text > 0 {
+            // A line the translator rejects still goes out as RAW.
+            em.begin_line();
+            if tr.line(&mut line[..text], em).is_err() {
+                crate::source::passthrough(em, tr.source(), 0, &line[..text]);
+            }
+            em.end_line();
+        }
+        line.clear();
+        if self.line.is_empty() {
+            self.line = line;
+        }
+        if let Some(value) = self.answered.take() {
+            em.custom("approval_response", crate::agui::MetaValue::Json(&value));
+        }
+        let over = end.is_some();
+        self.ended = end;
+        Ok(over)
+    }
+
+    /// Approved: `accept` (`approved`); denied: `decline` (`denied`);
+    /// cancelled: `cancel` (`abort`), which ends the turn. Edited arguments
+    /// have no place in the answer.
+    fn answer(
+        &mut self,
+        server_in: &mut dyn Write,
+        ask: &Ask<Asked>,
+        verdict: Verdict,
+    ) -> io::Result<()> {
+        let decision = match (verdict, ask.cli.older) {
+            (Verdict::Allow(_), false) => "accept",
+            (Verdict::Allow(_), true) => "approved",
+            (Verdict::Deny(_, false), false) => "decline",
+            (Verdict::Deny(_, false), true) => "denied",
+            (Verdict::Deny(_, true), false) => "cancel",
+            (Verdict::Deny(_, true), true) => "abort",
+        };
+        let msg = serde_json::to_vec(&Response {
+            id: &ask.cli.id,
+            result: Decision { decision },
+        })
+        .expect("serializable");
+        self.send(server_in, &msg)
+    }
+}
+
+/// `Codex wants to run: ls`: what the request is about, with its command
+/// or the files of its change when it names them.
+fn ask_message(what: &str, params: &RawValue) -> String {
+    #[derive(Deserialize)]
+    struct Subject {
+        #[serde(default)]
+        command: Option<serde_json::Value>,
+        #[serde(default)]
+        reason: Option<String>,
+        #[serde(default, rename = "fileChanges")]
+        file_changes: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let Ok(s) = serde_json::from_str::<Subject>(params.get()) else {
+        return format!("Codex wants to {what}");
+    };
+    let subject = match s.command {
+        Some(serde_json::Value::String(c)) => Some(c),
+        // The older request gives the argv.
+        Some(serde_json::Value::Array(argv)) => Some(
+            argv.iter()
+                .filter_map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => s
+            .file_changes
+            .map(|f| f.keys().cloned().collect::<Vec<_>>().join(", "))
+            .or(s.reason),
+    };
+    match subject {
+        Some(s) if !s.is_empty() => format!("Codex wants to {what}: {s}"),
+        _ => format!("Codex wants to {what}"),
+    }
+}
+
 fn request<P: Serialize>(id: u64, method: &str, params: P) -> Vec<u8> {
     serde_json::to_vec(&Request { id, method, params }).expect("serializable")
 }
@@ -454,7 +652,7 @@ fn policy(approval: Approval) -> (Option<&'static str>, Option<&'static str>) {
         Approval::Default => (None, None),
         Approval::AutoEdit => (Some("on-request"), Some("workspace-write")),
         Approval::Yolo => (Some("never"), Some("danger-full-access")),
-        // Refused before the server starts (its table's argv).
-        Approval::Ask => (None, None),
+        // Every command not known to be safe is asked about.
+        Approval::Ask => (Some("untrusted"), None),
     }
 }

@@ -47,7 +47,7 @@ pub enum Approval {
 /// The refusal of `--approval ask` by a CLI that cannot ask (`title`),
 /// with the CLIs that can.
 pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
-    anyhow::anyhow!("--approval ask: {title} cannot ask ({why}); only claude can")
+    anyhow::anyhow!("--approval ask: {title} cannot ask ({why}); only claude and codex can")
 }
 
 /// How `run codex` talks to Codex.

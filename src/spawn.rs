@@ -257,9 +257,17 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     }
     refuse_option_like_values(&a.request)?;
     let exe = executable(cli, a.cli_path.as_deref());
-    let client = transport(cli, a.transport, exe.as_deref().ok(), &a.request.extra)?;
+    let client = transport(
+        cli,
+        a.transport,
+        exe.as_deref().ok(),
+        &a.request.extra,
+        asking,
+    )?;
     // Claude Code in control-protocol mode: the prompt and the decisions
     // go in on its stdin (its table refuses `ask` for a CLI that cannot).
+    // Over a server, the decisions go in its client's requests.
+    let lines = asking.then(ask::input_lines);
     let asking = asking && client.is_none();
     // The policy file lives until the CLI has exited.
     let (args, _policy) = match client {
@@ -372,7 +380,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     // then ends its turn, and exits with a failure, as asked.
     let mut user_cancelled = false;
     if asking {
-        let lines = ask::input_lines();
+        let lines = lines.as_ref().expect("asking");
         let opts = control::Options {
             prompt: &prompt,
             timeout: a.approval_timeout,
@@ -385,7 +393,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         let ended = session.run(
             &mut output,
             &mut cli_in,
-            &lines,
+            lines,
             tr.as_mut(),
             &mut em,
             &mut out,
@@ -432,6 +440,11 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             cwd: cwd.as_deref(),
             model: a.request.model.as_deref(),
             approval: a.request.approval,
+            ask: lines.as_ref().map(|input| ask::Waiting {
+                input,
+                timeout: a.approval_timeout,
+                marker: a.input_marker,
+            }),
         };
         output.get_mut().set_tick(true);
         let mut server_in = ServerInput(Some(server_in));
@@ -455,6 +468,20 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             }
         });
         match ran {
+            Ok(appserver::End::Expired(why)) => {
+                // As with Claude Code: the decisions never came.
+                if exit.wait_for(supervise::KILL_GRACE).is_none() {
+                    supervise::stop(group, &exit);
+                }
+                let _ = exit.wait();
+                let _ = writeln!(
+                    io::stderr(),
+                    "agui-translate: {why}: the pending requests were cancelled and {} was stopped",
+                    cli.name()
+                );
+                keep(&a, &em, tr.as_ref())?;
+                return Ok(ExitCode::from(EXPIRED));
+            }
             Ok(end) => session_end = Some(end),
             Err(e) => {
                 supervise::stop(group, &exit);
@@ -597,7 +624,9 @@ fn carried_list(file: &Path, thread: Option<&str>) -> Option<String> {
 /// unfinished, if it did.
 fn unfinished(end: &appserver::End) -> Option<&'static str> {
     match end {
-        appserver::End::TurnCompleted => None,
+        // A stop while the run waited for decisions: the run has ended.
+        appserver::End::TurnCompleted | appserver::End::Stopped => None,
+        appserver::End::Expired(_) => Some("got no decision"),
         appserver::End::Refused => {
             Some("refused a request of agui-translate (its error is the RAW event before)")
         }
@@ -640,6 +669,7 @@ fn transport(
     choice: Transport,
     exe: Option<&Path>,
     extra: &[String],
+    asking: bool,
 ) -> anyhow::Result<Option<(Dialect, &'static Client)>> {
     let client = cli.client();
     if choice != Transport::Auto && client.is_none() {
@@ -648,6 +678,8 @@ fn transport(
     Ok(match choice {
         Transport::Exec => None,
         Transport::AppServer => client,
+        // Only the server can ask.
+        Transport::Auto if asking => client,
         Transport::Auto => client.filter(|(_, c)| {
             let recent = exe
                 .and_then(probe_version)

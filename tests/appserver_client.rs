@@ -41,6 +41,7 @@ fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
         cwd: Some("/work"),
         model: None,
         approval,
+        ask: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -144,6 +145,7 @@ fn a_refused_request_ends_the_session() {
         cwd: None,
         model: None,
         approval: Approval::Default,
+        ask: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -181,6 +183,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
         cwd: None,
         model: None,
         approval: Approval::Default,
+        ask: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -209,6 +212,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
         cwd: None,
         model: None,
         approval: Approval::Default,
+        ask: None,
     });
     let end = session
         .run(

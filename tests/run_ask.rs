@@ -427,8 +427,8 @@ fn an_ask_withdrawn_before_the_run_ends_is_not_asked() {
 }
 
 #[test]
-fn only_claude_can_ask() {
-    for cli in ["gemini", "qwen", "copilot", "codex", "opencode"] {
+fn only_claude_and_codex_can_ask() {
+    for cli in ["gemini", "qwen", "copilot", "opencode"] {
         let out = Command::new(BIN)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
@@ -440,7 +440,7 @@ fn only_claude_can_ask() {
         assert_eq!(out.status.code(), Some(2), "{cli}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--approval ask") && err.contains("only claude can"),
+            err.contains("--approval ask") && err.contains("only claude and codex can"),
             "{cli}: {err}"
         );
     }

@@ -60,12 +60,10 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Default => {}
         Approval::AutoEdit => v.push(s("--full-auto")),
         Approval::Yolo => v.push(s("--dangerously-bypass-approvals-and-sandbox")),
-        Approval::Ask => {
-            return Err(crate::request::cannot_ask(
-                SPEC.title,
-                "agui-translate answers its approvals by policy only",
-            ))
-        }
+        Approval::Ask => anyhow::bail!(
+            "--approval ask: {} cannot ask over `codex exec --json` (--codex-transport exec); its app-server can (--codex-transport app-server or auto)",
+            SPEC.title
+        ),
     }
     if a.max_turns.is_some() {
         anyhow::bail!("codex has no flag for a turn limit");

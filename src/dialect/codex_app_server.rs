@@ -43,12 +43,6 @@ fn argv(a: &RunRequest) -> anyhow::Result<Vec<String>> {
     if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
         anyhow::bail!("codex cannot allow or forbid single tools; its sandbox and approval policy (--approval, or -- -c sandbox_mode=MODE) decide what runs");
     }
-    if a.approval == crate::request::Approval::Ask {
-        return Err(crate::request::cannot_ask(
-            "Codex",
-            "agui-translate answers its approvals by policy only",
-        ));
-    }
     let mut v = vec!["app-server".to_owned()];
     v.extend(a.extra.iter().cloned());
     Ok(v)
