@@ -54,14 +54,14 @@ pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Transport {
     /// `app-server` when the installed version is one it is known to work
-    /// with, else `exec`.
+    /// with (or with --approval ask), else `exec`.
     #[default]
     Auto,
     /// `codex exec --json`: messages arrive only when complete.
     Exec,
     /// `codex app-server`, agui-translate its client: text, reasoning and
     /// command output stream as they come, approvals are answered by
-    /// --approval.
+    /// --approval (or asked, with --approval ask).
     AppServer,
 }
 
