@@ -1,7 +1,7 @@
 //! `agui-translate serve claude -- --approval ask`: a run that ends in
 //! interrupts is kept, its CLI alive, and the thread's next request resumes
 //! it. The stand-in CLI (`tests/fake/cli`, FAKE_CONTROL) replays Claude
-//! Code in control-protocol mode.
+//! Code in control-protocol mode (FAKE_SERVER: the Codex app-server).
 
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
@@ -400,4 +400,39 @@ fn a_stopped_server_ends_its_waiting_runs() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn codex_over_its_app_server_asks_the_page_and_gets_the_answer() {
+    let sent_file = tmp("codex-sent");
+    let replay = root().join("testdata/codex-app-server/0.169.0/approval_shell.jsonl");
+    let s = common::serve_run(
+        "codex",
+        &[],
+        &["--codex-transport", "app-server", "--approval", "ask"],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", &sent_file)],
+    );
+    let one = post(&s.addr, &first("cx", "r1", true));
+    let its = interrupts(&one);
+    assert_eq!(its[0]["toolCallId"], "call_0001");
+    assert_eq!(its[0]["reason"], "tool_call");
+    let id = its[0]["id"].as_str().unwrap().to_owned();
+    let answered = |sent: &[Value]| {
+        sent.iter()
+            .find(|m| m["id"] == 0 && m.get("result").is_some())
+            .map(|m| m["result"]["decision"].clone())
+    };
+    assert_eq!(answered(&sent(&sent_file)), None, "nothing answered yet");
+
+    let two = post(
+        &s.addr,
+        &resume("cx", "r2", &[(&id, "resolved", json!({"approved": false}))]),
+    );
+    assert_eq!(two[0]["type"], "RUN_STARTED");
+    assert!(two
+        .iter()
+        .any(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == "call_0001"));
+    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(answered(&sent(&sent_file)), Some(json!("decline")));
+    assert_valid(&[&one, &two]);
 }
