@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "spawn",
             "appserver",
             "ask",
+            "control",
             "supervise",
             "stderr",
             "redact",
