@@ -38,7 +38,7 @@ fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
     let mut session = Session::new(Options {
         prompt: &prompt,
         resume: None,
-        cwd: Some("/work"),
+        cwd: Some("/project"),
         model: None,
         approval,
         ask: None,
