@@ -618,6 +618,8 @@ pub struct Claude {
     /// Scratch space for an `approval_request`'s value, or a tool result's
     /// `resultMeta`.
     value: String,
+    /// Scratch space for a record without the parts other events carry.
+    rest: String,
 }
 
 impl Claude {
@@ -1315,6 +1317,7 @@ impl Claude {
                     None => self.derived_id(em, "msg"),
                 };
                 em.text_message(&id, Role::Assistant, t);
+                self.rest(line, em);
                 return Ok(());
             }
             None => &[],
@@ -1324,6 +1327,8 @@ impl Claude {
             None => Cow::Owned(self.derived_id(em, "msg")),
         };
         let msg_id = &*msg_id;
+        // Whether the whole record went out as RAW (a block of a type not known).
+        let mut whole = false;
         let l = self.lane(rec.parent_tool_use_id.as_deref());
         // The lane that streamed this message, if any (its own, normally).
         let streamed = if self.lanes[l].msg.get() == Some(msg_id) {
@@ -1371,11 +1376,34 @@ impl Claude {
             };
             let mut id = std::mem::take(&mut self.block_id);
             block_id(&mut id, msg_id, index);
-            self.complete_block(kind, block, &id, msg_id, line, em);
+            whole |= !self.complete_block(kind, block, &id, msg_id, line, em);
             self.block_id = id;
             self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
+        if !whole {
+            self.rest(line, em);
+        }
         Ok(())
+    }
+
+    /// The rest of an `assistant` record, or of a `user` record of tool
+    /// results, as RAW: the record without what the other events carry
+    /// (`message.content`, `tool_use_result`, `tool_result_meta`). Its
+    /// `uuid`, the message's `model`, `stop_reason`, `usage`, an API
+    /// error's `error`, … are in no event of their own.
+    fn rest(&mut self, line: Line<'_>, em: &mut Emitter) {
+        let Some(text) = line.text() else {
+            // Not UTF-8: the whole record, rather than nothing.
+            return raw(em, line, self.flavor);
+        };
+        let mut out = std::mem::take(&mut self.rest);
+        out.clear();
+        if without_carried(text, &mut out) {
+            em.raw_line(out.trim(), self.flavor.source);
+        } else {
+            raw(em, line, self.flavor);
+        }
+        self.rest = out;
     }
 
     /// A complete tool call that changes the plan: TodoWrite's list is
@@ -1437,6 +1465,8 @@ impl Claude {
         true
     }
 
+    /// A block of a complete message that was not streamed; false if the
+    /// block's type is not known (the whole record went out as RAW).
     #[allow(clippy::too_many_arguments)]
     fn complete_block(
         &mut self,
@@ -1446,7 +1476,7 @@ impl Claude {
         msg_id: &str,
         line: Line<'_>,
         em: &mut Emitter,
-    ) {
+    ) -> bool {
         match kind {
             "text" => {
                 em.text_start(id, Role::Assistant);
@@ -1508,8 +1538,10 @@ impl Claude {
             other => {
                 em.unknown(format!("content block type {other:?}"));
                 raw(em, line, self.flavor);
+                return false;
             }
         }
+        true
     }
 
     fn user(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
@@ -1536,6 +1568,8 @@ impl Claude {
             Some(c) => c.blocks(),
         };
         let mut texts = 0;
+        // Whether the whole record went out as RAW (a block not known).
+        let mut whole = false;
         let mut metas = MetaWalk {
             meta: ResultMeta::read(rec.tool_result_meta),
             next: 0,
@@ -1584,11 +1618,20 @@ impl Claude {
                 Some(other) => {
                     em.unknown(format!("user content block type {other:?}"));
                     raw(em, line, self.flavor);
+                    whole = true;
                 }
-                None => raw(em, line, self.flavor),
+                None => {
+                    raw(em, line, self.flavor);
+                    whole = true;
+                }
             }
         }
         metas.rest(em);
+        // A text's id is the record's uuid; a record of tool results only
+        // has its uuid (and time) in no event.
+        if texts == 0 && !whole {
+            self.rest(line, em);
+        }
         Ok(())
     }
 
@@ -1934,6 +1977,105 @@ struct Source<'a> {
     url: Option<Cow<'a, str>>,
 }
 
+/// The parts of a record that other events carry, as slices of its text.
+#[derive(Deserialize)]
+struct Carried<'a> {
+    #[serde(borrow)]
+    message: Option<CarriedMessage<'a>>,
+    #[serde(borrow)]
+    tool_use_result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_result_meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CarriedMessage<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+/// Write record `json` into `out` without its members `message.content`,
+/// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
+/// if it is not an object with a message object.
+fn without_carried(json: &str, out: &mut String) -> bool {
+    let Ok(c) = serde_json::from_str::<Carried>(json) else {
+        return false;
+    };
+    let content = c.message.and_then(|m| m.content);
+    let mut spans = [content, c.tool_use_result, c.tool_result_meta]
+        .map(|v| v.and_then(|v| member_span(json, v.get())));
+    spans.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    let b = json.as_bytes();
+    let mut at = 0;
+    let mut cut = |(start, end): (usize, usize)| {
+        let (start, end) = with_comma(b, start, end);
+        out.push_str(&json[at..start]);
+        at = end;
+    };
+    // Members next to each other are cut as one, with one comma.
+    let mut group: Option<(usize, usize)> = None;
+    for (start, end) in spans.into_iter().flatten() {
+        group = match group {
+            Some((s, e)) if next_to(b, e, start) => Some((s, end)),
+            other => {
+                other.map(&mut cut);
+                Some((start, end))
+            }
+        };
+    }
+    group.map(&mut cut);
+    out.push_str(&json[at..]);
+    true
+}
+
+/// Whether only a comma (and whitespace) stands between `end` and `start`.
+fn next_to(b: &[u8], end: usize, start: usize) -> bool {
+    let i = skip_ws_back(b, start);
+    i > 0 && b[i - 1] == b',' && skip_ws_back(b, i - 1) == end
+}
+
+/// Index `i` moved back over whitespace.
+fn skip_ws_back(b: &[u8], mut i: usize) -> usize {
+    while i > 0 && b[i - 1].is_ascii_whitespace() {
+        i -= 1;
+    }
+    i
+}
+
+/// Members `start..end` with one comma beside them: the one after, else the
+/// one before.
+fn with_comma(b: &[u8], start: usize, end: usize) -> (usize, usize) {
+    let mut after = end;
+    while after < b.len() && b[after].is_ascii_whitespace() {
+        after += 1;
+    }
+    if b.get(after) == Some(&b',') {
+        return (start, after + 1);
+    }
+    let before = skip_ws_back(b, start);
+    if before > 0 && b[before - 1] == b',' {
+        return (before - 1, end);
+    }
+    (start, end)
+}
+
+/// The bytes of `json` that member `"key": value` takes, given the value as
+/// a slice of `json` (and a key without quotes in it).
+fn member_span(json: &str, value: &str) -> Option<(usize, usize)> {
+    let start = (value.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
+    let b = json.as_bytes();
+    let colon = skip_ws_back(b, start);
+    if colon == 0 || b[colon - 1] != b':' {
+        return None;
+    }
+    let close = skip_ws_back(b, colon - 1);
+    if close == 0 || b[close - 1] != b'"' {
+        return None;
+    }
+    let open = memchr::memrchr(b'"', &b[..close - 1])?;
+    Some((open, start + value.len()))
+}
+
 /// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
     super::raw_record(em, line, flavor.source);
@@ -2199,7 +2341,7 @@ mod tests {
         String::from_utf8(out)
             .unwrap()
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .map(|l| serde_json::from_str(l).expect(l))
             .collect()
     }
 
@@ -2338,6 +2480,65 @@ mod tests {
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
+    }
+
+    /// An `assistant` record's fields but its content (the message's
+    /// model, stop reason, usage, the record's uuid and error), and a tool
+    /// results record's but its results, go out as RAW, known; what other
+    /// events carry is not repeated.
+    #[test]
+    fn message_fields_are_kept_as_raw() {
+        use crate::agui::RawMode;
+        let input = [
+            r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u"}"#,
+            r#"{"type":"assistant","message":{"id":"m","model":"<synthetic>","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"service_tier":"standard"}},"parent_tool_use_id":null,"uuid":"a1","error":"unknown"}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]},"uuid":"u1","tool_use_result":{"stdout":"a.txt"},"tool_result_meta":[{"id":"t1","permission_decision":{"decision":"accept"}}]}"#,
+            r#"{"type":"user","message":{"role":"user","content":"hello"},"uuid":"u2"}"#,
+            r#"{"type":"assistant","message":{"id":"m2","content":"plain","stop_reason":"end_turn"},"uuid":"a2"}"#,
+        ];
+        let all = events(&input, RawMode::All);
+        let raws: Vec<&serde_json::Value> = all
+            .iter()
+            .filter(|e| e["type"] == "RAW" && e["event"]["type"] != "system")
+            .collect();
+        let want: [serde_json::Value; 3] = [
+            serde_json::json!({"type":"assistant","message":{"id":"m","model":"<synthetic>","stop_reason":"tool_use","usage":{"input_tokens":3,"service_tier":"standard"}},"parent_tool_use_id":null,"uuid":"a1","error":"unknown"}),
+            serde_json::json!({"type":"user","message":{"role":"user"},"uuid":"u1"}),
+            serde_json::json!({"type":"assistant","message":{"id":"m2","stop_reason":"end_turn"},"uuid":"a2"}),
+        ];
+        let got: Vec<&serde_json::Value> = raws.iter().map(|r| &r["event"]).collect();
+        assert_eq!(got, want.iter().collect::<Vec<_>>(), "{all:#?}");
+        assert!(raws.iter().all(|r| r["source"] == "claude"));
+        // Known: `--raw unknown` leaves them out.
+        let unknown = events(&input, RawMode::Unknown);
+        assert!(!unknown.iter().any(|e| e["type"] == "RAW"), "{unknown:#?}");
+    }
+
+    /// The members other events carry are cut with one comma each, the rest
+    /// copied as it is, wherever they stand.
+    #[test]
+    fn carried_members_are_cut_from_the_record() {
+        let cut = |json: &str| {
+            let mut out = String::new();
+            without_carried(json, &mut out).then_some(out)
+        };
+        assert_eq!(
+            cut(r#"{"a":1, "message" : { "content" : [1,"]"] , "id":"x"},"tool_use_result":{"s":","},"tool_result_meta":[],"b":2}"#).as_deref(),
+            Some(r#"{"a":1, "message" : {  "id":"x"},"b":2}"#)
+        );
+        assert_eq!(
+            cut(r#"{"message":{"role":"user","content":[]},"tool_use_result":"x" , "tool_result_meta":[]}"#).as_deref(),
+            Some(r#"{"message":{"role":"user"}}"#)
+        );
+        assert_eq!(
+            cut(r#"{"message":{"content":"x"}}"#).as_deref(),
+            Some(r#"{"message":{}}"#)
+        );
+        assert_eq!(
+            cut(r#"{"a":1 ,"message":{},"tool_use_result":1, "tool_result_meta":2}"#).as_deref(),
+            Some(r#"{"a":1 ,"message":{}}"#)
+        );
+        assert_eq!(cut(r#"{"message":3}"#), None);
     }
 
     /// A message's `message_start` holds what nothing else does (the time to
