@@ -790,7 +790,7 @@ fn check_on_joined_translations_names_the_earlier_run() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("started twice (first at line 9, in an earlier run): a stream joined from translations of the same input repeats its ids"),
+        stderr.contains("started twice (first at line 10, in an earlier run): a stream joined from translations of the same input repeats its ids"),
         "{stderr}"
     );
 }

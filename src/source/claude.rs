@@ -1977,33 +1977,25 @@ struct Source<'a> {
     url: Option<Cow<'a, str>>,
 }
 
-/// The parts of a record that other events carry, as slices of its text.
-#[derive(Deserialize)]
-struct Carried<'a> {
-    #[serde(borrow)]
-    message: Option<CarriedMessage<'a>>,
-    #[serde(borrow)]
-    tool_use_result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    tool_result_meta: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct CarriedMessage<'a> {
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-}
-
 /// Write record `json` into `out` without its members `message.content`,
 /// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
-/// if it is not an object with a message object.
+/// if it is not an object with a message object. (A scan of the text: a
+/// parser that skips nested values would allocate for them.)
 fn without_carried(json: &str, out: &mut String) -> bool {
-    let Ok(c) = serde_json::from_str::<Carried>(json) else {
+    let (mut message, mut content, mut result, mut meta) = (false, None, None, None);
+    let top = each_member(json, |key, value| match key {
+        "message" => {
+            message = value.starts_with('{');
+            content = value_of(value, "content");
+        }
+        "tool_use_result" => result = Some(value),
+        "tool_result_meta" => meta = Some(value),
+        _ => {}
+    });
+    if top.is_none() || !message {
         return false;
-    };
-    let content = c.message.and_then(|m| m.content);
-    let mut spans = [content, c.tool_use_result, c.tool_result_meta]
-        .map(|v| v.and_then(|v| member_span(json, v.get())));
+    }
+    let mut spans = [content, result, meta].map(|v| v.and_then(|v| member_span(json, v)));
     spans.sort_unstable_by_key(|s| s.map(|(a, _)| a));
     let b = json.as_bytes();
     let mut at = 0;
@@ -2032,6 +2024,88 @@ fn without_carried(json: &str, out: &mut String) -> bool {
 fn next_to(b: &[u8], end: usize, start: usize) -> bool {
     let i = skip_ws_back(b, start);
     i > 0 && b[i - 1] == b',' && skip_ws_back(b, i - 1) == end
+}
+
+/// The value of member `key` of object `json`.
+fn value_of<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+    let mut found = None;
+    each_member(json, |k, v| {
+        if k == key && found.is_none() {
+            found = Some(v);
+        }
+    })?;
+    found
+}
+
+/// Call `f` with each member's key (as written, without its quotes) and
+/// value (a slice of `json`) of object `json`, which has parsed already;
+/// None if it is not an object.
+fn each_member<'a>(json: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> Option<()> {
+    let b = json.as_bytes();
+    let ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // The end of the string that starts at `i` (its opening quote).
+    let string_end = |mut i: usize| {
+        i += 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return i + 1,
+                _ => i += 1,
+            }
+        }
+        b.len()
+    };
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = ws(i + 1);
+    while b.get(i) == Some(&b'"') {
+        let key_end = string_end(i);
+        let key = &json[i + 1..key_end - 1];
+        i = ws(key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = ws(i + 1);
+        let mut depth = 0usize;
+        let mut j = start;
+        while j < b.len() {
+            match b[j] {
+                b'"' => {
+                    j = string_end(j);
+                    if depth == 0 {
+                        break;
+                    }
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth == 0 => break,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        j += 1;
+                        break;
+                    }
+                }
+                b',' if depth == 0 => break,
+                c if depth == 0 && c.is_ascii_whitespace() => break,
+                _ => {}
+            }
+            j += 1;
+        }
+        f(key, &json[start..j]);
+        i = ws(j);
+        if b.get(i) == Some(&b',') {
+            i = ws(i + 1);
+        }
+    }
+    Some(())
 }
 
 /// Index `i` moved back over whitespace.
