@@ -2612,6 +2612,11 @@ mod tests {
             cut(r#"{"a":1 ,"message":{},"tool_use_result":1, "tool_result_meta":2}"#).as_deref(),
             Some(r#"{"a":1 ,"message":{}}"#)
         );
+        assert_eq!(
+            cut(r#"{"k":"a\"},","message":{"content":[{"t":"x\\"}],"n":-1.5e3},"z":true}"#)
+                .as_deref(),
+            Some(r#"{"k":"a\"},","message":{"n":-1.5e3},"z":true}"#)
+        );
         assert_eq!(cut(r#"{"message":3}"#), None);
     }
 
