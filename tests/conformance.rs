@@ -898,7 +898,10 @@ fn http_agent_speaks_to_serve() {
 /// keeps it pending and refuses to run past it, and a resume approves,
 /// approves with edited arguments, denies or cancels the tool call; the
 /// CLI gets the matching answer. The 0.0.59 HttpAgent (CopilotKit's pin,
-/// no `protocolVersion`) approves too, with no option given to serve.
+/// no `protocolVersion`) approves too, with no option given to serve. And
+/// `serve codex -- --approval ask`, replaying the real app-server's
+/// approval request: approve, deny and cancel reach it as `accept`,
+/// `decline` and `cancel`.
 #[test]
 fn http_agent_approves_through_serve() {
     if skipped("http_agent_approves_through_serve") {
@@ -914,16 +917,32 @@ fn http_agent_approves_through_serve() {
         ("deny", "deny.jsonl"),
         ("cancel", "deny.jsonl"),
         ("approve-0.0", "approve.jsonl"),
+        ("codex-approve", "approval_shell.jsonl"),
+        ("codex-deny", "approval_shell.jsonl"),
+        ("codex-cancel", "approval_shell.jsonl"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-approve-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
-        let replay = root().join("tests/ask").join(replay);
-        let server = common::serve_run(
-            "claude",
-            &[],
-            &["--approval", "ask"],
-            &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
-        );
+        let server = if name.starts_with("codex") {
+            // The real app-server's approval request, recorded.
+            let replay = root()
+                .join("testdata/codex-app-server/0.169.0")
+                .join(replay);
+            common::serve_run(
+                "codex",
+                &[],
+                &["--codex-transport", "app-server", "--approval", "ask"],
+                &[("FAKE_SERVER", &replay), ("FAKE_SENT", &sent)],
+            )
+        } else {
+            let replay = root().join("tests/ask").join(replay);
+            common::serve_run(
+                "claude",
+                &[],
+                &["--approval", "ask"],
+                &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
+            )
+        };
         args.push(std::ffi::OsString::from(format!(
             "http://{}/agent",
             server.addr

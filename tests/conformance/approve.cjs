@@ -4,14 +4,16 @@
 // ends with an interrupt, and the next run resumes it with an approval, an
 // approval with edited arguments, a denial or a cancel; and the 0.0.59
 // HttpAgent (CopilotKit's pin), which sends no protocolVersion, through an
-// approval with no option given to serve.
+// approval with no option given to serve; then `serve codex -- --approval
+// ask` over Codex's app-server (the real approval_shell recording), through
+// an approval, a denial and a cancel (Codex takes no edited command).
 //
 //   node approve.cjs URL SENT_FILE [URL SENT_FILE]...
 //
 // One server per case, in the order below (approve, approve-with-edit,
-// deny, cancel, approve with 0.0.59), each serving the stand-in CLI replaying a tool call that
-// asks (allowed for the first two, refused for the others), its CLI's
-// input written to SENT_FILE. Prints what failed and exits 1, or prints
+// deny, cancel, approve with 0.0.59; Codex: approve, deny, cancel), each
+// serving the stand-in CLI replaying a tool call that asks, its CLI's input
+// written to SENT_FILE. Prints what failed and exits 1, or prints
 // OK.
 "use strict";
 const fs = require("fs");
@@ -29,10 +31,22 @@ const cases = [
   { name: "deny", status: "resolved", payload: { approved: false } },
   { name: "cancel", status: "cancelled" },
   { name: "approve-0.0", status: "resolved", payload: { approved: true }, client: "0.0.59" },
+  { name: "codex-approve", status: "resolved", payload: { approved: true }, cli: "codex" },
+  { name: "codex-deny", status: "resolved", payload: { approved: false }, cli: "codex" },
+  { name: "codex-cancel", status: "cancelled", cli: "codex" },
 ];
 
-function answer(sentFile, id) {
+// The call each CLI's replay asks about.
+const asked = { claude: "toolu_m0000scripted", codex: "call_0001" };
+
+// What the CLI was answered: Claude's control_response, or the decision in
+// the app-server's JSON-RPC response to its request.
+function answer(cli, sentFile, id) {
   const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  if (cli === "codex") {
+    const r = lines.find((l) => l.result !== undefined && String(l.id) === String(id));
+    return r && r.result.decision;
+  }
   const r = lines.find((l) => l.type === "control_response" && l.response.request_id === id);
   return r && r.response.response;
 }
@@ -48,8 +62,11 @@ async function one(c, url, sentFile) {
   const pending = a.pendingInterrupts;
   check(pending.length === 1, `${c.name}: the agent keeps one pending interrupt: ${JSON.stringify(pending)}`);
   const it = pending[0];
-  check(it.reason === "tool_call" && it.toolCallId === "toolu_m0000scripted", `${c.name}: a tool_call interrupt for the streamed call`);
-  check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
+  const cli = c.cli || "claude";
+  check(it.reason === "tool_call" && it.toolCallId === asked[cli], `${c.name}: a tool_call interrupt for the streamed call: ${JSON.stringify(it)}`);
+  if (cli === "claude") {
+    check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
+  }
 
   // The client refuses a run that leaves the interrupt unanswered.
   let refused = null;
@@ -75,13 +92,16 @@ async function one(c, url, sentFile) {
   check(last.type === "RUN_FINISHED" && (!last.outcome || last.outcome.type === "success"), `${c.name}: the resumed run finishes: ${JSON.stringify(last)}`);
   check(a.pendingInterrupts.length === 0, `${c.name}: nothing pending after the resume`);
 
-  const got = answer(sentFile, it.id);
+  const got = answer(cli, sentFile, it.id);
   const want = {
     approve: { behavior: "allow", updatedInput: { command: "echo hello from the shell", description: "Run echo" } },
     "approve-0.0": { behavior: "allow", updatedInput: { command: "echo hello from the shell", description: "Run echo" } },
     "approve-with-edit": { behavior: "allow", updatedInput: { command: "ls -l" } },
     deny: { behavior: "deny", message: "The user denied this tool call." },
     cancel: { behavior: "deny", message: "The user cancelled this tool call.", interrupt: true },
+    "codex-approve": "accept",
+    "codex-deny": "decline",
+    "codex-cancel": "cancel",
   }[c.name];
   check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
 }
