@@ -1104,39 +1104,45 @@ fn a_port_that_cannot_be_bound_is_exit_status_2() {
     assert!(two.serve.contains("the address could not be bound"));
 }
 
+/// Two messages on one thread of `serve CLI`, the stand-in replaying
+/// `recording` for both: the first run's events (which end in
+/// RUN_FINISHED) and the CLI's arguments of each run (the second run named
+/// `<thread>2`).
+fn two_turns(cli: &str, recording: &str, thread: &str) -> (Vec<serde_json::Value>, String, String) {
+    let argv = tmp(&format!("{cli}-resume-argv"));
+    let server = serve(
+        cli,
+        &[],
+        &[
+            ("FAKE_REPLAY", &root().join("testdata").join(recording)),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let (one, two) = (format!("{thread}1"), format!("{thread}2"));
+    let (code, r) = post(&server.addr, &body(thread, &one, "Remember teal."), None);
+    assert_eq!(code, 200);
+    let first = events(r);
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    let first_args = std::fs::read_to_string(&argv).unwrap();
+    let (code, r) = post(&server.addr, &body(thread, &two, "Which word?"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r)[0]["runId"], two.as_str());
+    (first, first_args, std::fs::read_to_string(&argv).unwrap())
+}
+
 /// `serve qwen`: a thread's first message starts Qwen Code, its second
 /// resumes the session the first reported (`--resume`), and the stream is
 /// valid AG-UI.
 #[test]
 fn serve_qwen_resumes_its_session() {
-    let argv = tmp("qwen-resume-argv");
-    let server = serve(
-        "qwen",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/qwen/0.24.4/resume.jsonl"),
-            ),
-            ("FAKE_ARGV", &argv),
-        ],
-    );
-    let (code, r) = post(&server.addr, &body("q", "q1", "Remember teal."), None);
-    assert_eq!(code, 200);
-    let first = events(r);
+    let (first, args, resumed) = two_turns("qwen", "qwen/0.24.4/resume.jsonl", "q");
     assert_eq!(first[0]["type"], "RUN_STARTED");
-    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
     assert!(first.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
-    let args = std::fs::read_to_string(&argv).unwrap();
     assert!(args.contains("--output-format\nstream-json\n"), "{args}");
     assert!(!args.contains("--resume"), "{args}");
-    let (code, r) = post(&server.addr, &body("q", "q2", "Which word?"), None);
-    assert_eq!(code, 200);
-    assert_eq!(events(r)[0]["runId"], "q2");
-    let args = std::fs::read_to_string(&argv).unwrap();
     assert!(
-        args.contains("--resume\n94e53f91-aebc-47d9-8cfa-68a277ff9bac\n"),
-        "{args}"
+        resumed.contains("--resume\n94e53f91-aebc-47d9-8cfa-68a277ff9bac\n"),
+        "{resumed}"
     );
 }
 
@@ -1144,31 +1150,11 @@ fn serve_qwen_resumes_its_session() {
 /// a thread's second message resumes that session (`--resume=ID`).
 #[test]
 fn serve_copilot_resumes_its_session() {
-    let argv = tmp("copilot-resume-argv");
-    let server = serve(
-        "copilot",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/copilot/1.0.102/resume.jsonl"),
-            ),
-            ("FAKE_ARGV", &argv),
-        ],
-    );
-    let (code, r) = post(&server.addr, &body("c", "c1", "Remember teal."), None);
-    assert_eq!(code, 200);
-    let first = events(r);
-    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
-    let args = std::fs::read_to_string(&argv).unwrap();
+    let (_, args, resumed) = two_turns("copilot", "copilot/1.0.102/resume.jsonl", "c");
     assert!(!args.contains("--resume"), "{args}");
-    let (code, r) = post(&server.addr, &body("c", "c2", "Which word?"), None);
-    assert_eq!(code, 200);
-    assert_eq!(events(r)[0]["runId"], "c2");
-    let args = std::fs::read_to_string(&argv).unwrap();
     assert!(
-        args.contains("--resume=5164e585-8112-4b29-acd4-bab2eebfbce4\n"),
-        "{args}"
+        resumed.contains("--resume=5164e585-8112-4b29-acd4-bab2eebfbce4\n"),
+        "{resumed}"
     );
 }
 
@@ -1176,33 +1162,13 @@ fn serve_copilot_resumes_its_session() {
 /// second message continues it (`--session=ID`).
 #[test]
 fn serve_opencode_resumes_its_session() {
-    let argv = tmp("opencode-resume-argv");
-    let server = serve(
-        "opencode",
-        &[],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/opencode/1.18.33/resume.jsonl"),
-            ),
-            ("FAKE_ARGV", &argv),
-        ],
-    );
-    let (code, r) = post(&server.addr, &body("o", "o1", "Remember teal."), None);
-    assert_eq!(code, 200);
-    let first = events(r);
-    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED");
+    let (first, args, resumed) = two_turns("opencode", "opencode/1.18.33/resume.jsonl", "o");
     assert!(first.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
-    let args = std::fs::read_to_string(&argv).unwrap();
     assert!(args.starts_with("run\n--format\njson\n"), "{args}");
     assert!(!args.contains("--session"), "{args}");
-    let (code, r) = post(&server.addr, &body("o", "o2", "Which word?"), None);
-    assert_eq!(code, 200);
-    assert_eq!(events(r)[0]["runId"], "o2");
-    let args = std::fs::read_to_string(&argv).unwrap();
     assert!(
-        args.contains("--session=ses_dea310b09ffe4eZyWn5gbn4qar\n"),
-        "{args}"
+        resumed.contains("--session=ses_dea310b09ffe4eZyWn5gbn4qar\n"),
+        "{resumed}"
     );
-    assert!(args.ends_with("\nWhich word?\n"), "{args}");
+    assert!(resumed.ends_with("\nWhich word?\n"), "{resumed}");
 }
