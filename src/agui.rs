@@ -1172,22 +1172,23 @@ impl Emitter {
         self.input_had_run = false;
     }
 
-    /// Write `ev`, which goes on with the open item `kind` `id`, in the lane
+    /// Write `ev`, which goes on with the open item at `seq`, in the lane
     /// of the agent that opened it, whichever subagent is current (a START
     /// and what follows it share one `subagentRunId`).
-    fn write_continuing(&mut self, kind: Kind, id: &str, ev: &Event) {
-        let seq = self.open.find(kind, id);
-        let Some(mut owner) = seq
-            .and_then(|i| self.open.get_mut(i))
-            .map(|o| o.owner.take())
-        else {
+    fn write_in_lane(&mut self, seq: open::Seq, ev: &Event) {
+        let Some(open) = self.open.get_mut(seq) else {
             self.write(ev);
             return;
         };
+        if open.owner == self.ctx.subagent {
+            self.write(ev);
+            return;
+        }
+        let mut owner = open.owner.take();
         std::mem::swap(&mut self.ctx.subagent, &mut owner);
         self.write(ev);
         std::mem::swap(&mut self.ctx.subagent, &mut owner);
-        if let Some(open) = seq.and_then(|i| self.open.get_mut(i)) {
+        if let Some(open) = self.open.get_mut(seq) {
             open.owner = owner;
         }
     }
@@ -1264,17 +1265,17 @@ impl Emitter {
     /// Like [`text_content`](Self::text_content) for text that may be a JSON
     /// string literal from the input.
     pub fn text_content_text(&mut self, id: &str, delta: Text) {
-        if !self.is_open_kind(Kind::Text, id) {
-            self.text_start(id, Role::Assistant);
+        let ev = Event::TextMessageContent {
+            message_id: id,
+            delta,
+        };
+        match self.open.find(Kind::Text, id) {
+            Some(seq) => self.write_in_lane(seq, &ev),
+            None => {
+                self.text_start(id, Role::Assistant);
+                self.write(&ev);
+            }
         }
-        self.write_continuing(
-            Kind::Text,
-            id,
-            &Event::TextMessageContent {
-                message_id: id,
-                delta,
-            },
-        );
     }
 
     pub fn text_end(&mut self, id: &str) {
@@ -1398,11 +1399,10 @@ impl Emitter {
     /// TOOL_CALL_ARGS with `delta`; `whole`: a whole JSON value, valid
     /// already.
     fn args(&mut self, id: &str, delta: &str, whole: bool) -> bool {
-        let Some(open) = self
-            .open
-            .find(Kind::Tool, id)
-            .and_then(|i| self.open.get_mut(i))
-        else {
+        let Some(seq) = self.open.find(Kind::Tool, id) else {
+            return false;
+        };
+        let Some(open) = self.open.get_mut(seq) else {
             return false;
         };
         if let Some(c) = open.args.as_mut() {
@@ -1417,9 +1417,8 @@ impl Emitter {
             }
             std::mem::swap(c.as_mut(), &mut self.args_scratch);
         }
-        self.write_continuing(
-            Kind::Tool,
-            id,
+        self.write_in_lane(
+            seq,
             &Event::ToolCallArgs {
                 tool_call_id: id,
                 delta,
@@ -1486,17 +1485,17 @@ impl Emitter {
     /// Like [`reasoning_content`](Self::reasoning_content) for text that may
     /// be a JSON string literal from the input.
     pub fn reasoning_content_text(&mut self, id: &str, delta: Text) {
-        if !self.is_open_kind(Kind::ReasoningMessage, id) {
-            self.reasoning_start(id);
+        let ev = Event::ReasoningMessageContent {
+            message_id: id,
+            delta,
+        };
+        match self.open.find(Kind::ReasoningMessage, id) {
+            Some(seq) => self.write_in_lane(seq, &ev),
+            None => {
+                self.reasoning_start(id);
+                self.write(&ev);
+            }
         }
-        self.write_continuing(
-            Kind::ReasoningMessage,
-            id,
-            &Event::ReasoningMessageContent {
-                message_id: id,
-                delta,
-            },
-        );
     }
 
     /// Close the reasoning message and its span.
