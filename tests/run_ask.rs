@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
+mod common;
+use common::{answer_for, interrupts};
+
 const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 const ASK: &str = "3f1c2a4e-7b1d-4c55-9a0e-5d2b8c1e9f01";
 const ASK_A: &str = "9a0b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c01";
@@ -134,21 +137,6 @@ fn resume(run: &str, answers: &[(&str, &str, Value)]) -> Value {
         .map(|(id, status, payload)| json!({"interruptId": id, "status": status, "payload": payload}))
         .collect();
     json!({"threadId": "t", "runId": run, "resume": resume})
-}
-
-fn interrupts(run: &[Value]) -> Vec<Value> {
-    let end = run.last().unwrap();
-    assert_eq!(end["type"], "RUN_FINISHED", "{end}");
-    assert_eq!(end["outcome"]["type"], "interrupt", "{end}");
-    end["outcome"]["interrupts"].as_array().unwrap().clone()
-}
-
-/// The control_response the CLI got for `id`.
-fn answer_for(sent: &[Value], id: &str) -> Value {
-    sent.iter()
-        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
-        .unwrap_or_else(|| panic!("no answer for {id} in {sent:?}"))["response"]["response"]
-        .clone()
 }
 
 fn types(events: &[Value]) -> Vec<&str> {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
+use common::{answer_for, interrupts};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 const ASK: &str = "3f1c2a4e-7b1d-4c55-9a0e-5d2b8c1e9f01";
@@ -100,19 +101,6 @@ fn sent(file: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-fn answer_for(sent: &[Value], id: &str) -> Value {
-    sent.iter()
-        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
-        .unwrap_or_else(|| panic!("no answer for {id} in {sent:?}"))["response"]["response"]
-        .clone()
-}
-
-fn interrupts(run: &[Value]) -> Vec<Value> {
-    let end = run.last().unwrap();
-    assert_eq!(end["outcome"]["type"], "interrupt", "{end}");
-    end["outcome"]["interrupts"].as_array().unwrap().clone()
 }
 
 /// The responses together are valid AG-UI.

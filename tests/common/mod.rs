@@ -137,3 +137,20 @@ pub fn serve_run(cli: &str, args: &[&str], run_args: &[&str], env: &[(&str, &Pat
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     Server { child, addr }
 }
+
+/// The interrupts that end `run`, which must end in RUN_FINISHED with the
+/// interrupt outcome.
+pub fn interrupts(run: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let end = run.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED", "{end}");
+    assert_eq!(end["outcome"]["type"], "interrupt", "{end}");
+    end["outcome"]["interrupts"].as_array().unwrap().clone()
+}
+
+/// The answer in the control_response Claude Code was sent for request `id`.
+pub fn answer_for(sent: &[serde_json::Value], id: &str) -> serde_json::Value {
+    sent.iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
+        .unwrap_or_else(|| panic!("no answer for {id} in {sent:?}"))["response"]["response"]
+        .clone()
+}
