@@ -705,12 +705,12 @@ pub struct RunArgs {
     #[arg(
         long,
         value_enum,
-        value_parser = values::<crate::request::Approval>(),
-        default_value_t = crate::request::Approval::Default,
+        value_parser = values::<crate::dialect::request::Approval>(),
+        default_value_t = crate::dialect::request::Approval::Default,
         value_name = "MODE",
         help_heading = RUN
     )]
-    pub approval: crate::request::Approval,
+    pub approval: crate::dialect::request::Approval,
 
     /// How `run codex` talks to Codex: `app-server` streams text and
     /// command output as they come, `exec` is `codex exec --json` (each
@@ -720,12 +720,12 @@ pub struct RunArgs {
     #[arg(
         long,
         value_enum,
-        value_parser = values::<crate::request::Transport>(),
-        default_value_t = crate::request::Transport::Auto,
+        value_parser = values::<crate::dialect::request::Transport>(),
+        default_value_t = crate::dialect::request::Transport::Auto,
         value_name = "HOW",
         help_heading = RUN
     )]
-    pub codex_transport: crate::request::Transport,
+    pub codex_transport: crate::dialect::request::Transport,
 
     /// With `--approval ask`: how long the tool calls asked about wait for
     /// a decision before they are denied and the CLI is stopped (exit
@@ -733,7 +733,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "DURATION",
-        value_parser = crate::request::parse_duration,
+        value_parser = crate::dialect::request::parse_duration,
         default_value = "10m",
         help_heading = RUN
     )]
@@ -750,7 +750,7 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "DURATION",
-        value_parser = crate::request::parse_duration,
+        value_parser = crate::dialect::request::parse_duration,
         help_heading = RUN
     )]
     pub timeout: Option<std::time::Duration>,

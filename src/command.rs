@@ -1,6 +1,6 @@
 //! The commands: what each subcommand of the command line does, put
 //! together from the layers below (the filter loop in [`crate::run`] and
-//! [`crate::jobs`], `run` in [`crate::spawn`], `serve` in [`crate::serve`],
+//! [`crate::jobs`], `run` in [`crate::process::spawn`], `serve` in [`crate::serve`],
 //! the validator in [`crate::check`]). This is the one module that turns the
 //! command line ([`crate::cli`]) into what those take.
 
@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::cli::{Args, CheckArgs, Command, FilterArgs, RunArgs, ServeArgs};
-use crate::request::RunRequest;
+use crate::dialect::request::RunRequest;
 use crate::{jobs, run};
 
 /// Run the command the arguments name.
@@ -29,14 +29,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 /// `agui-translate run`.
 fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
     if a.check {
-        return crate::spawn::check();
+        return crate::process::spawn::check();
     }
     // A live run's ids are fresh: two runs whose first records are alike
     // (or that fail before any record) must not share them.
     let mut output = a.output;
-    output.run_id.get_or_insert_with(crate::uuid::v7);
+    output.run_id.get_or_insert_with(crate::base::uuid::v7);
     let em = output.emitter();
-    let run = crate::spawn::Run {
+    let run = crate::process::spawn::Run {
         cli: a.cli.expect("clap requires the CLI unless --check"),
         prompt: a.prompt,
         request: RunRequest {
@@ -58,7 +58,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         approval_timeout: a.approval_timeout,
         input_marker: a.input_marker,
     };
-    crate::spawn::main(run, em)
+    crate::process::spawn::main(run, em)
 }
 
 /// `agui-translate serve`; the options for its runs are checked by this
@@ -146,7 +146,7 @@ fn translate(args: FilterArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // Fail on an unsupported dialect before reading anything.
     crate::dialect::for_input(args.from)?;
-    crate::interrupt::install().context("installing the signal handlers")?;
+    crate::base::interrupt::install().context("installing the signal handlers")?;
     let files = if args.files.is_empty() {
         vec![Path::new("-").to_path_buf()]
     } else {

@@ -600,7 +600,7 @@ pub fn translate_file(
         Ok(input) => input,
         Err(err) => {
             result.unreadable = true;
-            if crate::interrupt::caught().is_none() {
+            if crate::base::interrupt::caught().is_none() {
                 let _ = writeln!(
                     io::stderr(),
                     "agui-translate: {}: {err}{}",
@@ -628,7 +628,7 @@ pub fn translate_file(
         opts,
         &mut stats,
     )?;
-    if let Some(sig) = crate::interrupt::caught() {
+    if let Some(sig) = crate::base::interrupt::caught() {
         // Finish what was read; end the run as cancelled.
         em.cancel_run();
         em.drain_to(out).context("writing stdout")?;
@@ -706,7 +706,7 @@ impl<R: Read> Input<R> {
 impl<R: Read> Read for Input<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            if crate::interrupt::caught().is_some() || self.error.is_some() {
+            if crate::base::interrupt::caught().is_some() || self.error.is_some() {
                 return Ok(0);
             }
             match self.rdr.read(buf) {

@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::agui::{Emitter, EVENT_TYPES};
+use crate::base::lines::Lines;
 use crate::dialect::{self, Dialect};
-use crate::lines::Lines;
 use crate::source::{self, Translate};
 
 /// Output is handed to stdout once this much is pending, even while more
@@ -335,7 +335,7 @@ pub fn pump(
                 out.flush().context("writing stdout")?;
             }
         }
-        if crate::interrupt::caught().is_some() {
+        if crate::base::interrupt::caught().is_some() {
             break; // the line in hand is done
         }
     }
@@ -412,6 +412,6 @@ fn report(name: &str, lineno: u64, err: &str, line: &[u8], cut: &str) {
     let _ = writeln!(
         io::stderr(),
         "agui-translate: {name}:{lineno}: {err}{cut}: {}",
-        crate::json::preview(line)
+        crate::base::json::preview(line)
     );
 }

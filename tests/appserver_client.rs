@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use agui_translate::agui::{Emitter, Format};
-use agui_translate::appserver::{End, Options, Session};
+use agui_translate::converse::appserver::{End, Options, Session};
+use agui_translate::dialect::request::Approval;
 use agui_translate::dialect::{for_dialect, Dialect};
-use agui_translate::request::Approval;
 use serde_json::Value;
 
 mod common;

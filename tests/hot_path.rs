@@ -117,7 +117,7 @@ fn claude_thinking_and_argument_deltas_allocate_nothing_per_delta() {
         allocations(claude, &[init, message, &thinking], &thoughts),
         0
     );
-    // The arguments' closing state (src/closer.rs) may grow once.
+    // The arguments' closing state (src/base/closer.rs) may grow once.
     let n = allocations(claude, &[init, message, &tool], &args);
     assert!(n <= 1, "{n} allocations for {} argument deltas", args.len());
 }

@@ -11,38 +11,15 @@ use std::path::{Path, PathBuf};
 /// and of the layers below it, never of a layer above.
 const LAYERS: &[(&str, &[&str])] = &[
     ("commands", &["main", "command", "cli", "jobs", "fuzzing"]),
-    (
-        "process",
-        &[
-            "serve",
-            "http",
-            "threads",
-            "spawn",
-            "appserver",
-            "ask",
-            "control",
-            "supervise",
-            "stderr",
-            "redact",
-        ],
-    ),
+    ("serve", &["serve"]),
+    ("process", &["process"]),
+    ("conversations", &["converse"]),
     ("filter loop", &["run"]),
-    ("dialect table", &["dialect", "request"]),
+    ("dialect table", &["dialect"]),
     ("translators", &["source"]),
-    ("writer", &["agui", "tools"]),
-    (
-        "bytes and JSON",
-        &[
-            "check",
-            "schema",
-            "lines",
-            "json",
-            "held",
-            "closer",
-            "interrupt",
-            "uuid",
-        ],
-    ),
+    ("writer", &["agui"]),
+    ("validation", &["check"]),
+    ("basics", &["base"]),
 ];
 
 /// An import of one top-level module by another: (importer, imported).
@@ -85,6 +62,7 @@ fn strip(src: &str) -> String {
                 i += 1;
             }
         } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            let from = i;
             let mut depth = 0;
             while i < c.len() {
                 if c[i] == '/' && c.get(i + 1) == Some(&'*') {
@@ -101,6 +79,7 @@ fn strip(src: &str) -> String {
                 }
             }
             out.push(' ');
+            keep_lines(&mut out, &c[from..i.min(c.len())]);
         } else if (c[i] == 'r' || (c[i] == 'b' && c.get(i + 1) == Some(&'r'))) && !ident(i) && {
             let mut j = i + if c[i] == 'b' { 2 } else { 1 };
             while c.get(j) == Some(&'#') {
@@ -108,6 +87,7 @@ fn strip(src: &str) -> String {
             }
             c.get(j) == Some(&'"')
         } {
+            let from = i;
             let mut j = i + if c[i] == 'b' { 2 } else { 1 };
             let mut hashes = 0;
             while c[j] == '#' {
@@ -121,13 +101,16 @@ fn strip(src: &str) -> String {
             }
             i = j + 1 + hashes;
             out.push_str("\"\"");
+            keep_lines(&mut out, &c[from..i.min(c.len())]);
         } else if c[i] == '"' {
+            let from = i;
             i += 1;
             while i < c.len() && c[i] != '"' {
                 i += if c[i] == '\\' { 2 } else { 1 };
             }
             i += 1;
             out.push_str("\"\"");
+            keep_lines(&mut out, &c[from..i.min(c.len())]);
         } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
             i += 2;
             while i < c.len() && c[i] != '\'' {
@@ -144,6 +127,12 @@ fn strip(src: &str) -> String {
         }
     }
     out
+}
+
+/// The line breaks of `skipped`, kept so that a stripped source has the
+/// lines of the original.
+fn keep_lines(out: &mut String, skipped: &[char]) {
+    out.extend(skipped.iter().filter(|&&ch| ch == '\n'));
 }
 
 /// The source without its `#[cfg(test)]` items (tests may use anything).
@@ -306,7 +295,7 @@ fn imports_point_down_and_never_loop() {
     let (modules, edges) = edges();
     // The scan sees the imports it must: one known edge per kind of path.
     for known in [
-        ("spawn", "supervise"),
+        ("process", "converse"),
         ("dialect", "source"),
         ("main", "cli"),
     ] {
@@ -382,7 +371,161 @@ fn the_architecture_page_names_every_layer_and_module() {
     for (layer, names) in LAYERS {
         assert!(doc.contains(layer), "layer {layer}");
         for name in *names {
-            assert!(doc.contains(&format!("`{name}`")), "module {name}");
+            let named = [format!("`{name}`"), format!("`{name}/`")];
+            assert!(named.iter().any(|n| doc.contains(n)), "module {name}");
+        }
+    }
+}
+
+/// The longest a function of src/ may be, in lines from `fn` to its closing
+/// brace: what a reader can hold.
+const MAX_FN_LINES: usize = 150;
+
+/// Functions still longer than [`MAX_FN_LINES`], by file and name: to be
+/// split, never added to.
+const LONG_FNS: &[(&str, &str)] = &[
+    ("process/spawn.rs", "main"),
+    ("source/codex.rs", "legacy"),
+    ("agui/wire.rs", "event_open_for"),
+    ("source/copilot.rs", "record"),
+];
+
+/// Every function of `src` (stripped of comments and strings, lines kept):
+/// its name, the line it starts on and how many lines it spans.
+fn functions(src: &str) -> Vec<(String, usize, usize)> {
+    let b = src.as_bytes();
+    let word = |k: usize| {
+        b.get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    };
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(k) = src[from..].find("fn ") {
+        let at = from + k;
+        from = at + 3;
+        if at > 0 && word(at - 1) {
+            continue;
+        }
+        let name: String = src[from..]
+            .chars()
+            .take_while(|&ch| ch.is_alphanumeric() || ch == '_')
+            .collect();
+        if name.is_empty() {
+            continue; // a function pointer type: `fn(u8)`
+        }
+        let Some(open) = src[from..].find(['{', ';']).map(|o| from + o) else {
+            break;
+        };
+        if b[open] == b';' {
+            continue; // a declaration without a body
+        }
+        let mut depth = 0;
+        let mut end = open;
+        for (i, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                end = i;
+                break;
+            }
+        }
+        let line = src[..at].matches('\n').count() + 1;
+        let lines = src[at..=end].matches('\n').count() + 1;
+        found.push((name, line, lines));
+    }
+    found
+}
+
+#[test]
+fn no_function_is_longer_than_a_reader_can_hold() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for path in &files {
+        let rel = path
+            .strip_prefix(src())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = strip(&std::fs::read_to_string(path).expect("a source file"));
+        for (name, line, lines) in functions(&text) {
+            seen += 1;
+            let known = LONG_FNS.iter().any(|&(f, n)| f == rel && n == name);
+            if lines > MAX_FN_LINES && !known {
+                long.push(format!("src/{rel}:{line} {name}: {lines} lines"));
+            }
+            if lines <= MAX_FN_LINES && known {
+                long.push(format!(
+                    "src/{rel} {name} is split: take it out of LONG_FNS"
+                ));
+            }
+        }
+    }
+    assert!(seen > 500, "only {seen} functions seen");
+    assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_function_scan_counts_lines_from_fn_to_its_brace() {
+    let text = strip(
+        "fn a() {\n    let s = \"}\n\";\n}\n/* fn b() {\n} */\nfn c(f: fn(u8)) -> u8;\n\
+         impl X { pub fn d<T>(&self) where T: Y {\n    if x { y }\n} }\n",
+    );
+    let got = functions(&text);
+    assert_eq!(got, [("a".to_owned(), 1, 4), ("d".to_owned(), 8, 3)]);
+}
+
+/// The files of `dir` that are Rust sources, and the folders in it.
+fn entries(dir: &Path) -> (Vec<String>, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a readable folder") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            dirs.push(path);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    (files, dirs)
+}
+
+/// src/ holds few entries, each folder few files, and each folder says what
+/// it is for in its mod.rs; the architecture page names every file.
+#[test]
+fn the_folders_are_few_small_and_named() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .expect("docs/architecture.md");
+    let (files, dirs) = entries(&src());
+    assert!(
+        files.len() + dirs.len() <= 15,
+        "src/ holds {} entries: {files:?} {dirs:?}",
+        files.len() + dirs.len()
+    );
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let (inner, sub) = entries(&dir);
+        assert!(sub.is_empty(), "src/{name} holds folders: {sub:?}");
+        assert!(inner.len() <= 10, "src/{name} holds {} files", inner.len());
+        assert!(
+            doc.contains(&format!("`{name}/`")),
+            "folder {name}/ on the page"
+        );
+        let head = std::fs::read_to_string(dir.join("mod.rs")).expect("a mod.rs");
+        assert!(
+            head.starts_with("//! "),
+            "src/{name}/mod.rs opens with what it is for"
+        );
+        for file in inner.iter().filter(|f| *f != "mod") {
+            assert!(
+                doc.contains(&format!("`{file}`")),
+                "src/{name}/{file}.rs on the page"
+            );
         }
     }
 }

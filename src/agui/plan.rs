@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::Emitter;
-use crate::json::{self, text_of};
+use crate::base::json::{self, text_of};
 
 /// An item's status, in the one vocabulary.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

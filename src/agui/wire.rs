@@ -410,7 +410,7 @@ fn list_text(parts: &[Part]) -> String {
             match t {
                 Text::Str(s) => text.push_str(s),
                 Text::Literal(j) => {
-                    if crate::json::decode_into(j.get(), &mut decoded) {
+                    if crate::base::json::decode_into(j.get(), &mut decoded) {
                         text.push_str(&decoded);
                     }
                 }

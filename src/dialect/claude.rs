@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "claude",
@@ -19,7 +19,7 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status: |_| None,
-    tools: crate::tools::CLAUDE,
+    tools: crate::agui::tools::CLAUDE,
 };
 
 /// `system` (but Qwen Code's `init`), `assistant`, `user`, `stream_event`,

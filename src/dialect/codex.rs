@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "codex",
@@ -19,7 +19,7 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status: |_| None,
-    tools: crate::tools::CODEX,
+    tools: crate::agui::tools::CODEX,
 };
 
 /// A `type` with a dot (`thread.started`, `item.completed`), `error` without

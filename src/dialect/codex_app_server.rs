@@ -1,7 +1,7 @@
 //! OpenAI Codex CLI's app-server: `codex app-server`, JSON-RPC 2.0 over stdio.
 
 use super::{Client, Command, Probe, Spec};
-use crate::request::RunRequest;
+use crate::dialect::request::RunRequest;
 
 pub static SPEC: Spec = Spec {
     name: "codex-app-server",
@@ -24,7 +24,7 @@ pub static SPEC: Spec = Spec {
         refuses,
     })),
     exit_status: |_| None,
-    tools: crate::tools::CODEX,
+    tools: crate::agui::tools::CODEX,
 };
 
 /// No `type`: a notification or request (`method`), or a response (`id`
@@ -35,7 +35,7 @@ fn detect(p: &Probe) -> bool {
 
 /// `codex app-server`, with the arguments after `--` (`-c key=value`
 /// overrides). The model, directory, approval policy, sandbox and session
-/// go in the JSON-RPC requests ([`crate::appserver`]).
+/// go in the JSON-RPC requests ([`crate::converse::appserver`]).
 fn argv(a: &RunRequest) -> anyhow::Result<Vec<String>> {
     if a.max_turns.is_some() {
         anyhow::bail!("codex has no setting for a turn limit");

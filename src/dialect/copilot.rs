@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "copilot",
@@ -19,7 +19,7 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status: |_| None,
-    tools: crate::tools::COPILOT,
+    tools: crate::agui::tools::COPILOT,
 };
 
 /// Its session events, `{type, data, id, timestamp, …}` (Codex's event
@@ -63,7 +63,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::AutoEdit => v.push(s("--allow-tool=write")),
         Approval::Yolo => v.push(s("--allow-all")),
         Approval::Ask => {
-            return Err(crate::request::cannot_ask(
+            return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
                 "its JSON mode has no approval channel",
             ))

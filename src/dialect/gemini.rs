@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{Command, DenyFile, Exec, Probe, Spec};
 use crate::agui::code;
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "gemini",
@@ -23,7 +23,7 @@ pub static SPEC: Spec = Spec {
         }),
     })),
     exit_status,
-    tools: crate::tools::GEMINI,
+    tools: crate::agui::tools::GEMINI,
 };
 
 /// `{"type":"init","session_id":…}`, `message`/`tool_use`/`tool_result`
@@ -65,7 +65,7 @@ fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<V
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
         Approval::Ask => {
-            return Err(crate::request::cannot_ask(
+            return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
                 "its stream-json mode has no approval channel; its approvals need ACP",
             ))

@@ -6,12 +6,12 @@
 //!
 //! This is the one place a dialect is bound to its translator and its
 //! command: the translators ([`crate::source`]) and the tool names
-//! ([`crate::tools`]) below know nothing of this table, and `run` is given
+//! ([`crate::agui::tools`]) below know nothing of this table, and `run` is given
 //! a [`RunRequest`] (not the command line's options). [`for_input`] and
 //! [`detect`] (`--from auto`) pick the translator.
 //!
 //! Adding a dialect is a file here with its [`Spec`], a line in [`ALL`], its
-//! translator, and its tools' table in [`crate::tools`]. Two dialects may come from one CLI (its program, package
+//! translator, and its tools' table in [`crate::agui::tools`]. Two dialects may come from one CLI (its program, package
 //! and environment variable then appear in both); `run` starts those with a
 //! [`Command`]: a command line whose stdout is the stream ([`Exec`]), or a
 //! server this program is the client of ([`Client`]), which `run` reaches
@@ -22,10 +22,11 @@ use std::path::Path;
 
 use clap::builder::PossibleValue;
 
-use crate::request::RunRequest;
+use crate::dialect::request::RunRequest;
 use crate::source::Translate;
 
 pub mod detect;
+pub mod request;
 
 mod claude;
 mod codex;
@@ -86,7 +87,7 @@ pub struct Spec {
     /// the AG-UI error code and an explanation.
     pub exit_status: fn(i32) -> Option<(&'static str, String)>,
     /// Its tool names (and item types that are tool calls), each with its
-    /// canonical name: its table in [`crate::tools`].
+    /// canonical name: its table in [`crate::agui::tools`].
     pub tools: &'static [(&'static str, &'static str)],
 }
 
@@ -95,7 +96,7 @@ pub enum Command {
     /// In its headless streaming mode: the stream is its stdout.
     Exec(Exec),
     /// As a JSON-RPC server on stdio, this program its client
-    /// ([`crate::appserver`]).
+    /// ([`crate::converse::appserver`]).
     Client(Client),
 }
 
@@ -394,11 +395,11 @@ mod tests {
 
     #[test]
     fn every_tool_table_belongs_to_a_dialect() {
-        for table in crate::tools::ALL {
+        for table in crate::agui::tools::ALL {
             assert!(ALL.iter().any(|s| s.tools == *table));
         }
         for s in ALL {
-            let known = crate::tools::ALL.contains(&s.tools);
+            let known = crate::agui::tools::ALL.contains(&s.tools);
             assert!(known, "{}", s.name);
         }
     }

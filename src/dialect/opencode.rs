@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "opencode",
@@ -19,7 +19,7 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status: |_| None,
-    tools: crate::tools::OPENCODE,
+    tools: crate::agui::tools::OPENCODE,
 };
 
 /// Every record: `{type, timestamp, sessionID, …}` (no other CLI writes a
@@ -55,7 +55,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         ),
         Approval::Yolo => v.push(s("--auto")),
         Approval::Ask => {
-            return Err(crate::request::cannot_ask(
+            return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
                 "`opencode run` refuses whatever it would ask about: it has no approval channel",
             ))

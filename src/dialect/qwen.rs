@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
 use crate::agui::code;
-use crate::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
     name: "qwen",
@@ -20,7 +20,7 @@ pub static SPEC: Spec = Spec {
         deny_file: None,
     })),
     exit_status,
-    tools: crate::tools::QWEN,
+    tools: crate::agui::tools::QWEN,
 };
 
 /// Its `system` `init` record, the only one Claude Code's records do not
@@ -65,7 +65,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto-edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
         Approval::Ask => {
-            return Err(crate::request::cannot_ask(
+            return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
                 "its stream-json mode has no approval channel",
             ))

@@ -34,7 +34,7 @@ use crate::agui::{
     code, Content, Emitter, EncryptedSubtype, MetaField, MetaValue, Outcome, Part, Role, Text,
     Usage,
 };
-use crate::json::{self, text_of, timestamp_ms};
+use crate::base::json::{self, text_of, timestamp_ms};
 
 /// What differs between the streams this translator reads: Claude Code's,
 /// and the streams of CLIs that write Claude Code's records with

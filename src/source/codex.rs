@@ -29,7 +29,7 @@ use super::{input_text, parse_record, record_json, Held, Line, LineError, Transl
 use crate::agui::{
     code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Part, Role, Text, Usage,
 };
-use crate::json::{self, text_of};
+use crate::base::json::{self, text_of};
 
 const SOURCE: &str = "codex";
 

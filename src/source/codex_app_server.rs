@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 use super::codex::{mcp_content, openai_usage, TokenUsage};
 use super::{input_text, parse_record, record_json, Line, LineError, Translate};
 use crate::agui::{code, Content, Digest, Emitter, MetaValue, Outcome, Role, Usage};
-use crate::json::{self, text_of};
+use crate::base::json::{self, text_of};
 
 const SOURCE: &str = "codex-app-server";
 

@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use super::{input_text, parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Outcome, Role, Usage};
-use crate::json::{self, text_of, timestamp_ms};
+use crate::base::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "copilot";
 

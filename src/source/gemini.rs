@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use super::{input_text, parse_record, record_json, Held, Line, LineError, Translate};
 use crate::agui::{code, Content, Emitter, MetaValue, Metadata, Outcome, Role, Text, Usage};
-use crate::json::{self, text_of, timestamp_ms};
+use crate::base::json::{self, text_of, timestamp_ms};
 
 const SOURCE: &str = "gemini";
 

@@ -10,9 +10,9 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 use crate::agui::{Emitter, MetaValue, Text};
-use crate::json;
+use crate::base::json;
 
-pub use crate::held::Held;
+pub use crate::base::held::Held;
 
 pub mod claude;
 pub mod codex;

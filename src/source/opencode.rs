@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use super::{input_text, parse_record, raw_record, Held, Line, LineError, Translate};
 use crate::agui::{code, plan, Content, Emitter, MetaValue, Role, Usage};
-use crate::json::{self, text_of};
+use crate::base::json::{self, text_of};
 
 const SOURCE: &str = "opencode";
 

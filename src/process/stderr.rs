@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use crate::redact::Redactor;
+use crate::process::redact::Redactor;
 
 /// The last lines of the CLI's stderr, as RUN_ERROR gives them: without
 /// escape sequences or blank lines, credentials redacted, each line cut at

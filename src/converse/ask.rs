@@ -1,7 +1,7 @@
 //! `--approval ask`: a CLI's approval requests become AG-UI interrupts, and
 //! the decisions come back on our standard input. This is what every CLI
 //! that can ask shares; how each one asks and is answered is its session's
-//! ([`crate::control`] for Claude Code, [`crate::appserver`] for the Codex
+//! ([`crate::converse::control`] for Claude Code, [`crate::converse::appserver`] for the Codex
 //! app-server).
 //!
 //! Asks that arrive together (within [`QUIET`] of each other) end the run

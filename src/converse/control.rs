@@ -6,7 +6,7 @@
 //! a `control_request` (subtype `can_use_tool`) that waits for a
 //! `control_response`; a `control_cancel_request` withdraws it. The session
 //! translates the CLI's stdout as it comes; its asks become interrupts and
-//! the decisions come back as [`crate::ask`] says.
+//! the decisions come back as [`crate::converse::ask`] says.
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::Receiver;
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
-use crate::ask::{self, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting};
+use crate::converse::ask::{self, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting};
 use crate::source::Translate;
 
 /// What the session is given.

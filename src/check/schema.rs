@@ -609,7 +609,7 @@ pub fn as_str(v: &RawValue) -> Option<String> {
         // An escaped lone surrogate, which JSON allows and serde_json
         // does not decode.
         let err = serde_json::from_str::<String>(v.get()).err()?;
-        let fixed = crate::json::repair_surrogates(v.get().as_bytes(), &err)?;
+        let fixed = crate::base::json::repair_surrogates(v.get().as_bytes(), &err)?;
         serde_json::from_slice(&fixed).ok()
     })
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::stderr::Tail;
+use crate::process::stderr::Tail;
 
 /// How long the CLI has after SIGTERM before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -20,7 +20,7 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// has gone quiet: a process it left behind may hold the pipe open forever.
 pub const READ_GRACE: Duration = Duration::from_millis(500);
 
-pub use crate::interrupt::STOP_SIGNALS;
+pub use crate::base::interrupt::STOP_SIGNALS;
 
 /// Which of [`STOP_SIGNALS`] asked us to stop (0: none).
 pub struct Signals(Arc<AtomicUsize>);

@@ -8,6 +8,9 @@
 //! away ends its run as SIGTERM does. A connection is a thread: the server
 //! is blocking, and the runs are processes of their own.
 
+pub mod http;
+pub mod threads;
+
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
@@ -26,8 +29,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::agui::{code, AguiVersion, RawMode};
-use crate::http::{self, Refused};
-use crate::threads::Threads;
+use crate::serve::http::Refused;
+use crate::serve::threads::Threads;
 
 /// Runs going at once; more requests are answered 503. Each holds a thread
 /// and a CLI: a bound that keeps a burst of requests from starting a CLI
@@ -281,7 +284,7 @@ pub fn main(
     };
     let ask = asks(&a.run_options);
     if ask {
-        if let Some(e) = crate::spawn::ask_refused(a.cli) {
+        if let Some(e) = crate::process::spawn::ask_refused(a.cli) {
             return usage(&format!("{e:#}"));
         }
     }
@@ -311,14 +314,14 @@ pub fn main(
         );
         e.exit();
     }
-    let Some(state) = a.state_dir.or_else(crate::threads::default_dir) else {
+    let Some(state) = a.state_dir.or_else(crate::serve::threads::default_dir) else {
         return usage("give --state-dir: neither XDG_STATE_HOME nor HOME is set");
     };
     let threads = Threads::open(&state.join(a.cli.name()), MAX_THREADS)?;
     let listener = TcpListener::bind(addr).with_context(|| format!("--listen {addr}"))?;
     let local = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in crate::interrupt::STOP_SIGNALS {
+    for sig in crate::base::interrupt::STOP_SIGNALS {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let session_dir = PrivateDir::new()?;
@@ -1093,7 +1096,7 @@ fn resume_run(
             .is_some_and(|p| writeln!(p, "{line}").and_then(|()| p.flush()).is_ok());
     if !alive {
         let why = match w.child.wait().ok().and_then(|s| s.code()) {
-            Some(c) if c == i32::from(crate::spawn::EXPIRED) => {
+            Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => {
                 "the interrupts of this thread expired: no decision came within the approval timeout, so the tool calls were denied and the turn ended"
             }
             _ => "the run that waited for these decisions has ended: they are no longer pending",
@@ -1186,7 +1189,7 @@ fn sse_head(cors: &str) -> String {
 /// away (seen by a read that ends, even while the run is quiet, or by a
 /// write that fails) or that leaves its stream unread for
 /// [`STALL_TIMEOUT`] ends the run as SIGTERM does. With `marker`, the
-/// run's [`MARKER`](crate::ask::MARKER) ends the response (it is not
+/// run's [`MARKER`](crate::converse::ask::MARKER) ends the response (it is not
 /// sent): the run waits for the thread's next request.
 fn stream_run(
     conn: &mut TcpStream,
@@ -1239,7 +1242,7 @@ fn stream_run(
             continue;
         }
         held.extend_from_slice(&buf[..n]);
-        let m = crate::ask::MARKER;
+        let m = crate::converse::ask::MARKER;
         if held.ends_with(m) {
             send(&held[..held.len() - m.len()]);
             held.clear();

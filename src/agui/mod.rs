@@ -22,11 +22,12 @@ use std::sync::Arc;
 mod digest;
 mod open;
 pub mod plan;
+pub mod tools;
 mod wire;
 pub use digest::Digest;
 use open::{Kind, Open, OpenItems};
 
-use crate::held::Held;
+use crate::base::held::Held;
 
 use serde_json::value::RawValue;
 
@@ -282,7 +283,7 @@ pub struct Interrupt<'a> {
 
 /// `TOOL_CALL_RESULT.content`: a string, JSON copied verbatim (an array of
 /// content parts already in AG-UI's shape, or a string literal from the
-/// input, see [`crate::json::literal`]), or content parts made here.
+/// input, see [`crate::base::json::literal`]), or content parts made here.
 #[derive(Clone, Copy)]
 pub enum Content<'a> {
     Text(&'a str),
@@ -555,7 +556,7 @@ pub struct Emitter {
     /// Scratch space for tool arguments made of fields.
     args_json: Vec<u8>,
     /// Scratch space for checking tool argument deltas.
-    args_scratch: crate::closer::Closer,
+    args_scratch: crate::base::closer::Closer,
     /// Tool call ids started on this output (the most recent ones): AG-UI
     /// clients match results to calls by id across the whole stream.
     started_tools: RecentSet,
@@ -621,7 +622,7 @@ impl Emitter {
             user_messages: true,
             started_tools: RecentSet::default(),
             args_json: Vec::new(),
-            args_scratch: crate::closer::Closer::default(),
+            args_scratch: crate::base::closer::Closer::default(),
             input_had_run: false,
             run_subagents: HashMap::new(),
             raw_mode: RawMode::All,
@@ -1329,7 +1330,7 @@ impl Emitter {
         let (tool_call_name, extra) = match self.tool_names {
             ToolNames::Native => (name, [None, None, None]),
             ToolNames::Canonical => {
-                let canon = crate::tools::canonical(name);
+                let canon = crate::agui::tools::canonical(name);
                 let (server, tool) = canon.mcp.unzip();
                 (
                     canon.name,

@@ -4,7 +4,7 @@
 //!
 //! What each CLI is told comes from its table ([`crate::dialect`]); how it
 //! is supervised (process group, signals, timeouts, its stderr) is in
-//! [`crate::supervise`]. This module puts them together: the options
+//! [`crate::process::supervise`]. This module puts them together: the options
 //! checked, the CLI started, its stream translated, and the way it ended
 //! made part of the AG-UI stream.
 
@@ -20,15 +20,15 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::agui::{code, Outcome};
-use crate::appserver;
-use crate::ask;
-use crate::control;
+use crate::converse::appserver;
+use crate::converse::ask;
+use crate::converse::control;
+use crate::dialect::request::{Approval, RunRequest, Transport};
 use crate::dialect::{Client, Dialect};
-use crate::redact::Redactor;
-use crate::request::{Approval, RunRequest, Transport};
+use crate::process::redact::Redactor;
+use crate::process::stderr::Tail;
+use crate::process::supervise::{self, Exit, Output, Signals};
 use crate::run::{self, Options, Stats};
-use crate::stderr::Tail;
-use crate::supervise::{self, Exit, Output, Signals};
 
 /// A file of ours in the temporary directory, removed when dropped (after
 /// the CLI has exited).
@@ -599,7 +599,7 @@ fn keep(
             thread: a.thread_id.as_deref().unwrap_or(""),
             list: serde_json::value::RawValue::from_string(list)?,
         };
-        crate::threads::write_atomic(file, &serde_json::to_vec(&kept)?)
+        crate::base::files::write_atomic(file, &serde_json::to_vec(&kept)?)
             .with_context(|| format!("--plan-file {}", file.display()))?;
     }
     Ok(())

@@ -3,7 +3,7 @@
 //!
 //! A stream is NDJSON (one event per line) or server-sent events (`data:`
 //! lines, events separated by a blank line), told from its first line. Every
-//! event is checked against the AG-UI 1.0 schema ([`crate::schema`]), and the
+//! event is checked against the AG-UI 1.0 schema ([`crate::check::schema`]), and the
 //! stream against the sequence rules a 1.0 client (`verifyEvents` of
 //! `@ag-ui/client` 1.0) enforces:
 //!
@@ -29,13 +29,15 @@
 //!
 //! The `*_CHUNK` events are checked against the schema only.
 
+pub mod schema;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::Read;
 
-use crate::schema::Members;
+use crate::check::schema::Members;
 
-use crate::lines::Lines;
+use crate::base::lines::Lines;
 
 /// One broken rule, at a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +126,7 @@ pub fn check(rdr: impl Read) -> std::io::Result<Result<Summary, Vec<Violation>>>
                 c.lineno = lineno;
                 c.bad(format!(
                     "not a server-sent events line: {}",
-                    crate::json::preview(line)
+                    crate::base::json::preview(line)
                 ));
             }
             continue; // event:, id:, retry:, comments
@@ -242,7 +244,7 @@ struct Checker {
 }
 
 fn str_field(ev: &Members, key: &str) -> Option<String> {
-    ev.get(key).and_then(|v| crate::schema::as_str(v))
+    ev.get(key).and_then(|v| crate::check::schema::as_str(v))
 }
 
 impl Checker {
@@ -257,13 +259,13 @@ impl Checker {
 
     fn event(&mut self, lineno: u64, text: &[u8]) {
         self.lineno = lineno;
-        let ev: Members = match crate::schema::members_of_event(text) {
+        let ev: Members = match crate::check::schema::members_of_event(text) {
             Ok(ev) => ev,
             Err(problem) => return self.bad(problem),
         };
-        let problems = crate::schema::check_event(&ev);
+        let problems = crate::check::schema::check_event(&ev);
         let kind = str_field(&ev, "type").unwrap_or_default();
-        let known = crate::schema::is_event_type(&kind);
+        let known = crate::check::schema::is_event_type(&kind);
         for p in problems {
             self.bad(p);
         }

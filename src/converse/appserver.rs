@@ -8,7 +8,7 @@
 //! server's stdin. Approval requests are answered by the `--approval` policy;
 //! what it does not allow is declined, and the stream says so (a CUSTOM
 //! `approval_response` event). With `--approval ask` they become interrupts
-//! instead, and the decisions come back as [`crate::ask`] says. A stop request (SIGINT, SIGTERM, `--timeout`)
+//! instead, and the decisions come back as [`crate::converse::ask`] says. A stop request (SIGINT, SIGTERM, `--timeout`)
 //! sends `turn/interrupt` once the turn is known.
 
 use std::borrow::Cow;
@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
-use crate::ask::{self, Ask, Asker, Pending, Verdict, Waited, Waiting};
-use crate::json;
-use crate::request::Approval;
+use crate::base::json;
+use crate::converse::ask::{self, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::dialect::request::Approval;
 use crate::source::Translate;
 
 /// What one session asks of the server.

@@ -1,0 +1,14 @@
+//! The CLI's process: `agui-translate run` ([`spawn`]) starts the CLI,
+//! feeds its stream through the filter loop and makes the way it ended part
+//! of the stream; [`supervise`] keeps the child (process group, signals,
+//! timeouts), [`stderr`] its last lines and [`redact`] takes secrets out of
+//! them.
+//!
+//! What is said with a running CLI (its control protocol, the app-server,
+//! approvals) is in [`crate::converse`]; this folder never speaks HTTP and
+//! never parses what a CLI writes beyond handing it to a translator.
+
+pub mod redact;
+pub mod spawn;
+pub mod stderr;
+pub mod supervise;
