@@ -613,6 +613,7 @@ pub fn translate_file(
     };
     let mut em = args.output.emitter();
     em.follow_runs(runs_before);
+    em.name_input(&name);
     let mut tr = crate::dialect::for_input(args.from)?;
     let mut stats = Stats {
         looks: args.from.dialect().map(Looks::new),

@@ -151,6 +151,49 @@ fn files_are_read_in_order_as_separate_streams() {
     );
 }
 
+/// The (threadId, runId) of each RUN_STARTED in an output.
+fn run_ids(stdout: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "RUN_STARTED")
+        .map(|e| {
+            let id = |k: &str| e[k].as_str().unwrap().to_owned();
+            (id("threadId"), id("runId"))
+        })
+        .collect()
+}
+
+/// An empty input has no record to derive its ids from: they come from
+/// its name, so that two empty FILEs, in one output or in two, do not
+/// share a threadId or a runId, and the same FILE still gives the same
+/// bytes.
+#[test]
+fn empty_inputs_do_not_share_ids() {
+    let dir = std::env::temp_dir().join(format!("agui-cli-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    std::fs::write(&a, "").unwrap();
+    std::fs::write(&b, "\n\n").unwrap();
+    let translate = |files: &[&std::path::Path]| {
+        let out = cmd().args(files).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        out.stdout
+    };
+    let both = run_ids(&translate(&[&a, &b]));
+    assert_eq!(both.len(), 2);
+    assert_ne!(both[0].0, both[1].0, "{both:?}");
+    assert_ne!(both[0].1, both[1].1, "{both:?}");
+    let (one, other) = (translate(&[&a]), translate(&[&b]));
+    assert_eq!(run_ids(&one), both[..1]);
+    assert_eq!(run_ids(&other), both[1..]);
+    assert_eq!(one, translate(&[&a]), "the same FILE, the same bytes");
+    let stdin = cmd().write_stdin("").output().unwrap().stdout;
+    let stdin = run_ids(&stdin);
+    assert!(!both.contains(&stdin[0]), "{stdin:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn sse_frames_each_event_as_one_data_line() {
     let out = cmd()

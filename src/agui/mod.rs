@@ -522,6 +522,9 @@ pub struct Emitter {
     /// started, for the next run's ids when the input gives none, and
     /// whether it is a record.
     seed: Option<(Digest, bool)>,
+    /// The digest of the input's name, for the ids of a run when the input
+    /// holds no line to derive them from (see [`name_input`](Emitter::name_input)).
+    name: Option<Digest>,
     /// The thread the input announced for its next run (see
     /// [`announce_thread`](Emitter::announce_thread)).
     announced: Held,
@@ -604,6 +607,7 @@ impl Emitter {
             runs: 0,
             runs_before: 0,
             seed: None,
+            name: None,
             announced: Held::default(),
             open: OpenItems::default(),
             terminal: Vec::new(),
@@ -813,6 +817,17 @@ impl Emitter {
         self.runs_before = runs;
     }
 
+    /// The input is called `name` (a FILE as given, `<stdin>`): a run that
+    /// has no line to derive its ids from (the input was empty) derives them
+    /// from the name, so that two empty FILEs do not share ids.
+    pub fn name_input(&mut self, name: &str) {
+        let mut d = Digest::default();
+        // Apart from any line's digest: a line holds no newline.
+        d.add(b"\n");
+        d.add(name.as_bytes());
+        self.name = Some(d);
+    }
+
     /// Whether any run was started on this output.
     pub fn started_any(&self) -> bool {
         self.runs > 0
@@ -917,8 +932,8 @@ impl Emitter {
                 let _ = write!(self.run_id, "{r}-{}", n + self.runs_before);
             }
             (None, Some(r)) if !r.is_empty() => self.run_id.push_str(r),
-            _ => match seed {
-                Some((d, _)) => self.run_id.push_str(&d.run_id(n)),
+            _ => match seed.map(|(d, _)| d).or(self.name) {
+                Some(d) => self.run_id.push_str(&d.run_id(n)),
                 None => {
                     let _ = write!(self.run_id, "run-{n}");
                 }
@@ -1150,6 +1165,7 @@ impl Emitter {
         }
         self.ctx = Context::default();
         self.input_had_run = false;
+        self.name = None;
     }
 
     /// The input was interrupted (a signal): end the run now, closing what
@@ -1964,6 +1980,25 @@ mod tests {
         assert_eq!(
             lines(&em)[0]["runId"],
             Digest::of(b"some noise").run_id(1).as_str()
+        );
+        // With no line at all, the input's name; a line still wins over it.
+        let empty = |name: &str, line: Option<&[u8]>| {
+            let mut em = Emitter::new(Format::Ndjson, None, None);
+            em.name_input(name);
+            if let Some(line) = line {
+                em.note_line(line);
+            }
+            em.end_of_input(line.is_some());
+            let start = &lines(&em)[0];
+            (start["threadId"].clone(), start["runId"].clone())
+        };
+        let a = empty("a.jsonl", None);
+        assert_eq!(a, empty("a.jsonl", None));
+        assert_ne!(a, empty("b.jsonl", None));
+        assert_ne!(a.1, "run-1");
+        assert_eq!(
+            empty("a.jsonl", Some(b"some noise")),
+            empty("b.jsonl", Some(b"some noise"))
         );
     }
 
