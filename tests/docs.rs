@@ -1025,6 +1025,7 @@ fn github_job(workflow: &serde_json::Value, honour_shell: bool) -> CiJob {
         let run = step["run"].as_str().expect("a step runs or uses");
         if run.starts_with("cargo install ") {
             installs += 1;
+            assert_pinned_and_cached(run, &job["steps"], "");
             continue;
         }
         assert!(
@@ -1045,6 +1046,35 @@ fn github_job(workflow: &serde_json::Value, honour_shell: bool) -> CiJob {
     }
 }
 
+/// The install (`cargo install`) names the commit (`--rev`), and what it
+/// installs is cached under a key that names the same variable, so that a
+/// job compiles agui-translate only when the commit changes. `cache` is
+/// GitHub's steps, or GitLab's job with its `cache`; `root` where GitLab
+/// installs (inside the project: its cache keeps nothing else).
+fn assert_pinned_and_cached(install: &str, cache: &serde_json::Value, root: &str) {
+    let rev = "AGUI_TRANSLATE_REV";
+    assert!(
+        install.contains("--rev ") && install.contains(rev),
+        "the install names the commit: {install}"
+    );
+    let key_names_rev = |c: &serde_json::Value| c["key"].as_str().is_some_and(|k| k.contains(rev));
+    if let Some(steps) = cache.as_array() {
+        let cached = steps.iter().find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/cache"))
+        });
+        let with = &cached.expect("an actions/cache step")["with"];
+        assert!(key_names_rev(with), "{with}");
+        assert_eq!(with["path"], "~/.cargo/bin/agui-translate");
+    } else {
+        let cache = &cache["cache"];
+        assert!(key_names_rev(cache), "{cache}");
+        assert_eq!(cache["paths"][0], format!("{root}/"));
+        assert!(install.contains(&format!("--root {root} ")), "{install}");
+    }
+}
+
 /// The GitLab CI file's one job: `before_script` installs (not run), then
 /// `script` as one bash script stopping at the first failing line, then
 /// `after_script`. `pipefail: false` leaves out the `set -o pipefail` line.
@@ -1062,9 +1092,14 @@ fn gitlab_job(pipeline: &serde_json::Value, pipefail: bool) -> CiJob {
     };
     for line in lines("before_script") {
         assert!(
-            line.contains("apt-get install") || line.starts_with("cargo install "),
+            line.contains("apt-get install")
+                || line.starts_with("cargo install ")
+                || line.starts_with("export PATH="),
             "before_script only installs: {line}"
         );
+        if line.starts_with("cargo install ") {
+            assert_pinned_and_cached(&line, job, ".agui-translate");
+        }
     }
     let script: Vec<String> = lines("script")
         .into_iter()
