@@ -217,15 +217,15 @@ impl Stats {
             }
             StatsFormat::Text => {
                 let mut s = format!(
-                    "agui-translate: {} lines ({} bytes) read in {:.3} s: {} bad, {} unknown; {} runs, {} events ({} bytes) written; peak memory {} KiB\n",
-                    self.lines,
-                    self.bytes,
+                    "agui-translate: {} ({}) read in {:.3} s: {} bad, {} unknown; {}, {} ({}) written; peak memory {} KiB\n",
+                    counted(self.lines, "line"),
+                    counted(self.bytes, "byte"),
                     seconds,
                     self.bad,
                     self.unknown.values().sum::<u64>(),
-                    runs,
-                    total,
-                    bytes_out,
+                    counted(runs, "run"),
+                    counted(total, "event"),
+                    counted(bytes_out, "byte"),
                     max_rss_kib()
                 );
                 for (t, n) in &events {
@@ -237,6 +237,15 @@ impl Stats {
                 s
             }
         }
+    }
+}
+
+/// `1 run`, `2 runs`, `0 runs`.
+fn counted(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

@@ -403,6 +403,35 @@ fn strict_mode_passes_every_recording() {
     }
 }
 
+/// `--stats` counts in words that agree with the number: `1 run`, `2 runs`.
+#[test]
+fn stats_text_says_1_run_and_2_runs() {
+    let summary = |files: &[&str]| {
+        let mut c = cmd();
+        c.arg("--stats");
+        for f in files {
+            c.arg(testdata(f));
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let line = stderr.lines().find(|l| l.contains(" read in "));
+        line.unwrap_or_else(|| panic!("{stderr}")).to_owned()
+    };
+    let one = summary(&["gemini/0.61.0/b_shell.jsonl"]);
+    assert!(one.contains(": 8 lines ("), "{one}");
+    assert!(one.contains("; 1 run, 17 events ("), "{one}");
+    let two = summary(&["gemini/0.61.0/b_shell.jsonl", "claude/2.0.5/http500.jsonl"]);
+    assert!(two.contains("; 2 runs, "), "{two}");
+    let empty = cmd()
+        .arg("--stats=text")
+        .write_stdin("\n")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(empty.stderr).unwrap();
+    assert!(stderr.contains(" 1 line (1 byte) read "), "{stderr}");
+}
+
 /// `--stats=json` agrees with counts taken from the output itself.
 #[test]
 fn stats_match_the_output() {
