@@ -34,7 +34,7 @@ copilot\t''
 opencode\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
-complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
+complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, ...; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''
 0.0\t''"
@@ -73,7 +73,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ap
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, …; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, ...; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''
 canonical\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l agui-version -d 'The AG-UI release to write for: `1.0`, or `0.0` for clients built on `@ag-ui/core` 0.0.x (CopilotKit), whose schemas refuse or strip some 1.0 shapes; the 1.0 values are kept in the event\'s metadata' -r -f -a "1.0\t''
 0.0\t''"

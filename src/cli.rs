@@ -21,24 +21,31 @@ const RUN: &str = "Run";
 
 const ABOUT: &str = "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events";
 
-const LONG_ABOUT: &str = "\
-Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events.
+/// The program's description in `--help` and its man page: each paragraph
+/// one line, for clap (or roff) to fill.
+fn long_about() -> String {
+    format!(
+        "Translate a coding-agent CLI's JSON stream into AG-UI 1.0 events.
 
-Reads the JSONL stream of Gemini CLI, Codex CLI, Claude Code, Qwen Code or
-GitHub Copilot CLI from FILEs or standard input and writes one AG-UI event per line (NDJSON) to standard output,
-or server-sent events with --format sse. Every run in the output starts with
-RUN_STARTED and ends with exactly one RUN_FINISHED or RUN_ERROR, even when the
-input is cut short or holds garbage. Lines that cannot be translated are
-reported on standard error with their line number and still go out as RAW
-events, so nothing is lost.
+Reads the JSONL stream of {} from FILEs or standard input and writes one \
+AG-UI event per line (NDJSON) to standard output, or server-sent events \
+with --format sse. Every run in the output starts with RUN_STARTED and ends \
+with exactly one RUN_FINISHED or RUN_ERROR, even when the input is cut short \
+or holds garbage. Lines that cannot be translated are reported on standard \
+error with their line number and still go out as RAW events, so nothing is \
+lost.
 
-Events are written as soon as they are complete when the input is a live pipe,
-and in large batches when it is a file.";
+Events are written as soon as they are complete when the input is a live \
+pipe, and in large batches when it is a file.",
+        crate::dialect::titles("or")
+    )
+}
 
 const AFTER_HELP: &str = "\
 Examples:
   gemini -p 'Fix the tests' --output-format stream-json | agui-translate
-  gemini -p 'Fix the tests' --output-format stream-json | agui-translate --from gemini
+  gemini -p 'Fix the tests' --output-format stream-json \\
+    | agui-translate --from gemini
   agui-translate --from gemini session.jsonl > events.ndjson
   agui-translate --from gemini --format sse < session.jsonl";
 
@@ -134,44 +141,83 @@ pub fn exit_meaning(status: &ExitStatus, which: &str) -> &'static str {
 }
 
 /// The `Exit status:` part of a command's `--help`, from [`EXIT_STATUSES`],
-/// after its examples: each status, two spaces, and its meaning wrapped at
-/// 79 columns (the lines after the first indented to where it begins).
-fn after_help(examples: &str, which: &str) -> String {
+/// after its examples: each status and its meaning, as an [`item`].
+fn after_help(examples: &str, which: &str, width: usize) -> String {
     let mut text = format!("{examples}\n\nExit status:");
     for status in EXIT_STATUSES {
         let meaning = exit_meaning(status, which);
-        if meaning.is_empty() {
-            continue;
+        if !meaning.is_empty() {
+            text.push('\n');
+            text.push_str(&item(status.status, 5, meaning, width));
         }
-        let mut line = format!("\n  {:<5}  ", status.status);
-        for word in meaning.split(' ') {
-            if line.len() + 1 + word.len() > 79 {
-                text.push_str(line.trim_end());
-                line = format!("\n{:9}", "");
-            } else if !line.ends_with(' ') {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-        text.push_str(&line);
     }
     text
 }
 
+/// `  TAG  text`: the tag padded to `tag_width`, and the text wrapped at
+/// `width` columns (0: not wrapped), its lines after the first indented to
+/// where it begins. clap wraps a line as a paragraph, indented as its
+/// first line: an item is wrapped here, to the width clap wraps the rest to.
+fn item(tag: &str, tag_width: usize, text: &str, width: usize) -> String {
+    let indent = 2 + tag_width + 2;
+    let mut out = String::new();
+    let mut line = format!("  {tag:<tag_width$}  ");
+    for word in text.split(' ') {
+        let long = line.chars().count() + 1 + word.chars().count() > width;
+        if width > 0 && long && line.trim().len() > tag.len() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(indent);
+        } else if !line.ends_with(' ') {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out
+}
+
+/// `--help`'s widest: clap wraps to the terminal, up to this.
+const MAX_WIDTH: usize = 100;
+
+/// The width clap wraps `--help` to, found as clap finds it: a terminal's
+/// (on standard output, error or input), else `COLUMNS`, else the most.
+fn help_width() -> usize {
+    let terminal = [1, 2, 0].into_iter().find_map(|fd| {
+        // SAFETY: TIOCGWINSZ only writes the struct it is given.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+        (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    });
+    terminal
+        .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+        .unwrap_or(MAX_WIDTH)
+        .min(MAX_WIDTH)
+}
+
 /// The command line as `--help`, the man pages and the completions show it:
 /// [`Args`] with the exit statuses of [`EXIT_STATUSES`] in each command's
-/// help.
+/// help, wrapped to the terminal.
 pub fn command() -> clap::Command {
+    command_at(help_width())
+}
+
+/// [`command`], its help wrapped at `width` columns (0: not wrapped, for
+/// the man pages: roff fills the paragraphs, and each item is one line).
+pub fn command_at(width: usize) -> clap::Command {
     Args::command()
-        .after_help(after_help(AFTER_HELP, "translate"))
+        .term_width(width)
+        .long_about(long_about())
+        .after_help(after_help(AFTER_HELP, "translate", width))
         .mut_subcommand("run", |c| {
-            c.after_help(after_help(RUN_AFTER_HELP, "run") + RUN_AFTER_STATUS)
+            c.long_about(run_long_about(width))
+                .after_help(after_help(RUN_AFTER_HELP, "run", width) + &run_after_status())
         })
         .mut_subcommand("check", |c| {
-            c.after_help(after_help(CHECK_AFTER_HELP, "check"))
+            c.after_help(after_help(CHECK_AFTER_HELP, "check", width))
         })
         .mut_subcommand("serve", |c| {
-            c.after_help(after_help(SERVE_AFTER_HELP, "serve"))
+            c.after_help(after_help(SERVE_AFTER_HELP, "serve", width))
         })
 }
 
@@ -180,8 +226,6 @@ pub fn command() -> clap::Command {
     name = "agui-translate",
     version,
     about = ABOUT,
-    long_about = LONG_ABOUT,
-    max_term_width = 100,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -196,7 +240,6 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Start a CLI in its headless streaming mode and translate its output.
-    #[command(long_about = RUN_LONG_ABOUT)]
     Run(Box<RunArgs>),
     /// Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event
     /// and the sequence rules.
@@ -209,42 +252,44 @@ pub enum Command {
 }
 
 const SERVE_LONG_ABOUT: &str = "\
-Serve a coding-agent CLI as an AG-UI endpoint, for front ends such as
+Serve a coding-agent CLI as an AG-UI endpoint, for front ends such as \
 @ag-ui/client's HttpAgent.
 
-Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is the
-prompt of one `agui-translate run`, whose events are streamed back as
-server-sent events as they come, with the request's threadId and runId. A
-later request on the same threadId resumes the CLI's session (claude
---resume, gemini --resume, qwen --resume, copilot --resume, opencode
---session, codex exec resume or the app-server's thread/resume); a thread takes one run at a time (409 while one is going). A
-client that disconnects ends its run as SIGTERM does. Requests on different
-threads run at once, each a CLI of its own.
+Each POST carries an AG-UI RunAgentInput (JSON). Its last user message is \
+the prompt of one `agui-translate run`, whose events are streamed back as \
+server-sent events as they come, with the request's threadId and runId. A \
+later request on the same threadId resumes the CLI's session (claude \
+--resume, gemini --resume, qwen --resume, copilot --resume, opencode \
+--session, codex exec resume or the app-server's thread/resume); a thread \
+takes one run at a time (409 while one is going). A client that disconnects \
+ends its run as SIGTERM does. Requests on different threads run at once, \
+each a CLI of its own.
 
-Options after `--` are given to every run: any option of `agui-translate
-run` but the ones serve sets (--format, --thread-id, --run-id, --resume),
+Options after `--` are given to every run: any option of `agui-translate \
+run` but the ones serve sets (--format, --thread-id, --run-id, --resume), \
 and after a second `--`, the CLI's own arguments.
 
-Safe by default: a request must be addressed to the server by a name of its
-own (the listening address, localhost, 127.0.0.1, [::1], or one given with
---allow-host; otherwise 421), so that a web page cannot reach it through DNS
-rebinding; a POST must be application/json (otherwise 415), so that a browser
-always asks first; and a request from a web page (with an Origin header) is
-refused (403) unless the page's origin was given with --allow-origin.
-Requests without Origin (curl, programs) are not affected.
+Safe by default: a request must be addressed to the server by a name of its \
+own (the listening address, localhost, 127.0.0.1, [::1], or one given with \
+--allow-host; otherwise 421), so that a web page cannot reach it through \
+DNS rebinding; a POST must be application/json (otherwise 415), so that a \
+browser always asks first; and a request from a web page (with an Origin \
+header) is refused (403) unless the page's origin was given with \
+--allow-origin. Requests without Origin (curl, programs) are not affected.
 
-A token (--token-file, the AGUI_SERVE_TOKEN environment variable, or --token,
-which other local users can read on the command line) makes every request
-send `Authorization: Bearer TOKEN`. A server that listens beyond the loopback
-interface requires one: the CLI runs tools on this machine for whoever can
-reach it.";
+A token (--token-file, the AGUI_SERVE_TOKEN environment variable, or \
+--token, which other local users can read on the command line) makes every \
+request send `Authorization: Bearer TOKEN`. A server that listens beyond \
+the loopback interface requires one: the CLI runs tools on this machine for \
+whoever can reach it.";
 
 const SERVE_AFTER_HELP: &str = "\
 Examples:
   agui-translate serve claude
-  agui-translate serve gemini --listen 127.0.0.1:0 -- --model gemini-2.5-flash
+  agui-translate serve gemini --listen 127.0.0.1:0 -- -m gemini-2.5-flash
   agui-translate serve claude --allow-origin http://localhost:3000
-  agui-translate serve codex --listen 0.0.0.0:8799 --token-file ~/.agui-token -- --timeout 10m";
+  agui-translate serve codex --listen 0.0.0.0:8799 \\
+    --token-file ~/.agui-token -- --timeout 10m";
 
 /// `agui-translate serve`.
 #[derive(clap::Args, Debug)]
@@ -318,20 +363,20 @@ pub struct ServeArgs {
 }
 
 const CHECK_LONG_ABOUT: &str = "\
-Check AG-UI 1.0 streams (this program's output, or any producer's), as NDJSON
-or as server-sent events (told from the first line).
+Check AG-UI 1.0 streams (this program's output, or any producer's), as \
+NDJSON or as server-sent events (told from the first line).
 
-Every event is checked against the AG-UI 1.0 schema: a known event type
-(THINKING_* were removed in 1.0), its required fields, the type of every
-field, and no property the schema does not describe (a 1.0 client strips
-them). The stream is checked against the sequence rules of a 1.0 client:
-runs start with RUN_STARTED, every START has its END with the same id, and
-RUN_FINISHED comes with nothing open. And against what every translation
-keeps: the stream does not end inside a run, a run has one terminal event,
-RUN_FINISHED has the RUN_STARTED's ids, tool-call arguments join into JSON,
+Every event is checked against the AG-UI 1.0 schema: a known event type \
+(THINKING_* were removed in 1.0), its required fields, the type of every \
+field, and no property the schema does not describe (a 1.0 client strips \
+them). The stream is checked against the sequence rules of a 1.0 client: \
+runs start with RUN_STARTED, every START has its END with the same id, and \
+RUN_FINISHED comes with nothing open. And against what every translation \
+keeps: the stream does not end inside a run, a run has one terminal event, \
+RUN_FINISHED has the RUN_STARTED's ids, tool-call arguments join into JSON, \
 and a tool result names a tool call started before it.
 
-Each stream gets a verdict on stdout (FILE: OK, N events in M runs); each
+Each stream gets a verdict on stdout (FILE: OK, N events in M runs); each \
 problem is reported on stderr as FILE:LINE: message.";
 
 const CHECK_AFTER_HELP: &str = "\
@@ -525,7 +570,7 @@ pub struct OutputArgs {
 
     /// Tool names on TOOL_CALL_START: each CLI's own (`Bash`,
     /// `run_shell_command`), or one vocabulary for all of them (`shell`,
-    /// `file_read`, `file_edit`, `mcp`, …; the native name goes into
+    /// `file_read`, `file_edit`, `mcp`, ...; the native name goes into
     /// `metadata.nativeName`).
     #[arg(
         long,
@@ -615,42 +660,72 @@ impl<E: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for Values<E
     }
 }
 
-const RUN_LONG_ABOUT: &str = "\
-Start a coding-agent CLI in its headless streaming mode and translate its
-output to AG-UI events as it runs: the one-command way to put an agent behind
-an AG-UI front end.
+/// How `run` starts each CLI, for `run --help`.
+pub const RUN_COMMAND_LINES: &[(&str, &str)] = &[
+    ("gemini", "gemini -p PROMPT --output-format stream-json"),
+    (
+        "codex",
+        "codex app-server (agui-translate is its JSON-RPC client), or codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)",
+    ),
+    (
+        "claude",
+        "claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT",
+    ),
+    (
+        "qwen",
+        "qwen -p PROMPT --output-format stream-json --include-partial-messages",
+    ),
+    ("copilot", "copilot --prompt=PROMPT --output-format json"),
+    ("opencode", "opencode run --format json --thinking [--] PROMPT"),
+];
 
-  gemini  gemini -p PROMPT --output-format stream-json
-  codex   codex app-server (agui-translate is its JSON-RPC client), or
-          codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)
-  claude  claude -p --output-format stream-json --verbose --include-partial-messages -- PROMPT
-  qwen    qwen -p PROMPT --output-format stream-json --include-partial-messages
-  copilot copilot --prompt=PROMPT --output-format json
-  opencode opencode run --format json --thinking [--] PROMPT
+/// `run`'s description: a paragraph, the command line of each CLI (as
+/// [`item`]s at `width`), and a paragraph.
+fn run_long_about(width: usize) -> String {
+    let tag_width = RUN_COMMAND_LINES.iter().map(|(cli, _)| cli.len()).max();
+    let rows: Vec<String> = RUN_COMMAND_LINES
+        .iter()
+        .map(|(cli, line)| item(cli, tag_width.unwrap_or(0), line, width))
+        .collect();
+    format!(
+        "Start a coding-agent CLI in its headless streaming mode and translate \
+its output to AG-UI events as it runs: the one-command way to put an agent \
+behind an AG-UI front end.
 
-The prompt is passed as one argument, never through a shell, and so that the
-CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when it
-begins with `-`); without a prompt, or with `-`, it is read from standard input (the
-way to give one that begins with `-`). Options are mapped to
-each CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's
-stderr is passed through, and when the run fails its last lines say why in
-RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to the
-CLI's process group (over the Codex app-server, they interrupt the turn) and
-the stream ends as a cancelled run.";
+{}
+
+The prompt is passed as one argument, never through a shell, and so that the \
+CLI cannot read it as an option (gemini and qwen get `--prompt=PROMPT` when \
+it begins with `-`); without a prompt, or with `-`, it is read from standard \
+input (the way to give one that begins with `-`). Options are mapped to each \
+CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's \
+stderr is passed through, and when the run fails its last lines say why in \
+RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to \
+the CLI's process group (over the Codex app-server, they interrupt the turn) \
+and the stream ends as a cancelled run.",
+        rows.join("\n")
+    )
+}
 
 const RUN_AFTER_HELP: &str = "\
 Examples:
   agui-translate run claude 'Fix the failing test' > events.ndjson
-  echo 'Summarize README.md' | agui-translate run gemini --model gemini-2.5-flash
-  agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' -- -c sandbox_mode=workspace-write
+  echo 'Summarize README.md' | agui-translate run gemini -m gemini-2.5-flash
+  agui-translate run codex --timeout 10m 'Add a CHANGELOG entry' \\
+    -- -c sandbox_mode=workspace-write
   agui-translate run --check";
 
-/// After the exit statuses in `run --help`.
-const RUN_AFTER_STATUS: &str = "
-
-Environment: AGUI_GEMINI_CLI, AGUI_CODEX_CLI, AGUI_CLAUDE_CLI name the
-executables (like --cli). The CLI inherits the environment, API keys included:
-they never go on its command line or into the output.";
+/// After the exit statuses in `run --help`: each CLI's environment
+/// variable.
+fn run_after_status() -> String {
+    let vars: Vec<&str> = crate::dialect::clis().map(|d| d.env_var).collect();
+    format!(
+        "\n\nEnvironment: {} name the executables (like --cli). The CLI \
+inherits the environment, API keys included: they never go on its command \
+line or into the output.",
+        vars.join(", ")
+    )
+}
 
 /// `agui-translate run`.
 #[derive(clap::Args, Debug)]
@@ -848,6 +923,77 @@ mod tests {
             msg.contains(r"echo '--it'\''s' | agui-translate run gemini --model m"),
             "{msg}"
         );
+    }
+
+    /// `--help` of `args` as clap prints it, wrapped at `width`.
+    fn help_at(width: usize, args: &[&str]) -> String {
+        let argv = std::iter::once("agui-translate").chain(args.iter().copied());
+        let err = super::command_at(width)
+            .try_get_matches_from(argv)
+            .unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+        err.render().to_string()
+    }
+
+    const HELPS: [&[&str]; 4] = [
+        &["--help"],
+        &["run", "--help"],
+        &["check", "--help"],
+        &["serve", "--help"],
+    ];
+
+    /// The help's paragraphs are each one line, for clap to fill to the
+    /// terminal: a paragraph wrapped by hand stays ragged at another width.
+    #[test]
+    fn help_paragraphs_are_left_to_clap_to_wrap() {
+        for args in HELPS {
+            let help = help_at(0, args);
+            let lines: Vec<&str> = help.lines().collect();
+            for pair in lines.windows(2) {
+                let prose = |l: &str| !l.is_empty() && !l.starts_with(' ') && !l.ends_with(':');
+                assert!(
+                    !(prose(pair[0]) && prose(pair[1])),
+                    "{args:?}: a paragraph wrapped by hand:\n{}\n{}",
+                    pair[0],
+                    pair[1]
+                );
+            }
+        }
+    }
+
+    /// At 80 and 100 columns no line is longer, and the indented lists
+    /// (the exit statuses, `run`'s command lines) go on under their text,
+    /// not under their tags.
+    #[test]
+    fn help_fits_the_terminal_and_lists_hang() {
+        for width in [80, 100] {
+            for args in HELPS {
+                let help = help_at(width, args);
+                for line in help.lines() {
+                    assert!(line.chars().count() <= width, "{args:?} at {width}: {line}");
+                }
+                let statuses = help.split("Exit status:\n").nth(1).unwrap();
+                for line in statuses.lines().take_while(|l| l.starts_with("  ")) {
+                    let tag = line.split_whitespace().next().unwrap();
+                    let listed = super::EXIT_STATUSES.iter().any(|s| s.status == tag);
+                    assert!(
+                        line.starts_with(&" ".repeat(9)) || (listed && line.starts_with("  ")),
+                        "{args:?} at {width}: {line}"
+                    );
+                }
+            }
+            let run = help_at(width, &["run", "--help"]);
+            let rows = run.split("\n\n").nth(1).unwrap();
+            for line in rows.lines() {
+                let tag = line.split_whitespace().next().unwrap();
+                let cli = super::RUN_COMMAND_LINES.iter().any(|(c, _)| *c == tag);
+                let text = &line[12..];
+                assert!(
+                    line.starts_with(&" ".repeat(12)) || (cli && !text.starts_with(' ')),
+                    "run --help at {width}: {line}"
+                );
+            }
+        }
     }
 
     /// Other usage errors keep clap's own advice.

@@ -382,7 +382,8 @@ pub fn settle(
     if saw_input && tr.source() == source::UNDETECTED && !opts.quiet && stats.binary.is_none() {
         let _ = writeln!(
             io::stderr(),
-            "agui-translate: {name}: could not tell which CLI wrote this input (no record of Gemini CLI, Codex CLI, Claude Code, Qwen Code or GitHub Copilot CLI was seen); name it with --from"
+            "agui-translate: {name}: could not tell which CLI wrote this input (no record of {} was seen); name it with --from",
+            crate::dialect::titles("or")
         );
     }
     em.end_of_input(saw_input);

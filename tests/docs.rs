@@ -36,7 +36,8 @@ fn fresh(rel: &str, want: &[u8]) {
 /// The pages: the translation (with the commands' list), then one per
 /// command, named `agui-translate-COMMAND`.
 fn man_pages() -> Vec<(String, Vec<u8>)> {
-    let top = cli::command()
+    // Not wrapped: roff fills the paragraphs to the reader's width.
+    let top = cli::command_at(0)
         .bin_name(BIN_NAME)
         .disable_help_subcommand(true);
     let subs: Vec<Command> = top
@@ -82,13 +83,15 @@ fn man_page(cmd: &Command, shown: &str, all_pages: &[String]) -> Vec<u8> {
         let shown = format!("{shown} {}", sub.get_name());
         out.extend_from_slice(synopsis(sub, &shown).as_bytes());
     }
-    man.render_description_section(&mut out).unwrap();
+    let about = cmd.get_long_about().or(cmd.get_about()).unwrap();
+    out.extend_from_slice(b".SH DESCRIPTION\n");
+    out.extend_from_slice(help_sections(&about.to_string(), false).as_bytes());
     man.render_options_section(&mut out).unwrap();
     if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
         man.render_subcommands_section(&mut out).unwrap();
     }
     if let Some(epilogue) = cmd.get_after_help() {
-        out.extend_from_slice(epilogue_sections(&epilogue.to_string()).as_bytes());
+        out.extend_from_slice(help_sections(&epilogue.to_string(), true).as_bytes());
     }
     let title = cmd.get_name();
     let others: Vec<String> = all_pages
@@ -98,6 +101,24 @@ fn man_page(cmd: &Command, shown: &str, all_pages: &[String]) -> Vec<u8> {
         .collect();
     out.extend_from_slice(format!(".SH \"SEE ALSO\"\n{}\n", others.join(", ")).as_bytes());
     man.render_version_section(&mut out).unwrap();
+    code_in_bold(&String::from_utf8(out).unwrap()).into_bytes()
+}
+
+/// The help's `code` spans in bold, as man pages show what is typed (a
+/// line holds each span whole: the help is not wrapped here).
+fn code_in_bold(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    for line in page.lines() {
+        let parts: Vec<&str> = line.split('`').collect();
+        assert!(parts.len() % 2 == 1, "a backtick without its pair: {line}");
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                out += if i % 2 == 1 { "\\fB" } else { "\\fR" };
+            }
+            out += part;
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -151,17 +172,19 @@ fn synopsis(cmd: &Command, shown: &str) -> String {
     options + &positionals + "\n"
 }
 
-/// The `--help` epilogue as man sections: `Heading:` starts a section
-/// (text after the colon is its first paragraph), `  WORD  text` is a
-/// tagged item (lines indented further right after it go on with its
-/// text), other indented lines are shown as typed, the rest is text.
-fn epilogue_sections(text: &str) -> String {
+/// Help text as roff: with `headings`, `Heading:` starts a section (text
+/// after the colon is its first paragraph; the `--help` epilogue:
+/// `Examples:` becomes EXAMPLES); `  WORD  text` is a tagged item (lines
+/// indented further right after it go on with its text), other indented
+/// lines are shown as typed, the rest is text.
+fn help_sections(text: &str, headings: bool) -> String {
     let mut out = String::new();
     let mut verbatim = false;
     let mut after_item = false;
     for line in text.lines() {
         let heading = line.split_once(':').filter(|(h, _)| {
-            !h.is_empty()
+            headings
+                && !h.is_empty()
                 && !h.starts_with(' ')
                 && h.chars().all(|c| c.is_ascii_alphabetic() || c == ' ')
         });
@@ -190,7 +213,15 @@ fn epilogue_sections(text: &str) -> String {
                 out += &format!("{}\n", roff(rest.trim()));
             }
         } else if let Some((tag, what)) = item {
-            out += &format!(".TP\n\\fB{}\\fR\n{}\n", roff(tag), roff(what.trim()));
+            // Indented as in the help: the text of each item begins in one
+            // column, however long its tag. Its words are not hyphenated (a
+            // command line, an option).
+            let indent = tag.len() + 2 + what.len() - what.trim_start().len();
+            let words: Vec<String> = what
+                .split_whitespace()
+                .map(|w| format!("\\%{}", roff(w)))
+                .collect();
+            out += &format!(".TP {indent}\n\\fB{}\\fR\n{}\n", roff(tag), words.join(" "));
         } else if is_verbatim {
             if !verbatim {
                 out += ".PP\n.nf\n";
@@ -270,8 +301,9 @@ fn man_pages_have_the_usual_sections_and_name_only_real_pages() {
     assert!(run.contains("[\\-\\- \\fICLI ARGS\\fR...]"));
 }
 
-/// Where `groff` is installed, each page renders without a warning (CI
-/// installs it; a skip is refused under `AGUI_NO_SKIP=1`).
+/// Where `groff` is installed, each page renders without a warning, as
+/// `man` runs it (through preconv, for a terminal) and as plain `groff
+/// -man` does (CI installs it; a skip is refused under `AGUI_NO_SKIP=1`).
 #[test]
 fn man_pages_render() {
     let Ok(probe) = StdCommand::new("groff").arg("--version").output() else {
@@ -280,14 +312,184 @@ fn man_pages_render() {
     };
     assert!(probe.status.success());
     for (name, _) in man_pages() {
-        let out = StdCommand::new("groff")
-            .args(["-k", "-man", "-Tutf8", "-ww", "-z"])
-            .arg(root().join(format!("man/{name}.1")))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{name}");
-        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{name}");
+        for args in [
+            &["-k", "-man", "-Tutf8", "-ww", "-z"][..],
+            &["-man", "-ww", "-z"],
+            &["-man", "-Tascii", "-ww", "-z"],
+        ] {
+            let out = StdCommand::new("groff")
+                .args(args)
+                .arg(root().join(format!("man/{name}.1")))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name}");
+            assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{name}: {args:?}");
+        }
     }
+}
+
+/// The pages are plain ASCII (nothing for a troff without preconv to warn
+/// about), and the help's `code` is set in bold, not shown with its
+/// backticks.
+#[test]
+fn man_pages_are_ascii_and_show_no_backticks() {
+    for (name, page) in man_pages() {
+        let text = String::from_utf8(page).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            assert!(line.is_ascii(), "{name}:{}: {line}", i + 1);
+            assert!(!line.contains('`'), "{name}:{}: {line}", i + 1);
+        }
+    }
+    let run = String::from_utf8(man_pages()[1].1.clone()).unwrap();
+    assert!(run.contains("\\fBauto\\-edit\\fR"), "{run}");
+}
+
+// ---------------------------------------------------------------- the CLIs
+
+/// Whitespace as single spaces, so that a name wrapped across lines is found.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The `words` that `text` (at `place`) does not name: `titles` as
+/// written, or `names` in any case (`Copilot CLI`, `OpenCode`).
+fn unnamed(place: &str, text: &str, words: &[&str], any_case: bool) -> Vec<String> {
+    let text = one_line(text);
+    let lower = text.to_lowercase();
+    words
+        .iter()
+        .filter(|w| {
+            if any_case {
+                !lower.contains(&w.to_lowercase())
+            } else {
+                !text.contains(*w)
+            }
+        })
+        .map(|w| format!("{place}: {w}"))
+        .collect()
+}
+
+/// Every place that lists the CLIs names each one of the dialect table
+/// (`agui_translate::dialect::ALL`): a CLI added to the table and not named
+/// in one of them fails here, naming the place.
+#[test]
+fn every_list_of_the_clis_names_each_one() {
+    use agui_translate::dialect;
+    let titles: Vec<&str> = dialect::clis().map(|d| d.title).collect();
+    let names: Vec<&str> = dialect::clis().map(|d| d.name).collect();
+    let all: Vec<&str> = dialect::ALL.iter().map(|s| s.name).collect();
+    assert!(names.len() >= 6 && all.len() > names.len(), "{all:?}");
+    let mut missing: Vec<String> = Vec::new();
+    let help = |cmd: &mut Command| cmd.render_long_help().to_string();
+    let mut top = cli::command_at(0);
+    missing.extend(unnamed("--help", &help(&mut top), &titles, false));
+    for (sub, words) in [("run", &names), ("serve", &names)] {
+        let mut cmd = top.find_subcommand_mut(sub).unwrap().clone();
+        missing.extend(unnamed(
+            &format!("{sub} --help"),
+            &help(&mut cmd),
+            words,
+            true,
+        ));
+    }
+    let mut run = top.find_subcommand_mut("run").unwrap().clone();
+    let env_vars: Vec<&str> = dialect::clis().map(|d| d.env_var).collect();
+    missing.extend(unnamed(
+        "run --help, Environment",
+        &help(&mut run),
+        &env_vars,
+        false,
+    ));
+    let rows: Vec<&str> = cli::RUN_COMMAND_LINES.iter().map(|(c, _)| *c).collect();
+    if rows != names {
+        missing.push(format!(
+            "run --help, the command lines: {rows:?}, not {names:?}"
+        ));
+    }
+
+    for (page, words, any_case) in [
+        ("man/agui-translate.1", &titles, false),
+        ("man/agui-translate-run.1", &names, true),
+        ("man/agui-translate-serve.1", &names, true),
+    ] {
+        let text = std::fs::read_to_string(root().join(page)).unwrap();
+        let description = text.split(".SH DESCRIPTION").nth(1).unwrap();
+        let description = description.split("\n.SH ").next().unwrap();
+        missing.extend(unnamed(
+            &format!("{page}, DESCRIPTION"),
+            description,
+            words,
+            any_case,
+        ));
+    }
+
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let description = manifest
+        .lines()
+        .find(|l| l.starts_with("description = "))
+        .unwrap();
+    missing.extend(unnamed(
+        "Cargo.toml, description",
+        description,
+        &titles,
+        false,
+    ));
+
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let first = readme.split("\n\n").nth(1).unwrap();
+    missing.extend(unnamed("README.md, first paragraph", first, &titles, false));
+    let usage = &fenced(&readme[readme.find("## Usage").unwrap()..], "")[0].1;
+    for (start, want) in [
+        (
+            "agui-translate [--from ",
+            ["auto"].iter().chain(&all).copied().collect::<Vec<_>>(),
+        ),
+        ("agui-translate run ", names.clone()),
+        ("agui-translate serve ", names.clone()),
+    ] {
+        let line = usage.iter().find(|l| l.starts_with(start)).unwrap();
+        let listed: Vec<&str> = line[start.len()..]
+            .split([' ', ']'])
+            .next()
+            .unwrap()
+            .split('|')
+            .collect();
+        if listed != want {
+            missing.push(format!(
+                "README.md, usage {start}...: {listed:?}, not {want:?}"
+            ));
+        }
+    }
+
+    let undetected = StdCommand::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .arg(root().join("README.md"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&undetected.stderr);
+    let error = stderr
+        .lines()
+        .find(|l| l.contains("could not tell which CLI wrote this input"))
+        .unwrap_or_else(|| panic!("no detection error: {stderr}"));
+    missing.extend(unnamed("the detection error", error, &titles, false));
+
+    let serve = std::fs::read_to_string(root().join("docs/serve.md")).unwrap();
+    for (list, starts) in [
+        ("the sessions resumed", "resumes it:"),
+        ("--state-dir", "- `--state-dir DIR`"),
+        ("what each CLI can do", "- What each CLI can do:"),
+    ] {
+        let at = serve
+            .find(starts)
+            .unwrap_or_else(|| panic!("docs/serve.md: {starts}"));
+        let item = serve[at..].split("\n- ").next().unwrap();
+        missing.extend(unnamed(
+            &format!("docs/serve.md, {list}"),
+            item,
+            &names,
+            true,
+        ));
+    }
+    assert!(missing.is_empty(), "CLIs not named: {missing:#?}");
 }
 
 // ---------------------------------------------------------------- completions

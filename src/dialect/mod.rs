@@ -48,6 +48,23 @@ pub static ALL: &[&Spec] = &[
     &opencode::SPEC,
 ];
 
+/// The CLIs, each once, in the order of [`ALL`]: the dialects but those
+/// that are another transport of one (`codex-app-server` is Codex CLI's).
+pub fn clis() -> impl Iterator<Item = Dialect> {
+    Dialect::all().filter(|d| !matches!(d.command, Some(Command::Client(_))))
+}
+
+/// The CLIs' names as their makers write them, for a sentence:
+/// `Gemini CLI, Codex CLI, … or OpenCode` (`last` is `or` or `and`).
+pub fn titles(last: &str) -> String {
+    let titles: Vec<&str> = clis().map(|d| d.title).collect();
+    match titles.split_last() {
+        Some((end, [])) => (*end).to_owned(),
+        Some((end, rest)) => format!("{} {last} {end}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// A fresh translator for one input stream: the forced dialect's, or one
 /// that detects it.
 pub fn for_input(from: FromCli) -> anyhow::Result<Box<dyn Translate>> {
