@@ -221,12 +221,57 @@ fn approved_input_is_the_original_or_the_edited_arguments() {
             json!({"approved": true, "editedArgs": edit}),
         )],
     ));
-    let (_, status, sent) = a.end();
+    let (rest, status, sent) = a.end();
     assert_eq!(status, 0);
     assert_eq!(
         answer_for(&sent, ASK),
         json!({"behavior": "allow", "updatedInput": edit})
     );
+    // The stream says which arguments ran, before the tool's result.
+    let at = |ty: &str| rest.iter().position(|e| e["type"] == ty);
+    let response = at("CUSTOM").expect("the decision is in the stream");
+    assert_eq!(rest[response]["name"], "approval_response");
+    assert_eq!(
+        rest[response]["value"],
+        json!({"interruptId": ASK, "toolCallId": "toolu_m0000scripted",
+            "status": "approved", "editedArgs": edit})
+    );
+    assert!(response < at("TOOL_CALL_RESULT").unwrap(), "{rest:?}");
+}
+
+/// A command written to hide itself (a newline, a right-to-left override,
+/// a long run of spaces) is shown with nothing hidden; the metadata keeps
+/// it as the CLI asked.
+#[test]
+fn the_message_shows_a_hostile_command_with_nothing_hidden() {
+    let command = format!("echo hi\u{202e}sl; rm -rf ~\n{}#", " ".repeat(60));
+    let replay = std::fs::read_to_string(root().join("tests/ask/approve.jsonl")).unwrap();
+    let hostile: Vec<String> = replay
+        .lines()
+        .map(|l| {
+            if !l.starts_with(r#"{"type":"control_request""#) {
+                return l.to_owned();
+            }
+            let was = r#""command":"echo hello from the shell""#;
+            assert!(l.contains(was), "{l}");
+            l.replace(was, &format!(r#""command":{}"#, json!(command)))
+        })
+        .collect();
+    let file = unique("hostile.jsonl");
+    std::fs::write(&file, hostile.join("\n") + "\n").unwrap();
+    let mut a = Asked::start(file.to_str().unwrap(), &[]);
+    let first = a.run();
+    let it = &interrupts(&first)[0];
+    assert_eq!(
+        it["message"],
+        "Claude Code wants to run Bash: echo hi\\u{202e}sl; rm -rf ~\\n [60 spaces] #"
+    );
+    assert_eq!(it["metadata"]["input"]["command"], json!(command));
+    a.send(&resume(
+        "r2",
+        &[(ASK, "resolved", json!({"approved": false}))],
+    ));
+    a.end();
 }
 
 #[test]
