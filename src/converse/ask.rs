@@ -203,19 +203,17 @@ impl<T> Pending<T> {
         })?;
         let run_id = r.run_id.filter(|r| !r.is_empty());
         let fail = |why: String| Err((run_id.clone(), why));
-        let ids = || {
-            self.asks
-                .iter()
-                .map(|a| a.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+        // A refusal never names a pending interrupt the line did not name:
+        // the ids are what answers them.
+        let pending = match self.asks.len() {
+            1 => "1 interrupt".to_owned(),
+            n => format!("{n} interrupts"),
         };
         let answers = match r.resume {
             Some(a) if !a.is_empty() => a,
             _ => {
                 return fail(format!(
-                    "the run waits for decisions on interrupts {}: the next run must resume them (new input is refused until then)",
-                    ids()
+                    "the run waits for decisions on {pending}: the next run must resume them (new input is refused until then)"
                 ))
             }
         };
@@ -223,9 +221,8 @@ impl<T> Pending<T> {
         for a in &answers {
             let Some(i) = self.asks.iter().position(|p| p.id == a.interrupt_id) else {
                 return fail(format!(
-                    "interrupt {:?} is not pending (stale or unknown); pending: {}",
-                    a.interrupt_id,
-                    ids()
+                    "interrupt {:?} is not pending (stale or unknown)",
+                    a.interrupt_id
                 ));
             };
             if verdicts[i].is_some() {
@@ -242,17 +239,10 @@ impl<T> Pending<T> {
                 Err(why) => return fail(why),
             });
         }
-        let missing: Vec<&str> = self
-            .asks
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_none())
-            .map(|(p, _)| p.id.as_str())
-            .collect();
-        if !missing.is_empty() {
+        let missing = verdicts.iter().filter(|v| v.is_none()).count();
+        if missing > 0 {
             return fail(format!(
-                "the resume leaves interrupts {} unanswered: it must answer every pending one",
-                missing.join(", ")
+                "the resume leaves {missing} of the {pending} pending unanswered: it must answer every pending one"
             ));
         }
         Ok((
