@@ -166,6 +166,15 @@ fn an_ask_becomes_an_interrupt_and_an_approval_runs_the_tool() {
         it["metadata"]["input"]["command"],
         "echo hello from the shell"
     );
+    // It says when it stops waiting: --approval-timeout (10m) from now.
+    let expires = agui_translate::base::json::timestamp_ms(it["expiresAt"].as_str().unwrap())
+        .expect("an RFC 3339 time");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let left = expires - now;
+    assert!((590_000..=600_000).contains(&left), "{left} ms left");
     // The prompt went in on the CLI's stdin; nothing was answered yet.
     let sent = a.sent();
     assert_eq!(sent.len(), 1, "{sent:?}");

@@ -16,12 +16,13 @@
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::agui::{code, Emitter, Interrupt, MetaValue, Outcome};
+use crate::base::json::rfc3339_ms;
 use crate::source::Translate;
 
 /// Asks this close together are one interrupted run's.
@@ -168,8 +169,8 @@ impl<T> Pending<T> {
         self.cancelled
     }
 
-    /// End the run with the pending asks.
-    fn interrupt(&self, em: &mut Emitter) {
+    /// End the run with the pending asks, which wait until `expires_at`.
+    fn interrupt(&self, em: &mut Emitter, expires_at: &str) {
         let schema = RawValue::from_string(RESPONSE_SCHEMA.into()).expect("JSON");
         let as_asked = RawValue::from_string(RESPONSE_SCHEMA_AS_ASKED.into()).expect("JSON");
         let interrupts: Vec<Interrupt> = self
@@ -185,6 +186,7 @@ impl<T> Pending<T> {
                 tool_call_id: a.tool_call_id.as_deref(),
                 message: Some(&a.message),
                 response_schema: Some(MetaValue::Json(if a.edits { &schema } else { &as_asked })),
+                expires_at: Some(expires_at),
                 metadata: Some(MetaValue::Json(&a.metadata)),
             })
             .collect();
@@ -307,9 +309,14 @@ pub fn wait<A: Asker>(
     out: &mut dyn Write,
     stop: &dyn Fn() -> bool,
 ) -> io::Result<Waited> {
-    s.pending().interrupt(em);
-    waiting(w, em, out)?;
     let deadline = Instant::now() + w.timeout;
+    let expires = SystemTime::now() + w.timeout;
+    let ms = expires
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    s.pending()
+        .interrupt(em, &rfc3339_ms(i64::try_from(ms).unwrap_or(i64::MAX)));
+    waiting(w, em, out)?;
     let mut partial = std::mem::take(s.partial());
     let waited = loop {
         if stop() {
