@@ -1095,6 +1095,7 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
             tool_call_id: Some("c1"),
             message: Some("Bash wants to run: ls"),
             response_schema: Some(MetaValue::Json(&schema)),
+            expires_at: Some("2026-11-22T10:45:42.152Z"),
             metadata: Some(MetaValue::Object(&tool)),
         },
         Interrupt {
@@ -1103,6 +1104,7 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
             tool_call_id: Some("c2"),
             message: None,
             response_schema: None,
+            expires_at: None,
             metadata: None,
         },
     ];

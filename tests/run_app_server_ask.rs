@@ -37,6 +37,15 @@ fn asked(
     status: &str,
     payload: Value,
 ) -> (Vec<Value>, Vec<Value>, i32, Vec<Value>) {
+    asked_in_turn(transport, &[(status, payload)])
+}
+
+/// [`asked`] with several resume lines, one after the other (runs `r2`,
+/// `r3`, …).
+fn asked_in_turn(
+    transport: &str,
+    resumes: &[(&str, Value)],
+) -> (Vec<Value>, Vec<Value>, i32, Vec<Value>) {
     let sent = unique("sent");
     let mut child = Command::new(BIN)
         .env_clear()
@@ -78,9 +87,11 @@ fn asked(
         "{before:?}"
     );
     let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
-    let resume = json!({"threadId": "t", "runId": "r2",
-        "resume": [{"interruptId": id, "status": status, "payload": payload}]});
-    writeln!(stdin, "{resume}").unwrap();
+    for (n, (status, payload)) in resumes.iter().enumerate() {
+        let resume = json!({"threadId": "t", "runId": format!("r{}", n + 2),
+            "resume": [{"interruptId": id, "status": status, "payload": payload}]});
+        writeln!(stdin, "{resume}").unwrap();
+    }
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     drop(stdin);
@@ -156,4 +167,44 @@ fn auto_picks_the_app_server_to_ask_and_exec_cannot() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--codex-transport exec"), "{err}");
+}
+
+/// Codex runs a command only as it asked: the interrupt offers no edit, a
+/// resume with `editedArgs` is refused and nothing reaches the server, and
+/// the next resume still decides.
+#[test]
+fn an_edit_codex_cannot_run_is_refused_not_approved_as_asked() {
+    let edit = json!({"approved": true, "editedArgs": {"command": "echo edited"}});
+    let (first, rest, code, sent) = asked_in_turn(
+        "app-server",
+        &[("resolved", edit), ("resolved", json!({"approved": true}))],
+    );
+    let schema = &first.last().unwrap()["outcome"]["interrupts"][0]["responseSchema"];
+    assert!(schema["properties"]["approved"].is_object(), "{schema}");
+    assert!(schema["properties"].get("editedArgs").is_none(), "{schema}");
+    // The edit: a run that fails and changes nothing.
+    assert_eq!(rest[0]["type"], "RUN_STARTED");
+    assert_eq!(rest[0]["runId"], "r2");
+    assert_eq!(rest[1]["type"], "RUN_ERROR", "{rest:?}");
+    assert_eq!(rest[1]["code"], "invalid_resume");
+    assert!(
+        rest[1]["message"].as_str().unwrap().contains("editedArgs"),
+        "{}",
+        rest[1]
+    );
+    // The plain approval that followed: the command as asked.
+    assert_eq!(rest[2]["type"], "RUN_STARTED");
+    assert_eq!(rest[2]["runId"], "r3");
+    let answers: Vec<&Value> = sent.iter().filter(|m| m.get("result").is_some()).collect();
+    assert_eq!(answers.len(), 1, "{sent:?}");
+    assert_eq!(decision(&sent), "accept");
+    assert!(!sent.iter().any(|m| m.to_string().contains("echo edited")));
+    let response = rest
+        .iter()
+        .find(|e| e["type"] == "CUSTOM" && e["name"] == "approval_response")
+        .expect("the decision is in the stream");
+    assert_eq!(response["value"]["status"], "approved");
+    assert_eq!(response["value"]["toolCallId"], "call_0001");
+    assert!(response["value"].get("editedArgs").is_none());
+    assert_eq!(code, 0);
 }

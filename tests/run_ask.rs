@@ -166,6 +166,15 @@ fn an_ask_becomes_an_interrupt_and_an_approval_runs_the_tool() {
         it["metadata"]["input"]["command"],
         "echo hello from the shell"
     );
+    // It says when it stops waiting: --approval-timeout (10m) from now.
+    let expires = agui_translate::base::json::timestamp_ms(it["expiresAt"].as_str().unwrap())
+        .expect("an RFC 3339 time");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let left = expires - now;
+    assert!((590_000..=600_000).contains(&left), "{left} ms left");
     // The prompt went in on the CLI's stdin; nothing was answered yet.
     let sent = a.sent();
     assert_eq!(sent.len(), 1, "{sent:?}");
@@ -221,12 +230,57 @@ fn approved_input_is_the_original_or_the_edited_arguments() {
             json!({"approved": true, "editedArgs": edit}),
         )],
     ));
-    let (_, status, sent) = a.end();
+    let (rest, status, sent) = a.end();
     assert_eq!(status, 0);
     assert_eq!(
         answer_for(&sent, ASK),
         json!({"behavior": "allow", "updatedInput": edit})
     );
+    // The stream says which arguments ran, before the tool's result.
+    let at = |ty: &str| rest.iter().position(|e| e["type"] == ty);
+    let response = at("CUSTOM").expect("the decision is in the stream");
+    assert_eq!(rest[response]["name"], "approval_response");
+    assert_eq!(
+        rest[response]["value"],
+        json!({"interruptId": ASK, "toolCallId": "toolu_m0000scripted",
+            "status": "approved", "editedArgs": edit})
+    );
+    assert!(response < at("TOOL_CALL_RESULT").unwrap(), "{rest:?}");
+}
+
+/// A command written to hide itself (a newline, a right-to-left override,
+/// a long run of spaces) is shown with nothing hidden; the metadata keeps
+/// it as the CLI asked.
+#[test]
+fn the_message_shows_a_hostile_command_with_nothing_hidden() {
+    let command = format!("echo hi\u{202e}sl; rm -rf ~\n{}#", " ".repeat(60));
+    let replay = std::fs::read_to_string(root().join("tests/ask/approve.jsonl")).unwrap();
+    let hostile: Vec<String> = replay
+        .lines()
+        .map(|l| {
+            if !l.starts_with(r#"{"type":"control_request""#) {
+                return l.to_owned();
+            }
+            let was = r#""command":"echo hello from the shell""#;
+            assert!(l.contains(was), "{l}");
+            l.replace(was, &format!(r#""command":{}"#, json!(command)))
+        })
+        .collect();
+    let file = unique("hostile.jsonl");
+    std::fs::write(&file, hostile.join("\n") + "\n").unwrap();
+    let mut a = Asked::start(file.to_str().unwrap(), &[]);
+    let first = a.run();
+    let it = &interrupts(&first)[0];
+    assert_eq!(
+        it["message"],
+        "Claude Code wants to run Bash: echo hi\\u{202e}sl; rm -rf ~\\n [60 spaces] #"
+    );
+    assert_eq!(it["metadata"]["input"]["command"], json!(command));
+    a.send(&resume(
+        "r2",
+        &[(ASK, "resolved", json!({"approved": false}))],
+    ));
+    a.end();
 }
 
 #[test]
@@ -278,11 +332,10 @@ fn asks_together_are_one_run_s_interrupts_and_a_partial_resume_is_refused() {
     assert_eq!(types(&refused), ["RUN_STARTED", "RUN_ERROR"]);
     assert_eq!(refused[0]["runId"], "r2");
     assert_eq!(refused[1]["code"], "invalid_resume");
-    assert!(
-        refused[1]["message"].as_str().unwrap().contains(ASK_B),
-        "{}",
-        refused[1]
-    );
+    // It says how many are left, never which: the ids are what answers them.
+    let msg = refused[1]["message"].as_str().unwrap();
+    assert!(msg.contains("1 of the 2 interrupts"), "{msg}");
+    assert!(!msg.contains(ASK_B), "{msg}");
     assert_eq!(a.sent().len(), 1, "the CLI got nothing");
 
     a.send(&resume(
@@ -359,6 +412,9 @@ fn stale_unknown_and_new_input_are_refused_and_change_nothing() {
         assert_eq!(run[1]["code"], "invalid_resume");
         let msg = run[1]["message"].as_str().unwrap();
         assert!(msg.contains(why), "{msg}");
+        if !line.to_string().contains(ASK) {
+            assert!(!msg.contains(ASK), "a pending id named: {msg}");
+        }
         assert_eq!(a.sent().len(), 1, "the CLI got nothing after {line}");
     }
     a.send(&resume(

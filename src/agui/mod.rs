@@ -277,6 +277,8 @@ pub struct Interrupt<'a> {
     pub message: Option<&'a str>,
     /// A JSON Schema of the payload the client sends back (an object).
     pub response_schema: Option<MetaValue<'a>>,
+    /// When the interrupt stops waiting for an answer (RFC 3339).
+    pub expires_at: Option<&'a str>,
     /// An object.
     pub metadata: Option<MetaValue<'a>>,
 }

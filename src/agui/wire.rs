@@ -580,6 +580,7 @@ impl Obj<'_> {
             if let Some(v) = it.response_schema {
                 self.value(b",\"responseSchema\":", v);
             }
+            self.opt_str(b",\"expiresAt\":", it.expires_at);
             if let Some(v) = it.metadata {
                 self.value(b",\"metadata\":", v);
             }
@@ -1029,6 +1030,7 @@ mod tests {
                 tool_call_id: Some("c1"),
                 message: Some("Run \"ls\"?"),
                 response_schema: Some(MetaValue::Json(&schema)),
+                expires_at: Some("2026-11-22T10:45:42.152Z"),
                 metadata: Some(MetaValue::Object(&fields)),
             },
             Interrupt {
@@ -1037,6 +1039,7 @@ mod tests {
                 tool_call_id: None,
                 message: None,
                 response_schema: None,
+                expires_at: None,
                 metadata: None,
             },
         ];
@@ -1047,7 +1050,7 @@ mod tests {
             outcome: Some(Outcome::Interrupt(&interrupts)),
             usage: &[],
         };
-        let want = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i\"1","reason":"tool_call","toolCallId":"c1","message":"Run \"ls\"?","responseSchema":{"type":"object","required":["approved"]},"metadata":{"toolName":"Bash"}},{"id":"i2","reason":"confirmation"}]}}"#;
+        let want = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i\"1","reason":"tool_call","toolCallId":"c1","message":"Run \"ls\"?","responseSchema":{"type":"object","required":["approved"]},"expiresAt":"2026-11-22T10:45:42.152Z","metadata":{"toolName":"Bash"}},{"id":"i2","reason":"confirmation"}]}}"#;
         assert_eq!(written_for(&ev, AguiVersion::V1_0, None), want);
         assert_eq!(written_for(&ev, AguiVersion::V0_0, None), want);
     }

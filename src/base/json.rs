@@ -393,6 +393,34 @@ pub fn timestamp_ms(s: &str) -> Option<i64> {
     Some(secs * 1000 + millis)
 }
 
+/// `ms` since 1970 as RFC 3339 in UTC with milliseconds
+/// (`2026-11-22T10:35:42.152Z`): the inverse of [`timestamp_ms`].
+pub fn rfc3339_ms(ms: i64) -> String {
+    let (days, rest) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (y, m, d) = civil_from_days(days);
+    let (h, min, s, milli) = (
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000,
+    );
+    format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
+}
+
+/// The proleptic Gregorian date of a day since 1970-01-01: the inverse of
+/// [`days_from_civil`].
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 /// algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -408,6 +436,16 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_written_reads_back() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_795_343_742_152), "2026-11-22T10:35:42.152Z");
+        assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        for ms in (0..4_102_444_800_000i64).step_by(7_777_777_777) {
+            assert_eq!(timestamp_ms(&rfc3339_ms(ms)), Some(ms), "{ms}");
+        }
+    }
 
     #[test]
     fn timestamps() {

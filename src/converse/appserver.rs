@@ -464,6 +464,7 @@ impl<'a> Session<'a> {
             tool_call_id,
             reason: "codex:approval",
             message: ask_message(what, &params),
+            edits: false,
             metadata: params,
             withdrawn: false,
             cli: Asked {

@@ -16,12 +16,13 @@
 
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::agui::{code, Emitter, Interrupt, MetaValue, Outcome};
+use crate::base::json::rfc3339_ms;
 use crate::source::Translate;
 
 /// Asks this close together are one interrupted run's.
@@ -88,7 +89,12 @@ pub struct Ask<T> {
     pub tool_call_id: Option<String>,
     /// The interrupt's reason when no tool call was shown.
     pub reason: &'static str,
+    /// What the page shows (made safe to show by [`Pending::push`]).
     pub message: String,
+    /// Whether the CLI runs edited arguments (`editedArgs`); one that
+    /// cannot is never offered them, and a resume that sends them is
+    /// refused rather than approved as asked.
+    pub edits: bool,
     /// The whole request, for the interrupt's metadata.
     pub metadata: Box<RawValue>,
     /// The CLI withdrew it: nothing is sent.
@@ -128,7 +134,8 @@ impl<T> Default for Pending<T> {
 }
 
 impl<T> Pending<T> {
-    pub fn push(&mut self, ask: Ask<T>) {
+    pub fn push(&mut self, mut ask: Ask<T>) {
+        ask.message = shown(&ask.message);
         self.asks.push(ask);
         self.last = Some(Instant::now());
     }
@@ -162,9 +169,10 @@ impl<T> Pending<T> {
         self.cancelled
     }
 
-    /// End the run with the pending asks.
-    fn interrupt(&self, em: &mut Emitter) {
+    /// End the run with the pending asks, which wait until `expires_at`.
+    fn interrupt(&self, em: &mut Emitter, expires_at: &str) {
         let schema = RawValue::from_string(RESPONSE_SCHEMA.into()).expect("JSON");
+        let as_asked = RawValue::from_string(RESPONSE_SCHEMA_AS_ASKED.into()).expect("JSON");
         let interrupts: Vec<Interrupt> = self
             .asks
             .iter()
@@ -177,7 +185,8 @@ impl<T> Pending<T> {
                 },
                 tool_call_id: a.tool_call_id.as_deref(),
                 message: Some(&a.message),
-                response_schema: Some(MetaValue::Json(&schema)),
+                response_schema: Some(MetaValue::Json(if a.edits { &schema } else { &as_asked })),
+                expires_at: Some(expires_at),
                 metadata: Some(MetaValue::Json(&a.metadata)),
             })
             .collect();
@@ -196,19 +205,17 @@ impl<T> Pending<T> {
         })?;
         let run_id = r.run_id.filter(|r| !r.is_empty());
         let fail = |why: String| Err((run_id.clone(), why));
-        let ids = || {
-            self.asks
-                .iter()
-                .map(|a| a.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+        // A refusal never names a pending interrupt the line did not name:
+        // the ids are what answers them.
+        let pending = match self.asks.len() {
+            1 => "1 interrupt".to_owned(),
+            n => format!("{n} interrupts"),
         };
         let answers = match r.resume {
             Some(a) if !a.is_empty() => a,
             _ => {
                 return fail(format!(
-                    "the run waits for decisions on interrupts {}: the next run must resume them (new input is refused until then)",
-                    ids()
+                    "the run waits for decisions on {pending}: the next run must resume them (new input is refused until then)"
                 ))
             }
         };
@@ -216,30 +223,28 @@ impl<T> Pending<T> {
         for a in &answers {
             let Some(i) = self.asks.iter().position(|p| p.id == a.interrupt_id) else {
                 return fail(format!(
-                    "interrupt {:?} is not pending (stale or unknown); pending: {}",
-                    a.interrupt_id,
-                    ids()
+                    "interrupt {:?} is not pending (stale or unknown)",
+                    a.interrupt_id
                 ));
             };
             if verdicts[i].is_some() {
                 return fail(format!("interrupt {:?} is resumed twice", a.interrupt_id));
             }
             verdicts[i] = Some(match verdict(a) {
+                Ok(Verdict::Allow(Some(_))) if !self.asks[i].edits => {
+                    return fail(format!(
+                        "interrupt {:?}: this CLI runs the command only as it asked, so editedArgs cannot be applied: approve it as asked, or deny it",
+                        a.interrupt_id
+                    ))
+                }
                 Ok(v) => v,
                 Err(why) => return fail(why),
             });
         }
-        let missing: Vec<&str> = self
-            .asks
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_none())
-            .map(|(p, _)| p.id.as_str())
-            .collect();
-        if !missing.is_empty() {
+        let missing = verdicts.iter().filter(|v| v.is_none()).count();
+        if missing > 0 {
             return fail(format!(
-                "the resume leaves interrupts {} unanswered: it must answer every pending one",
-                missing.join(", ")
+                "the resume leaves {missing} of the {pending} pending unanswered: it must answer every pending one"
             ));
         }
         Ok((
@@ -304,9 +309,14 @@ pub fn wait<A: Asker>(
     out: &mut dyn Write,
     stop: &dyn Fn() -> bool,
 ) -> io::Result<Waited> {
-    s.pending().interrupt(em);
-    waiting(w, em, out)?;
     let deadline = Instant::now() + w.timeout;
+    let expires = SystemTime::now() + w.timeout;
+    let ms = expires
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    s.pending()
+        .interrupt(em, &rfc3339_ms(i64::try_from(ms).unwrap_or(i64::MAX)));
+    waiting(w, em, out)?;
     let mut partial = std::mem::take(s.partial());
     let waited = loop {
         if stop() {
@@ -352,6 +362,7 @@ pub fn wait<A: Asker>(
                 let asks = std::mem::take(&mut s.pending().asks);
                 for (ask, verdict) in asks.iter().zip(verdicts) {
                     s.pending().cancelled |= matches!(verdict, Verdict::Deny(_, true));
+                    decided(em, ask, &verdict);
                     if !ask.withdrawn {
                         s.answer(cli_in, ask, verdict)?;
                     }
@@ -374,6 +385,39 @@ pub fn wait<A: Asker>(
     };
     *s.partial() = partial;
     Ok(waited)
+}
+
+/// What was decided on `ask`, in the resumed run before anything the CLI
+/// does with it: a CUSTOM `approval_response` with the interrupt's id, the
+/// tool call's, the status (`approved`, `denied`, `cancelled`) and, when
+/// the arguments were edited, the arguments that run.
+fn decided<T>(em: &mut Emitter, ask: &Ask<T>, verdict: &Verdict) {
+    let mut value = serde_json::Map::new();
+    value.insert("interruptId".into(), ask.id.clone().into());
+    if let Some(call) = &ask.tool_call_id {
+        value.insert("toolCallId".into(), call.clone().into());
+    }
+    let status = match verdict {
+        Verdict::Allow(_) => "approved",
+        Verdict::Deny(_, false) => "denied",
+        Verdict::Deny(_, true) => "cancelled",
+    };
+    value.insert("status".into(), status.into());
+    match verdict {
+        Verdict::Allow(Some(args)) => {
+            let args = serde_json::from_str(args.get()).expect("an object");
+            value.insert("editedArgs".into(), args);
+        }
+        Verdict::Deny(why, _) => {
+            value.insert("message".into(), why.clone().into());
+        }
+        Verdict::Allow(None) => {}
+    }
+    if ask.withdrawn {
+        value.insert("withdrawn".into(), true.into());
+    }
+    let value = serde_json::value::to_raw_value(&value).expect("serializable");
+    em.custom("approval_response", MetaValue::Json(&value));
 }
 
 /// The run has ended and the next input line is awaited: what is written
@@ -417,6 +461,75 @@ struct Answer {
 
 /// What the client may send back for a tool-call interrupt.
 const RESPONSE_SCHEMA: &str = r#"{"type":"object","properties":{"approved":{"type":"boolean"},"editedArgs":{"type":"object"},"message":{"type":"string"}},"required":["approved"]}"#;
+
+/// The same for a CLI that runs a command only as it asked: no edits.
+const RESPONSE_SCHEMA_AS_ASKED: &str = r#"{"type":"object","properties":{"approved":{"type":"boolean"},"message":{"type":"string"}},"required":["approved"]}"#;
+
+/// The longest message shown, in characters: a longer one keeps its start
+/// and its end (where a command's last step hides) around a count of what
+/// was left out.
+const MAX_SHOWN: usize = 800;
+
+/// What is kept of a long message's end.
+const SHOWN_TAIL: usize = 200;
+
+/// A run of more spaces than this is shown as its count.
+const MAX_SPACES: usize = 4;
+
+/// `message` as a page may show it without hiding anything: control
+/// characters (a newline, an escape) as escapes (`\n`, `\u{1b}`),
+/// characters that reorder or hide text (bidirectional overrides and
+/// isolates, zero-width characters) as escapes, a long run of spaces as
+/// `[N spaces]`, and a long message cut in its middle, saying how much.
+pub fn shown(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(MAX_SHOWN + 64));
+    let mut spaces = 0;
+    let flush = |out: &mut String, spaces: &mut usize| {
+        if *spaces > MAX_SPACES {
+            out.push_str(&format!(" [{spaces} spaces] "));
+        } else {
+            out.extend(std::iter::repeat_n(' ', *spaces));
+        }
+        *spaces = 0;
+    };
+    for c in message.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        flush(&mut out, &mut spaces);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || hides_text(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    flush(&mut out, &mut spaces);
+    let n = out.chars().count();
+    if n <= MAX_SHOWN {
+        return out;
+    }
+    let head: String = out.chars().take(MAX_SHOWN - SHOWN_TAIL).collect();
+    let tail: String = out.chars().skip(n - SHOWN_TAIL).collect();
+    let left = n - (MAX_SHOWN - SHOWN_TAIL) - SHOWN_TAIL;
+    format!("{head} … [{left} characters] … {tail}")
+}
+
+/// Characters that change how the text around them is shown, or show as
+/// nothing: bidirectional marks, embeddings, overrides and isolates,
+/// zero-width spaces and joiners, the word joiner, the byte-order mark, and
+/// the other invisible format characters.
+fn hides_text(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{180e}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+        | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}')
+}
 
 /// What a resume line comes to: the run id it names, and a decision per
 /// pending ask (in order), or why it is refused.
@@ -479,6 +592,25 @@ pub fn humanize(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shown_message_hides_nothing_and_stays_short() {
+        assert_eq!(shown("ls -l"), "ls -l");
+        assert_eq!(shown("a\nb\tc\r"), "a\\nb\\tc\\r");
+        assert_eq!(shown("x\u{1b}[2Jy"), "x\\u{1b}[2Jy");
+        assert_eq!(
+            shown("a\u{202e}b\u{2066}c\u{200b}d"),
+            "a\\u{202e}b\\u{2066}c\\u{200b}d"
+        );
+        assert_eq!(shown("a    b"), "a    b");
+        assert_eq!(shown("a     b"), "a [5 spaces] b");
+        let long = format!("{}{}", "a".repeat(1000), "END");
+        let s = shown(&long);
+        assert!(s.starts_with(&"a".repeat(600)), "{s}");
+        assert!(s.ends_with("aaEND"), "{s}");
+        assert!(s.contains(" … [203 characters] … "), "{s}");
+        assert!(s.chars().count() < MAX_SHOWN + 40);
+    }
 
     #[test]
     fn a_prompt_line_may_be_a_json_string() {

@@ -233,6 +233,7 @@ impl<'a> Session<'a> {
             tool_call_id,
             reason: "claude:can_use_tool",
             message: ask_message(tool, &input),
+            edits: true,
             metadata: rec.request.expect("parsed").to_owned(),
             withdrawn: false,
             cli: input,
