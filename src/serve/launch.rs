@@ -232,7 +232,7 @@ pub(super) fn answer_error(
 /// The head of an SSE response.
 fn sse_head(cors: &str) -> String {
     format!(
-        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\nConnection: close\r\n\r\n"
     )
 }
 

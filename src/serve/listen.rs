@@ -35,6 +35,15 @@ const STOP_LIMIT: Duration = Duration::from_secs(4);
 /// What `Retry-After` says when every run slot is taken.
 const RETRY_AFTER_SECS: u32 = 5;
 
+/// A flag set by SIGINT, SIGTERM or SIGHUP, from now on.
+pub(super) fn stop_flag() -> io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in crate::base::interrupt::STOP_SIGNALS {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
 /// Takes connections until `stop` is set, then stops every run and
 /// connection ([`stop_all`]).
 pub(super) fn serve(

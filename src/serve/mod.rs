@@ -119,6 +119,10 @@ pub fn main(
     a: Config,
     check_run: impl Fn(Vec<std::ffi::OsString>) -> Result<(), clap::Error>,
 ) -> anyhow::Result<ExitCode> {
+    // First, before any start-up work: a stop signal from here on stops
+    // the server, even one that comes while it is starting.
+    let stop = listen::stop_flag()?;
+    crate::base::interrupt::release();
     let settings = match settings(&a) {
         Ok(s) => s,
         Err(msg) => return usage(&msg),
@@ -131,12 +135,9 @@ pub fn main(
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).with_context(|| format!("--listen {addr}"))?;
     let local = listener.local_addr()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in crate::base::interrupt::STOP_SIGNALS {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
     let session_dir = PrivateDir::new()?;
     let cli = a.cli;
+    let missing = cli_missing(cli, &a.run_options);
     let shared = Arc::new(Shared {
         cli,
         token: settings.token.map(String::into_bytes),
@@ -163,8 +164,38 @@ pub fn main(
         "agui-translate: serving {} on http://{local}/",
         cli.name()
     );
+    if let Some(warning) = missing {
+        let _ = writeln!(io::stderr(), "agui-translate: serve: warning: {warning}");
+    }
     listen::serve(listener, &stop, &shared)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why every run would fail with `cli_missing`, if it would: the CLI's
+/// program (`--cli` among the run options, its environment variable, or
+/// its name on PATH) is not there.
+fn cli_missing(cli: crate::dialect::Dialect, run_options: &[String]) -> Option<String> {
+    let own = run_options
+        .iter()
+        .take_while(|o| *o != "--")
+        .zip(run_options.iter().skip(1).map(Some).chain([None]))
+        .find_map(|(o, next)| match o.strip_prefix("--cli=") {
+            Some(path) => Some(path),
+            None => next.filter(|_| o == "--cli").map(String::as_str),
+        });
+    let exe = crate::process::spawn::executable(cli, own.map(Path::new));
+    let spec = cli.spec();
+    let missing = match exe {
+        Ok(exe) if exe.is_file() => return None,
+        Ok(exe) => format!("{} does not exist", exe.display()),
+        Err(name) => format!("no {} on PATH", name.display()),
+    };
+    Some(format!(
+        "{} is not installed ({missing}): every request will fail with cli_missing \
+         until it is (install it with `npm install -g {}`, or name it with `-- --cli PATH` \
+         or {})",
+        spec.program, spec.package, spec.env_var
+    ))
 }
 
 /// What the options come to, once checked.
