@@ -254,22 +254,7 @@ pub(super) fn stream_run(
         terminate(pid);
     }
     let done = Arc::new(AtomicBool::new(false));
-    let watcher = conn.try_clone().ok().map(|mut peer| {
-        let _ = peer.set_read_timeout(None);
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 512];
-            loop {
-                match peer.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-            }
-            if !done.load(Ordering::SeqCst) {
-                terminate(pid);
-            }
-        })
-    });
+    let watcher = watch_for_hangup(conn, pid, &done);
     let mut send = |bytes: &[u8]| {
         if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
             // The rest of the run is read and dropped, so that it can end.
@@ -300,11 +285,7 @@ pub(super) fn stream_run(
             streamed = Streamed::Waiting;
             break;
         }
-        let keep = (1..m.len().min(held.len() + 1))
-            .rev()
-            .find(|&k| held.ends_with(&m[..k]))
-            .unwrap_or(0);
-        let upto = held.len() - keep;
+        let upto = held.len() - marker_start(&held, m);
         send(&held[..upto]);
         held.drain(..upto);
     }
@@ -319,6 +300,40 @@ pub(super) fn stream_run(
         return Streamed::Ended;
     }
     streamed
+}
+
+/// A thread that reads the client's side of `conn` until it ends: a
+/// client that goes away before `done` ends the run `pid` at once, even
+/// while the run is quiet.
+fn watch_for_hangup(
+    conn: &TcpStream,
+    pid: u32,
+    done: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let mut peer = conn.try_clone().ok()?;
+    let _ = peer.set_read_timeout(None);
+    let done = done.clone();
+    Some(std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        loop {
+            match peer.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        if !done.load(Ordering::SeqCst) {
+            terminate(pid);
+        }
+    }))
+}
+
+/// How many bytes at the end of `held` may be the start of `marker` (and
+/// are held back until the next read tells).
+fn marker_start(held: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len().min(held.len() + 1))
+        .rev()
+        .find(|&k| held.ends_with(&marker[..k]))
+        .unwrap_or(0)
 }
 
 /// Writes all of `bytes` within `limit`, or fails: a reader that takes
@@ -355,6 +370,15 @@ pub(super) fn terminate(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_what_may_begin_the_marker_is_held_back() {
+        assert_eq!(marker_start(b"data: x\n\nMA", b"MARK"), 2);
+        assert_eq!(marker_start(b"data: MAMA", b"MARK"), 2);
+        assert_eq!(marker_start(b"data: x\n\n", b"MARK"), 0);
+        assert_eq!(marker_start(b"M", b"MARK"), 1);
+        assert_eq!(marker_start(b"", b"MARK"), 0);
+    }
 
     #[test]
     fn kept_options_are_spelt_as_the_command_line_does() {
