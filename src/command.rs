@@ -18,6 +18,12 @@ use crate::{jobs, run};
 
 /// Run the command the arguments name.
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    // The stop signals were held while the command line was read: `serve`
+    // lets them come once its handler is in place, the others at once (a
+    // stop signal then acts as it always did).
+    if !matches!(args.command, Some(Command::Serve(_))) {
+        crate::base::interrupt::release();
+    }
     match args.command {
         Some(Command::Run(run)) => run_cli(*run),
         Some(Command::Check(c)) => check(c),

@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use agui_translate::{cli, command};
 
 fn main() -> ExitCode {
+    // Until a command has its handlers in place, a stop signal waits
+    // rather than ending the process half-started (`command::main`).
+    agui_translate::base::interrupt::hold();
     match command::main(cli::parse()) {
         Ok(code) => code,
         // `| head`: the reader went away; that is not our failure.

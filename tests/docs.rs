@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
 use agui_translate::cli;
+
+mod common;
 use clap::Command;
 use clap_complete::Shell;
 
@@ -1668,4 +1670,67 @@ fn links_between_pages_resolve() {
         }
     }
     assert!(checked >= 10, "only {checked} links checked");
+}
+
+/// The event types of an SSE text, in order.
+fn sse_types(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| {
+            let ty = d.split("\"type\":\"").nth(1).unwrap_or("");
+            ty.split('"').next().unwrap_or("").to_owned()
+        })
+        .collect()
+}
+
+/// docs/serve.md's `curl` example, sent to a real `serve` (the stand-in
+/// CLI answering), gets a run: the events the page shows, from RUN_STARTED
+/// to RUN_FINISHED, on the thread and run it names.
+#[test]
+fn the_serve_page_s_curl_example_runs() {
+    let text = std::fs::read_to_string(root().join("docs/serve.md")).unwrap();
+    let blocks = fenced(&text, "sh");
+    let (line, body) = blocks
+        .iter()
+        .find(|(_, b)| b.first().is_some_and(|l| l.starts_with("curl -N")))
+        .expect("docs/serve.md has a `curl -N` example");
+    let shown = text
+        .split("```text\n")
+        .nth(1)
+        .and_then(|t| t.split("```").next())
+        .expect("the curl example's answer follows it");
+    if StdCommand::new("curl").arg("--version").output().is_err() {
+        skip(&format!("docs/serve.md:{line}"), "curl is not installed");
+        return;
+    }
+    let recording = root().join("testdata/claude/2.1.330/text-plain.jsonl");
+    let server = common::serve("claude", &[], &[("FAKE_REPLAY", &recording)]);
+    let cmd = body.join("\n").replace("127.0.0.1:8799", &server.addr);
+    let out = StdCommand::new("sh").arg("-c").arg(&cmd).output().unwrap();
+    let have = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "docs/serve.md:{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let types = sse_types(&have);
+    assert_eq!(
+        types.first().map(String::as_str),
+        Some("RUN_STARTED"),
+        "{have}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("RUN_FINISHED"),
+        "{have}"
+    );
+    assert_eq!(
+        types,
+        sse_types(shown),
+        "docs/serve.md:{line} shows other events than come"
+    );
+    assert!(
+        have.contains(r#""threadId":"thread-1","runId":"run-1""#),
+        "{have}"
+    );
 }

@@ -1172,3 +1172,140 @@ fn serve_opencode_resumes_its_session() {
     );
     assert!(resumed.ends_with("\nWhich word?\n"), "{resumed}");
 }
+
+#[test]
+fn a_stream_tells_a_proxy_not_to_buffer_it() {
+    let server = serve(
+        "claude",
+        &[],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/claude/2.1.330/text-plain.jsonl"),
+        )],
+    );
+    let answer = raw(
+        &server.addr,
+        &request(&server.addr, JSON, &body("t", "r", "Hello")),
+    );
+    assert_eq!(status(&answer), 200, "{answer}");
+    assert_eq!(header(&answer, "x-accel-buffering"), Some("no"), "{answer}");
+    assert!(answer.contains("RUN_FINISHED"), "{answer}");
+}
+
+/// `serve CLI ARGS`, its stderr read until it stops (SIGTERM after the
+/// address is printed).
+fn start_up_words(cli: &str, args: &[&str], path: &Path) -> String {
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("PATH", path)
+        .args(["serve", cli, "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp(&format!("words-state-{cli}")))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("serving"), "{first}");
+    // Whatever start-up says is said before a request can be served.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{rest}");
+    first + &rest
+}
+
+#[test]
+fn a_missing_cli_is_named_at_start_and_the_server_serves() {
+    let empty = tmp("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let said = start_up_words("claude", &[], &empty);
+    let warnings: Vec<&str> = said.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{said}");
+    for word in [
+        "claude",
+        "npm install -g @anthropic-ai/claude-code",
+        "cli_missing",
+    ] {
+        assert!(warnings[0].contains(word), "{word}: {said}");
+    }
+    let gone = tmp("no-such-cli");
+    let said = start_up_words("gemini", &["--", "--cli", gone.to_str().unwrap()], &empty);
+    assert!(
+        said.lines()
+            .any(|l| l.contains("warning") && l.contains(gone.to_str().unwrap())),
+        "{said}"
+    );
+    let fake = root().join("tests/fake/cli");
+    let said = start_up_words("claude", &["--", "--cli", fake.to_str().unwrap()], &empty);
+    assert!(!said.contains("warning"), "{said}");
+}
+
+/// Whether process `pid` has begun to run this program: Rust's start-up
+/// catches SIGSEGV (to report a stack overflow) before `main`, and a
+/// handler does not survive `exec`.
+fn has_started(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (libc::SIGSEGV - 1)) != 0)
+}
+
+/// SIGTERM at any moment of a server's first 60 ms, while it reads a large
+/// state directory, stops it as documented: exit status 0 within seconds.
+#[test]
+fn a_signal_while_starting_stops_the_server() {
+    let state = tmp("slow-start-state");
+    let dir = state.join("claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..6000 {
+        std::fs::write(dir.join(format!("junk-{i}.json")), "{}").unwrap();
+    }
+    for i in 0..20u64 {
+        let mut child = Command::new(BIN)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["serve", "claude", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(&state)
+            .args(["--", "--cli"])
+            .arg(root().join("tests/fake/cli"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The moments are counted from when the program runs: before its
+        // first instruction a SIGTERM ends it (the default action) and no
+        // code of its own can be asked to do otherwise.
+        while !has_started(child.id()) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let after = Duration::from_millis(i * 3);
+        std::thread::sleep(after);
+        // SAFETY: the server's own process id, not yet waited for.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(8);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let Some(status) = status else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("SIGTERM after {after:?}: the server still serves");
+        };
+        assert_eq!(status.code(), Some(0), "SIGTERM after {after:?}: {status}");
+    }
+}

@@ -58,6 +58,32 @@ pub fn install() -> io::Result<()> {
     Ok(())
 }
 
+/// Holds the stop signals: until [`release`], one that comes waits, neither
+/// acted on nor lost. For a command that installs its handlers only after
+/// work of its own (reading its command line first of all).
+pub fn hold() {
+    stop_signals_mask(libc::SIG_BLOCK);
+}
+
+/// Lets the stop signals come again, one held meanwhile first.
+pub fn release() {
+    stop_signals_mask(libc::SIG_UNBLOCK);
+}
+
+fn stop_signals_mask(how: libc::c_int) {
+    // SAFETY: a sigset_t filled by sigemptyset and sigaddset, and the
+    // calling thread's mask changed; neither call can fail with these
+    // arguments.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in STOP_SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
 /// The signal caught so far, if any.
 pub fn caught() -> Option<i32> {
     match CAUGHT.load(Ordering::SeqCst) {

@@ -74,7 +74,7 @@ impl Drop for TempFile {
 /// would be looked up from DIR instead); a bare name is looked up on PATH
 /// here too, so that `run` and `run --check` agree. `Err` holds the name
 /// that was not found.
-fn executable(cli: Dialect, cli_path: Option<&Path>) -> Result<PathBuf, PathBuf> {
+pub fn executable(cli: Dialect, cli_path: Option<&Path>) -> Result<PathBuf, PathBuf> {
     let exe = cli_path
         .map(Path::to_path_buf)
         .or_else(|| {

@@ -1,0 +1,299 @@
+//! A request's body read and checked: the AG-UI `RunAgentInput` it holds,
+//! of which a run needs the prompt (the last user message), the thread and
+//! run ids, the decisions it resumes with, and the AG-UI release of the
+//! client (`protocolVersion`).
+
+use std::borrow::Cow;
+use std::net::TcpStream;
+use std::time::Instant;
+
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::agui::AguiVersion;
+use crate::serve::http::{self, Head, Refused};
+use crate::serve::listen::{refuse, refuse_with};
+
+/// A request checked: what its run needs.
+pub(super) struct Request<'a> {
+    pub(super) input: RunAgentInput<'a>,
+    /// The text of the last user message, if it has any.
+    pub(super) prompt: Option<String>,
+    /// Whether the request carries decisions (a `resume` not empty).
+    pub(super) resuming: bool,
+}
+
+impl<'a> Request<'a> {
+    /// The request in `body`, or `None` when it is answered here as one
+    /// no run can take.
+    pub(super) fn check(conn: &mut TcpStream, cors: &str, body: &'a [u8]) -> Option<Self> {
+        let input: RunAgentInput = match serde_json::from_slice(body) {
+            Ok(i) => i,
+            Err(e) => {
+                let msg = format!("not an AG-UI RunAgentInput: {e}");
+                let _ = refuse_with(conn, cors, 400, &msg);
+                return None;
+            }
+        };
+        if !id_ok(&input.thread_id) || !input.run_id.as_deref().is_none_or(id_ok) {
+            let why = "threadId and runId must be 1 to 1024 bytes without control characters";
+            let _ = refuse(conn, cors, Refused(400, why));
+            return None;
+        }
+        let resuming = input.resume.is_some_and(|r| {
+            serde_json::from_str::<Vec<serde::de::IgnoredAny>>(r.get())
+                .map_or(true, |v| !v.is_empty())
+        });
+        let prompt = prompt_of(&input);
+        if prompt.is_none() && !resuming {
+            let _ = refuse(conn, cors, Refused(400, "no user message with text"));
+            return None;
+        }
+        Some(Request {
+            input,
+            prompt,
+            resuming,
+        })
+    }
+}
+
+/// The body of the request of `head`, read before `deadline`, or `None`
+/// when it is too large or does not come (the client is answered).
+pub(super) fn read_body(
+    conn: &mut TcpStream,
+    head: &mut Head,
+    cors: &str,
+    deadline: Instant,
+) -> Option<Vec<u8>> {
+    if head.content_length > MAX_BODY {
+        let why = "the request body is too large";
+        let _ = refuse(conn, cors, Refused(413, why));
+        return None;
+    }
+    match http::read_body(conn, head, deadline) {
+        Ok(body) => Some(body),
+        Err(r) => {
+            let _ = refuse(conn, cors, r);
+            None
+        }
+    }
+}
+
+/// A request body, at most (a long conversation of messages fits).
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// A thread or run id, at most (bytes).
+pub(super) const MAX_ID: usize = 1024;
+
+/// The parts of an AG-UI `RunAgentInput` a run needs, borrowed from the
+/// request body: nothing of a message is kept but the last user message's
+/// content, unparsed, so that a request costs little more than its body.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RunAgentInput<'a> {
+    pub(super) thread_id: String,
+    #[serde(default)]
+    pub(super) run_id: Option<String>,
+    #[serde(default, borrow)]
+    messages: LastUserContent<'a>,
+    /// Sent by 1.0 clients (`"1.0.0"`); 0.0 clients send none.
+    #[serde(default)]
+    protocol_version: Option<String>,
+    /// The decisions on the interrupts the thread's last run ended with.
+    #[serde(default, borrow)]
+    pub(super) resume: Option<&'a RawValue>,
+}
+
+/// Which AG-UI release a run writes for.
+#[derive(Clone, Copy)]
+pub(super) enum Version {
+    /// The one the request's client reads ([`client_version`]).
+    PerRequest,
+    /// `serve --agui-version`.
+    Forced(AguiVersion),
+    /// The run options say (`-- --agui-version`).
+    InRunOptions,
+}
+
+impl Version {
+    /// The release for `--agui-version` of the run of `input`; none when the
+    /// run options give it.
+    pub(super) fn of(self, input: Option<&RunAgentInput>) -> Option<AguiVersion> {
+        match self {
+            Version::PerRequest => Some(input.map_or(AguiVersion::V1_0, client_version)),
+            Version::Forced(v) => Some(v),
+            Version::InRunOptions => None,
+        }
+    }
+}
+
+/// The AG-UI release a request's client reads: 1.0 for a `protocolVersion`
+/// of 1 or later, the 0.0 shapes without one (or with a 0.x).
+fn client_version(input: &RunAgentInput) -> AguiVersion {
+    let major = input
+        .protocol_version
+        .as_deref()
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u64>().ok());
+    match major {
+        Some(m) if m >= 1 => AguiVersion::V1_0,
+        _ => AguiVersion::V0_0,
+    }
+}
+
+/// The content of the last message with role `user`.
+#[derive(Default)]
+struct LastUserContent<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Messages<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Messages<'a> {
+            type Value = LastUserContent<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of messages")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut last = None;
+                while let Some(m) = seq.next_element::<Message<'de>>()? {
+                    if m.role == "user" {
+                        last = m.content;
+                    }
+                }
+                Ok(LastUserContent(last))
+            }
+        }
+        d.deserialize_seq(Messages(std::marker::PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+}
+
+/// A part of a message's content (AG-UI `InputContent`).
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// The text of a content: a string, or the text parts of an array of parts,
+/// one per line.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Content;
+        impl<'de> Visitor<'de> for Content {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Text, E> {
+                Ok(Text(s.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
+                let mut text = String::new();
+                let mut first = true;
+                while let Some(p) = seq.next_element::<Part<'de>>()? {
+                    if let (Some("text"), Some(t)) = (p.kind.as_deref(), p.text) {
+                        if !std::mem::take(&mut first) {
+                            text.push('\n');
+                        }
+                        text.push_str(&t);
+                    }
+                }
+                Ok(Text(text))
+            }
+        }
+        d.deserialize_any(Content)
+    }
+}
+
+/// The prompt: the text of the last user message, if it has any.
+fn prompt_of(input: &RunAgentInput) -> Option<String> {
+    let Text(text) = serde_json::from_str(input.messages.0?.get()).ok()?;
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
+/// An id the runs and their CLIs can take: not empty, at most [`MAX_ID`]
+/// bytes, no control characters.
+pub(super) fn id_ok(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID && !id.chars().any(char::is_control)
+}
+
+/// Whether a `Content-Type` is JSON (`application/json`, parameters allowed).
+pub(super) fn is_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(json: &str) -> RunAgentInput<'_> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn the_prompt_is_the_last_user_message() {
+        let i = input(
+            r#"{"threadId":"t","runId":"r","messages":[
+                {"id":"1","role":"user","content":"first"},
+                {"id":"2","role":"assistant","content":"answer"},
+                {"id":"3","role":"user","content":[{"type":"text","text":"a"},{"type":"binary","mimeType":"image/png"},{"type":"text","text":"b"}]},
+                {"id":"4","role":"tool","content":"x","toolCallId":"c"}]}"#,
+        );
+        assert_eq!(prompt_of(&i).as_deref(), Some("a\nb"));
+        let none =
+            input(r#"{"threadId":"t","runId":"r","messages":[{"role":"user","content":"  "}]}"#);
+        assert_eq!(prompt_of(&none), None);
+    }
+
+    #[test]
+    fn the_client_s_release_is_told_by_protocol_version() {
+        let of = |extra: &str| {
+            client_version(&input(&format!(r#"{{"threadId":"t","runId":"r"{extra}}}"#)))
+        };
+        assert_eq!(of(""), AguiVersion::V0_0);
+        assert_eq!(of(r#","protocolVersion":"1.0.0""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"1.3""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"2.0.0""#), AguiVersion::V1_0);
+        assert_eq!(of(r#","protocolVersion":"0.0.59""#), AguiVersion::V0_0);
+        assert_eq!(of(r#","protocolVersion":"next""#), AguiVersion::V0_0);
+    }
+
+    #[test]
+    fn only_json_bodies_are_taken() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        for bad in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json5",
+            "",
+        ] {
+            assert!(!is_json(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_are_short_and_printable() {
+        assert!(id_ok("thread-1") && id_ok("-x") && id_ok(&"a".repeat(MAX_ID)));
+        for bad in ["", "a\0b", "a\nb", "\u{7f}"] {
+            assert!(!id_ok(bad), "{bad:?}");
+        }
+        assert!(!id_ok(&"a".repeat(MAX_ID + 1)));
+    }
+}

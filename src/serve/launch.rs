@@ -1,0 +1,403 @@
+//! A request's run: `agui-translate run` started by the spawner thread
+//! with the arguments serve gives it, the prompt written to it, and its
+//! events streamed to the client, whose going away ends it.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::agui::{AguiVersion, RawMode};
+use crate::serve::input::RunAgentInput;
+use crate::serve::listen::refuse_with;
+use crate::serve::waiting::{settle, SessionFile, Streamed, Waiting};
+use crate::serve::{Shared, TOKEN_VAR};
+
+/// How long a client may leave its stream unread (the socket's buffers
+/// full) before its run ends as on a disconnect.
+const STALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The thread that starts the runs. A run's parent-death signal comes when
+/// the thread that started it ends, not the server: a run that outlives
+/// its request (one that waits for decisions) is started by this thread,
+/// which lives as long as the server.
+pub(super) struct Spawner(
+    Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
+);
+
+impl Spawner {
+    pub(super) fn new() -> io::Result<Spawner> {
+        let (tx, rx) =
+            std::sync::mpsc::channel::<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>();
+        std::thread::Builder::new().spawn(move || {
+            for (mut cmd, back) in rx {
+                let _ = back.send(cmd.spawn());
+            }
+        })?;
+        Ok(Spawner(Mutex::new(tx)))
+    }
+
+    pub(super) fn spawn(&self, cmd: Command) -> io::Result<Child> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gone = || io::Error::other("the thread that starts runs has ended");
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .send((cmd, tx))
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
+    }
+}
+
+/// The arguments of the `agui-translate run` behind one request (the prompt
+/// comes on its stdin); `kept` are those of [`kept_args`]. Values are joined to their options with `=`, so
+/// that an id beginning with `-` is not taken for an option.
+pub(super) fn run_argv(
+    cli: crate::dialect::Dialect,
+    options: &[String],
+    thread: &str,
+    run: Option<&str>,
+    resume: Option<&str>,
+    session_file: &Path,
+    kept: Vec<std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut file = std::ffi::OsString::from("--session-file=");
+    file.push(session_file);
+    let mut v: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        cli.name().into(),
+        "-".into(),
+        "--format=sse".into(),
+        format!("--thread-id={thread}").into(),
+        file,
+    ];
+    // Without one, the run makes a fresh id of its own.
+    if let Some(r) = run {
+        v.push(format!("--run-id={r}").into());
+    }
+    if let Some(s) = resume {
+        v.push(format!("--resume={s}").into());
+    }
+    v.extend(kept);
+    v.extend(options.iter().map(Into::into));
+    v
+}
+
+/// The run options for what serve keeps of a thread and its client: the
+/// file of the thread's plan, the AG-UI release to write and the RAW events
+/// to send (each none when the run options say).
+pub(super) fn kept_args(
+    plan_file: &std::path::Path,
+    version: Option<AguiVersion>,
+    raw: Option<RawMode>,
+) -> Vec<std::ffi::OsString> {
+    // The values as the command line spells them.
+    fn name(v: impl clap::ValueEnum) -> std::ffi::OsString {
+        v.to_possible_value()
+            .map_or_else(Default::default, |p| p.get_name().into())
+    }
+    let mut v: Vec<std::ffi::OsString> = vec!["--plan-file".into(), plan_file.into()];
+    if let Some(version) = version {
+        v.extend(["--agui-version".into(), name(version)]);
+    }
+    if let Some(raw) = raw {
+        v.extend(["--raw".into(), name(raw)]);
+    }
+    v
+}
+
+/// A new run of `prompt` on the request's thread, resuming the thread's
+/// session if it has one, streamed to the client and then settled.
+pub(super) fn run_one(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    prompt: &str,
+    cors: &str,
+) {
+    let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
+    let file = SessionFile(shared.session_dir.join(n.to_string()));
+    let started = run_command(shared, input, &file.0).and_then(|cmd| shared.spawner.spawn(cmd));
+    let mut child = match started {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = refuse_with(conn, cors, 500, &format!("cannot start the run: {e}"));
+            return;
+        }
+    };
+    let pid = child.id();
+    shared.runs.lock().expect("not poisoned").insert(pid);
+    let mut stdin = child.stdin.take();
+    let stdout = child.stdout.take().expect("piped");
+    if let Some(pipe) = &mut stdin {
+        // A run that has already failed does not read it: its output says why.
+        let _ = if shared.ask {
+            // One line, the prompt as a JSON string: the decisions follow.
+            let line = serde_json::to_string(prompt).expect("a string");
+            writeln!(pipe, "{line}")
+        } else {
+            pipe.write_all(prompt.as_bytes())
+        };
+    }
+    if !shared.ask {
+        stdin = None;
+    }
+    let mut w = Waiting {
+        child,
+        stdin,
+        stdout,
+        file,
+        since: Instant::now(),
+    };
+    let streamed = stream_run(conn, pid, &mut w.stdout, cors, shared.ask);
+    settle(shared, &input.thread_id, w, streamed);
+}
+
+/// The command of the run of `input`: this program's `run`, with the
+/// thread's session to resume and `session_file` for the session it
+/// reports, its pipes, no token, and the server's death as its end.
+fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> io::Result<Command> {
+    let (resume, plan_file) = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        let resume = threads.session(&input.thread_id).map(str::to_owned);
+        (resume, threads.plan_file(&input.thread_id))
+    };
+    let mut argv = run_argv(
+        shared.cli,
+        &shared.run_options,
+        &input.thread_id,
+        input.run_id.as_deref(),
+        resume.as_deref(),
+        session_file,
+        kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
+    );
+    if shared.ask {
+        // After `run CLI -`, before the run options (which may end in `--`).
+        argv.insert(3, "--input-marker".into());
+    }
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(&argv)
+        // The token is the server's alone: not its runs', nor their CLIs'.
+        .env_remove(TOKEN_VAR)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec the closure makes only
+    // async-signal-safe calls (prctl, getppid).
+    unsafe {
+        cmd.pre_exec(move || {
+            // A server that dies, even by SIGKILL, cancels its runs.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
+/// A response that is one run ending in RUN_ERROR, made here (no CLI is
+/// started).
+pub(super) fn answer_error(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    cors: &str,
+    why: &str,
+    code: &str,
+) -> io::Result<()> {
+    let mut em = crate::agui::Emitter::new(
+        crate::agui::Format::Sse,
+        Some(input.thread_id.clone()),
+        input.run_id.clone(),
+    );
+    if let Some(v) = shared.version.of(Some(input)) {
+        em.set_version(v);
+    }
+    em.start_run(None, None);
+    em.fail_run(why, code, &[], None);
+    em.end_of_input(true);
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, em.output(), STALL_TIMEOUT)
+}
+
+/// The head of an SSE response.
+fn sse_head(cors: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\n{cors}Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// Copies the run's events to the client as they come. A client that goes
+/// away (seen by a read that ends, even while the run is quiet, or by a
+/// write that fails) or that leaves its stream unread for
+/// [`STALL_TIMEOUT`] ends the run as SIGTERM does. With `marker`, the
+/// run's [`MARKER`](crate::converse::ask::MARKER) ends the response (it is not
+/// sent): the run waits for the thread's next request.
+pub(super) fn stream_run(
+    conn: &mut TcpStream,
+    pid: u32,
+    out: &mut ChildStdout,
+    cors: &str,
+    marker: bool,
+) -> Streamed {
+    let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
+    if gone {
+        terminate(pid);
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = watch_for_hangup(conn, pid, &done);
+    let mut send = |bytes: &[u8]| {
+        if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
+            // The rest of the run is read and dropped, so that it can end.
+            gone = true;
+            terminate(pid);
+        }
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    // The end of the output that may be the start of the marker.
+    let mut held: Vec<u8> = Vec::new();
+    let mut streamed = Streamed::Ended;
+    loop {
+        let n = match out.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if !marker {
+            send(&buf[..n]);
+            continue;
+        }
+        held.extend_from_slice(&buf[..n]);
+        let m = crate::converse::ask::MARKER;
+        if held.ends_with(m) {
+            send(&held[..held.len() - m.len()]);
+            held.clear();
+            streamed = Streamed::Waiting;
+            break;
+        }
+        let upto = held.len() - marker_start(&held, m);
+        send(&held[..upto]);
+        held.drain(..upto);
+    }
+    send(&held);
+    // The watcher ends when the connection is shut down, after the run's
+    // session is kept (see `serve_one`).
+    done.store(true, Ordering::SeqCst);
+    drop(watcher);
+    if gone && streamed == Streamed::Waiting {
+        // No one took the response: the run is not kept waiting.
+        terminate(pid);
+        return Streamed::Ended;
+    }
+    streamed
+}
+
+/// A thread that reads the client's side of `conn` until it ends: a
+/// client that goes away before `done` ends the run `pid` at once, even
+/// while the run is quiet.
+fn watch_for_hangup(
+    conn: &TcpStream,
+    pid: u32,
+    done: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let mut peer = conn.try_clone().ok()?;
+    let _ = peer.set_read_timeout(None);
+    let done = done.clone();
+    Some(std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        loop {
+            match peer.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        if !done.load(Ordering::SeqCst) {
+            terminate(pid);
+        }
+    }))
+}
+
+/// How many bytes at the end of `held` may be the start of `marker` (and
+/// are held back until the next read tells).
+fn marker_start(held: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len().min(held.len() + 1))
+        .rev()
+        .find(|&k| held.ends_with(&marker[..k]))
+        .unwrap_or(0)
+}
+
+/// Writes all of `bytes` within `limit`, or fails: a reader that takes
+/// that long to take one piece of the stream has stopped reading (a write
+/// timeout alone would not see it, as the socket's buffers grow a little
+/// now and then).
+fn write_within(conn: &mut TcpStream, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !bytes.is_empty() {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or(io::ErrorKind::TimedOut)?;
+        conn.set_write_timeout(Some(left))?;
+        match conn.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// SIGTERM to one run (`agui-translate run` ends its CLI and the run).
+pub(super) fn terminate(pid: u32) {
+    // SAFETY: kill(2) with a process id this server started and has not
+    // yet waited for, so it cannot name another process.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_may_begin_the_marker_is_held_back() {
+        assert_eq!(marker_start(b"data: x\n\nMA", b"MARK"), 2);
+        assert_eq!(marker_start(b"data: MAMA", b"MARK"), 2);
+        assert_eq!(marker_start(b"data: x\n\n", b"MARK"), 0);
+        assert_eq!(marker_start(b"M", b"MARK"), 1);
+        assert_eq!(marker_start(b"", b"MARK"), 0);
+    }
+
+    #[test]
+    fn kept_options_are_spelt_as_the_command_line_does() {
+        let v = kept_args(
+            std::path::Path::new("p"),
+            Some(AguiVersion::V0_0),
+            Some(RawMode::Unknown),
+        );
+        assert_eq!(
+            v,
+            [
+                "--plan-file",
+                "p",
+                "--agui-version",
+                "0.0",
+                "--raw",
+                "unknown"
+            ]
+        );
+        assert_eq!(kept_args(std::path::Path::new("p"), None, None).len(), 2);
+    }
+}

@@ -1,0 +1,271 @@
+//! The listening loop: connections accepted, each a thread of its own, the
+//! clients still sending their request and the run slots counted, and the
+//! stop, which ends the runs and closes the connections.
+
+use std::io::{self, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::agui::code;
+use crate::serve::http::{self, Refused};
+use crate::serve::input::{self, Request};
+use crate::serve::launch::{self, terminate};
+use crate::serve::{access, waiting, Shared};
+
+/// Runs going at once; more requests are answered 503. Each holds a thread
+/// and a CLI: a bound that keeps a burst of requests from starting a CLI
+/// each.
+pub(super) const MAX_RUNS: usize = 32;
+
+/// Connections still sending their request, at most; more are answered 503
+/// at once. They hold no run slot, and each has [`REQUEST_TIMEOUT`].
+const MAX_PENDING: usize = 256;
+
+/// How long a client may take to send its whole request, head and body.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a stopped server waits for its runs' responses to finish, and
+/// then for its connections to close, before it exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+const STOP_LIMIT: Duration = Duration::from_secs(4);
+
+/// What `Retry-After` says when every run slot is taken.
+const RETRY_AFTER_SECS: u32 = 5;
+
+/// A flag set by SIGINT, SIGTERM or SIGHUP, from now on.
+pub(super) fn stop_flag() -> io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in crate::base::interrupt::STOP_SIGNALS {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
+/// Takes connections until `stop` is set, then stops every run and
+/// connection ([`stop_all`]).
+pub(super) fn serve(
+    listener: TcpListener,
+    stop: &AtomicBool,
+    shared: &Arc<Shared>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((conn, _)) => accept(conn, shared),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "agui-translate: serve: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    drop(listener);
+    stop_all(shared);
+    Ok(())
+}
+
+/// Stopped: every run ends as cancelled (each `run` passes it on to its
+/// CLI), and their responses are finished, for [`STOP_GRACE`]; requests
+/// still arriving are cut off at once, and whatever is left after
+/// [`STOP_LIMIT`] too.
+fn stop_all(shared: &Shared) {
+    let start = Instant::now();
+    shared.stopping.store(true, Ordering::SeqCst);
+    for pid in shared.runs.lock().expect("not poisoned").iter() {
+        terminate(*pid);
+    }
+    let close_all = |how| {
+        for conn in shared.open.lock().expect("not poisoned").values() {
+            let _ = conn.shutdown(how);
+        }
+    };
+    // A connection closed for reading still takes its response.
+    close_all(Shutdown::Read);
+    let open = || !shared.open.lock().expect("not poisoned").is_empty();
+    while open() && start.elapsed() < STOP_GRACE {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    close_all(Shutdown::Both);
+    while open() && start.elapsed() < STOP_LIMIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A new connection: a thread of its own, unless too many are still
+/// sending their requests.
+pub(super) fn accept(mut conn: TcpStream, shared: &Arc<Shared>) {
+    let _ = conn.set_nonblocking(false);
+    if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+        // Answered here, without waiting for the request: the loop that
+        // accepts connections must not wait on any one of them.
+        let body = br#"{"error":"too many requests at once"}"#;
+        let retry = format!("Retry-After: {RETRY_AFTER_SECS}\r\n");
+        let _ = conn.set_nonblocking(true);
+        let _ = http::respond(&mut conn, 503, &retry, "application/json", body);
+        let _ = conn.shutdown(Shutdown::Write);
+        return;
+    }
+    let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+    if let Ok(clone) = conn.try_clone() {
+        shared.open.lock().expect("not poisoned").insert(id, clone);
+    }
+    let worker = shared.clone();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        let mut pending = Pending(Some(&worker.pending));
+        serve_one(conn, &worker, &mut pending);
+        drop(pending);
+        worker.open.lock().expect("not poisoned").remove(&id);
+    });
+    if spawned.is_err() {
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+        shared.open.lock().expect("not poisoned").remove(&id);
+    }
+}
+
+/// A connection counted as still sending its request, until it has.
+struct Pending<'a>(Option<&'a AtomicUsize>);
+
+impl Pending<'_> {
+    fn done(&mut self) {
+        if let Some(n) = self.0.take() {
+            n.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// A run slot, given back when dropped.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl<'a> Slot<'a> {
+    /// A run slot, or `None` when every one is taken or the server stops
+    /// (the client is answered 503).
+    fn take(conn: &mut TcpStream, cors: &str, shared: &'a Shared) -> Option<Slot<'a>> {
+        if shared.running.fetch_add(1, Ordering::SeqCst) >= MAX_RUNS
+            || shared.stopping.load(Ordering::SeqCst)
+        {
+            shared.running.fetch_sub(1, Ordering::SeqCst);
+            let _ = refuse(conn, cors, Refused(503, "too many runs at once"));
+            return None;
+        }
+        Some(Slot(&shared.running))
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An error answer (JSON `{"error": …}`) and the connection closed.
+pub(super) fn refuse(
+    conn: &mut TcpStream,
+    cors: &str,
+    Refused(status, why): Refused,
+) -> io::Result<()> {
+    refuse_with(conn, cors, status, why)
+}
+
+pub(super) fn refuse_with(
+    conn: &mut TcpStream,
+    cors: &str,
+    status: u16,
+    why: &str,
+) -> io::Result<()> {
+    let body = serde_json::json!({ "error": why }).to_string();
+    let extra = match status {
+        401 => "WWW-Authenticate: Bearer\r\n".to_owned(),
+        503 => format!("Retry-After: {RETRY_AFTER_SECS}\r\n"),
+        _ => String::new(),
+    };
+    let sent = http::respond(
+        conn,
+        status,
+        &format!("{cors}{extra}"),
+        "application/json",
+        body.as_bytes(),
+    );
+    http::close(conn);
+    sent
+}
+
+/// One connection: its request read and checked, then its run, holding a
+/// run slot and its thread for as long as the run goes.
+fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    let mut head = match http::read_head(&mut conn, deadline) {
+        Ok(Some(head)) => head,
+        Ok(None) => return,
+        Err(r) => {
+            let _ = refuse(&mut conn, "", r);
+            return;
+        }
+    };
+    let Some(cors) = access::admit(&mut conn, &head, shared) else {
+        return;
+    };
+    let Some(body) = input::read_body(&mut conn, &mut head, &cors, deadline) else {
+        return;
+    };
+    pending.done();
+    let Some(request) = input::Request::check(&mut conn, &cors, &body) else {
+        return;
+    };
+    let Some(_slot) = Slot::take(&mut conn, &cors, shared) else {
+        return;
+    };
+    let thread = &request.input.thread_id;
+    if !shared
+        .busy
+        .lock()
+        .expect("not poisoned")
+        .insert(thread.clone())
+    {
+        let _ = refuse(
+            &mut conn,
+            &cors,
+            Refused(409, "this thread has a run going"),
+        );
+        return;
+    }
+    run_or_resume(&mut conn, shared, &request, &cors);
+    shared.busy.lock().expect("not poisoned").remove(thread);
+    // The response ends only now, with what the run leaves kept and the
+    // thread free: the client's next request on it resumes the session.
+    let _ = conn.shutdown(Shutdown::Both);
+}
+
+/// The run of a request: the thread's waiting run resumed with the
+/// request's decisions, or a new run of its prompt, or an error run when
+/// the request resumes what no run waits for.
+fn run_or_resume(conn: &mut TcpStream, shared: &Shared, request: &Request, cors: &str) {
+    let input = &request.input;
+    let waiting = shared
+        .waiting
+        .lock()
+        .expect("not poisoned")
+        .remove(&input.thread_id);
+    match (waiting, &request.prompt) {
+        (Some(w), _) => waiting::resume_run(conn, shared, input, w, cors),
+        (None, Some(prompt)) if !request.resuming => {
+            launch::run_one(conn, shared, input, prompt, cors);
+        }
+        (None, _) => {
+            let why = "nothing on this thread waits for a decision: the resume is stale (or names interrupts this server never made)";
+            let _ = launch::answer_error(conn, shared, input, cors, why, code::INVALID_RESUME);
+        }
+    }
+}

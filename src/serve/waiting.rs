@@ -1,0 +1,147 @@
+//! The keeper of waiting runs (`--approval ask`): a run that ends its
+//! response in interrupts is kept, its CLI alive, until its thread's next
+//! request resumes it with the decisions; a run that has ended is settled,
+//! its session kept for the thread.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout};
+use std::time::Instant;
+
+use crate::agui::code;
+use crate::serve::input::{id_ok, RunAgentInput, MAX_ID};
+use crate::serve::launch::{answer_error, stream_run, terminate};
+use crate::serve::listen::MAX_RUNS;
+use crate::serve::Shared;
+
+/// With `--approval ask`: runs kept waiting for their thread's decisions,
+/// at most; one more ends the longest waiting.
+pub(super) const MAX_WAITING: usize = MAX_RUNS;
+
+/// The session file of one run, removed when dropped.
+pub(super) struct SessionFile(pub(super) PathBuf);
+
+impl SessionFile {
+    /// The session id the run left, if any. The file is opened without
+    /// following a link, and only its start is read.
+    fn read(&self) -> Option<String> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&self.0)
+            .ok()?;
+        let mut session = String::new();
+        file.take(MAX_ID as u64 + 1)
+            .read_to_string(&mut session)
+            .ok()?;
+        id_ok(&session).then_some(session)
+    }
+}
+
+impl Drop for SessionFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A run: its process, the pipes to it, and its session file; kept, its
+/// process alive, while it waits for its thread's decisions (`--approval
+/// ask`).
+pub(super) struct Waiting {
+    pub(super) child: Child,
+    pub(super) stdin: Option<ChildStdin>,
+    pub(super) stdout: ChildStdout,
+    pub(super) file: SessionFile,
+    pub(super) since: Instant,
+}
+
+/// How a run's response ended.
+#[derive(PartialEq, Eq)]
+pub(super) enum Streamed {
+    /// The run's output ended.
+    Ended,
+    /// The run waits for the thread's next request.
+    Waiting,
+}
+
+/// The thread's next request to a run that waits for decisions: its
+/// `runId` and `resume` go to the run as one line (anything else of the
+/// request, such as the `role: "tool"` messages CopilotKit adds, is not
+/// the run's concern), and the run's output is this response. A run that
+/// has ended meanwhile (its approval timeout passed) is answered here.
+pub(super) fn resume_run(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    mut w: Waiting,
+    cors: &str,
+) {
+    let pid = w.child.id();
+    let mut line = serde_json::json!({ "runId": input.run_id });
+    if let Some(r) = input.resume {
+        line["resume"] = serde_json::from_str(r.get()).unwrap_or(serde_json::Value::Null);
+    }
+    let alive = matches!(w.child.try_wait(), Ok(None))
+        && w.stdin
+            .as_mut()
+            .is_some_and(|p| writeln!(p, "{line}").and_then(|()| p.flush()).is_ok());
+    if !alive {
+        let why = match w.child.wait().ok().and_then(|s| s.code()) {
+            Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => {
+                "the interrupts of this thread expired: no decision came within the approval timeout, so the tool calls were denied and the turn ended"
+            }
+            _ => "the run that waited for these decisions has ended: they are no longer pending",
+        };
+        let _ = answer_error(conn, shared, input, cors, why, code::INTERRUPT_EXPIRED);
+        settle(shared, &input.thread_id, w, Streamed::Ended);
+        return;
+    }
+    let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
+    settle(shared, &input.thread_id, w, streamed);
+}
+
+/// A run whose response has ended: kept if it waits for decisions (the
+/// longest waiting one ended if too many wait), else waited for, its
+/// session kept for the thread.
+pub(super) fn settle(shared: &Shared, thread: &str, mut w: Waiting, streamed: Streamed) {
+    if streamed == Streamed::Waiting {
+        let evicted = {
+            let mut waiting = shared.waiting.lock().expect("not poisoned");
+            let oldest = (waiting.len() >= MAX_WAITING)
+                .then(|| {
+                    waiting
+                        .iter()
+                        .min_by_key(|(_, w)| w.since)
+                        .map(|(t, _)| t.clone())
+                })
+                .flatten();
+            let evicted = oldest.and_then(|t| waiting.remove(&t).map(|w| (t, w)));
+            w.since = Instant::now();
+            waiting.insert(thread.to_owned(), w);
+            evicted
+        };
+        if let Some((t, w)) = evicted {
+            terminate(w.child.id());
+            settle(shared, &t, w, Streamed::Ended);
+        }
+        return;
+    }
+    drop(w.stdin.take());
+    let pid = w.child.id();
+    let _ = w.child.wait();
+    shared.runs.lock().expect("not poisoned").remove(&pid);
+    let session = w.file.read();
+    let kept = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .ran(thread, session.as_deref());
+    if let Err(e) = kept {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
+        );
+    }
+}
