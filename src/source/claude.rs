@@ -1602,6 +1602,12 @@ impl Claude {
                         self.tasks.snapshot(&id, em);
                     }
                 }
+                Some("text") if block.text.map(text_of).is_some_and(|t| is_interruption(&t)) => {
+                    // Claude Code's note to the model that the user
+                    // interrupted it: nothing the person typed.
+                    raw(em, line, self.flavor);
+                    whole = true;
+                }
                 Some("text") => {
                     let id = if texts == 0 {
                         uuid.clone()
@@ -2151,6 +2157,13 @@ fn member_span(json: &str, value: &str) -> Option<(usize, usize)> {
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
+/// Whether a user text is the note Claude Code writes for the model when
+/// the user interrupts it (`[Request interrupted by user]`, `… for tool
+/// use]`): the run's outcome says so; it is no message of the person's.
+fn is_interruption(text: &str) -> bool {
+    text.starts_with("[Request interrupted by user") && text.ends_with(']')
+}
+
 fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
     super::raw_record(em, line, flavor.source);
 }
