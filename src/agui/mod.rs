@@ -653,6 +653,15 @@ impl Emitter {
         }
     }
 
+    /// The line being translated is understood though it gives no event
+    /// but RAW (a record whose facts are already in the stream): with
+    /// `--raw unknown` its RAW is not written.
+    pub fn understood(&mut self) {
+        if self.line_start.is_some() {
+            self.translated += 1;
+        }
+    }
+
     /// The line begun last is translated. Its RAW events (`--raw unknown`)
     /// are written if RAW is the line's only trace, and dropped if it was
     /// also translated: if it gave any event but RAW and those that only

@@ -906,7 +906,11 @@ impl Claude {
                     // background task waking up): the run goes on. After a
                     // result with no background task, it is the next
                     // invocation (`--resume`): a new run on the same thread.
+                    // Its facts (the working folder, the tools, the
+                    // servers) are the first init's: not echoed again
+                    // under `--raw unknown`.
                     raw(em, line, self.flavor);
+                    em.understood();
                     return;
                 }
                 self.close_lanes(em);
@@ -2433,6 +2437,29 @@ mod tests {
     }
 
     /// In its control-protocol mode (`--permission-prompt-tool stdio`),
+    /// A second init of the session in a run repeats the first one's facts
+    /// (its working folder, tools and servers): RAW under `--raw all`, not
+    /// echoed under `--raw unknown`, which echoes the first init neither.
+    #[test]
+    fn a_second_init_in_a_run_is_not_echoed_under_raw_unknown() {
+        use crate::agui::RawMode;
+        let init = r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u","cwd":"/home/me/secret"}"#;
+        let input = [
+            init,
+            r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"hi"}]},"session_id":"s"}"#,
+            init,
+            r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s"}"#,
+        ];
+        let inits = |mode| {
+            events(&input, mode)
+                .iter()
+                .filter(|e| e["type"] == "RAW" && e["event"]["subtype"] == "init")
+                .count()
+        };
+        assert_eq!(inits(RawMode::All), 2);
+        assert_eq!(inits(RawMode::Unknown), 0);
+    }
+
     /// Claude Code asks its host before a tool runs: the question is a CUSTOM
     /// `approval_request` whose value is the request's fields with its id,
     /// and its withdrawal a CUSTOM `approval_cancel`. Their records are known
