@@ -187,14 +187,9 @@ cold_installs!(
     cold_install_13 cold_install_14 cold_install_15 cold_install_16
 );
 
-/// Runs the official AG-UI 1.0 checks on `files`: how many passed, and the
-/// failures.
-fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
-    verify_for(dir, "1.0", files)
-}
-
 /// Runs the checks of the official packages of AG-UI `version` (`1.0`, or
-/// `0.0` for @ag-ui/core and @ag-ui/client 0.0.59) on `files`.
+/// `0.0` for @ag-ui/core and @ag-ui/client 0.0.59) on `files`: how many
+/// passed, and the failures.
 fn verify_for(dir: &Path, version: &str, files: &[PathBuf]) -> (usize, Vec<String>) {
     let streams = files
         .iter()
@@ -243,7 +238,7 @@ fn verify_streams(
             for (name, bytes) in streams {
                 assert!(!name.contains(['\t', '\n']), "{name:?}");
                 // A closed pipe: node stopped, which its exit status tells.
-                if write!(stdin, "{name}\t{}\n", bytes.len()).is_err()
+                if writeln!(stdin, "{name}\t{}", bytes.len()).is_err()
                     || stdin.write_all(&bytes).is_err()
                 {
                     return sent;
@@ -509,30 +504,45 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
-    let out_dir = std::env::temp_dir().join(format!("agui-run-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
     let fake = root().join("tests/fake/cli");
-    let mut files = Vec::new();
-    let mut missing_clis = Vec::new();
-    let mut n = 0;
+    // The runs: the CLI, its arguments and the stand-in's environment, or
+    // `None` for the CLI missing from PATH. They run as their outputs are
+    // sent to the checks.
+    type Run = Option<(Vec<String>, Vec<(String, String)>)>;
+    let mut runs: Vec<(String, Run)> = Vec::new();
     let mut run = |cli: &str, args: &[&str], env: &[(&str, &str)]| {
-        n += 1;
-        let path = out_dir.join(format!("{n}-{cli}.ndjson"));
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        runs.push((cli.to_owned(), Some((args, env))));
+    };
+    let output = |n: usize, (cli, run): &(String, Run)| {
+        let Some((args, env)) = run else {
+            let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+                .env_clear()
+                .env("PATH", "/nonexistent")
+                .args(["run", cli, "hi"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(127));
+            return (format!("missing-{cli}.ndjson"), out.stdout);
+        };
         let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .args(["run", cli, "--cli"])
             .arg(&fake)
             .args(args)
-            .envs(env.iter().copied())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         assert!(
             !out.stdout.is_empty(),
             "run {cli} {args:?} {env:?}: no output"
         );
-        std::fs::write(&path, out.stdout).unwrap();
-        files.push(path);
+        (format!("{n}-{cli}.ndjson"), out.stdout)
     };
     const STATUSES: [&str; 8] = ["1", "41", "42", "53", "55", "143", "173", "244"];
     let mut recordings = Vec::new();
@@ -605,30 +615,22 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
             ],
         );
         run(cli, &["hi"], &[("FAKE_REPLAY", "/nonexistent")]);
-        let missing = out_dir.join(format!("missing-{cli}.ndjson"));
-        let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
-            .env_clear()
-            .env("PATH", "/nonexistent")
-            .args(["run", cli, "hi"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(127));
-        std::fs::write(&missing, out.stdout).unwrap();
-        missing_clis.push(missing);
     }
-    files.extend(missing_clis);
+    for cli in ["gemini", "codex", "claude"] {
+        runs.push((cli.to_owned(), None));
+    }
 
-    let (passed, failures) = verify(&dir, &files);
-    let _ = std::fs::remove_dir_all(&out_dir);
+    let outputs = runs.iter().enumerate().map(|(n, r)| output(n + 1, r));
+    let (passed, failures) = verify_streams(&dir, "1.0", "runs", runs.len(), outputs);
     assert!(
         failures.is_empty(),
         "{} of {} run outputs rejected by the official AG-UI checks:\n{}",
         failures.len(),
-        files.len(),
+        runs.len(),
         failures.join("\n")
     );
-    assert_eq!(passed, files.len());
-    assert!(files.len() > 500, "{} run outputs", files.len());
+    assert_eq!(passed, runs.len());
+    assert!(runs.len() > 500, "{} run outputs", runs.len());
 }
 
 /// Every way to spoil one JSON node: the values put in its place.
