@@ -582,9 +582,14 @@ fn partial_and_complete_claude_streams_agree() {
 }
 
 /// `--from auto` gives what naming the CLI gives, on every recording and on
-/// each recording cut after each of its first lines.
+/// each recording cut after each of its first lines: through the library
+/// for every cut (the detection is the translator's), and through the
+/// program for each dialect's first recording, whole.
 #[test]
 fn detection_matches_the_named_dialect() {
+    use agui_translate::dialect::FromCli;
+    use agui_translate::run::translate_bytes;
+    let mut through_the_program = std::collections::HashSet::new();
     for path in all_recordings() {
         let rel = path.strip_prefix(testdata("")).unwrap();
         let cli = rel
@@ -596,30 +601,38 @@ fn detection_matches_the_named_dialect() {
             .unwrap()
             .to_owned();
         let input = std::fs::read(&path).unwrap();
-        let ends: Vec<usize> = input
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b == b'\n')
-            .map(|(i, _)| i + 1)
+        let ends: Vec<usize> = memchr::memchr_iter(b'\n', &input)
+            .map(|i| i + 1)
             .take(5)
             .chain([input.len()])
             .collect();
         for end in ends {
-            let cut = input[..end].to_vec();
-            let named = cmd()
-                .args(["--from", &cli])
-                .write_stdin(cut.clone())
-                .output()
-                .unwrap();
-            let auto = cmd().write_stdin(cut).output().unwrap();
+            let cut = &input[..end];
+            let named = translate_bytes(FromCli::named(&cli).expect("a dialect"), cut);
+            let auto = translate_bytes(FromCli::Auto, cut);
             assert_eq!(
-                String::from_utf8_lossy(&auto.stdout),
-                String::from_utf8_lossy(&named.stdout),
+                String::from_utf8_lossy(&auto),
+                String::from_utf8_lossy(&named),
                 "{} cut at byte {end}",
                 rel.display()
             );
         }
+        if through_the_program.insert(cli.clone()) {
+            let named = cmd()
+                .args(["--from", &cli])
+                .write_stdin(input.clone())
+                .output()
+                .unwrap();
+            let auto = cmd().write_stdin(input).output().unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&auto.stdout),
+                String::from_utf8_lossy(&named.stdout),
+                "{}",
+                rel.display()
+            );
+        }
     }
+    assert!(through_the_program.len() >= 7, "{through_the_program:?}");
 }
 
 /// `--agui-version 0.0` reaches the writer in the filter, with `-j` and in

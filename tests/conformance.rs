@@ -187,37 +187,92 @@ cold_installs!(
     cold_install_13 cold_install_14 cold_install_15 cold_install_16
 );
 
-/// Runs the official AG-UI 1.0 checks on `files`: how many passed, and the
-/// failures.
-fn verify(dir: &Path, files: &[PathBuf]) -> (usize, Vec<String>) {
-    verify_for(dir, "1.0", files)
+/// Runs the checks of the official packages of AG-UI `version` (`1.0`, or
+/// `0.0` for @ag-ui/core and @ag-ui/client 0.0.59) on `files`: how many
+/// passed, and the failures.
+fn verify_for(dir: &Path, version: &str, files: &[PathBuf]) -> (usize, Vec<String>) {
+    let streams = files
+        .iter()
+        .map(|path| (path.display().to_string(), std::fs::read(path).unwrap()));
+    verify_streams(dir, version, "files", files.len(), streams)
 }
 
-/// Runs the checks of the official packages of AG-UI `version` (`1.0`, or
-/// `0.0` for @ag-ui/core and @ag-ui/client 0.0.59) on `files`.
-fn verify_for(dir: &Path, version: &str, files: &[PathBuf]) -> (usize, Vec<String>) {
+/// Runs the checks of AG-UI `version` on `count` named streams, made as
+/// they are sent: all go to one `verify.cjs --stdin`, which compiles the
+/// schemas once and checks each distinct event once. The verdicts name the
+/// streams (`OK NAME`, `FAIL NAME: ...`). Large batches say on the
+/// terminal how far they are.
+fn verify_streams(
+    dir: &Path,
+    version: &str,
+    unit: &'static str,
+    count: usize,
+    streams: impl Iterator<Item = (String, Vec<u8>)> + Send,
+) -> (usize, Vec<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new("node")
+        .arg(dir.join("verify.cjs"))
+        .args(["--agui-version", version, "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let progress = (count >= 100).then(|| {
+        let what = if version == "0.0" {
+            "conformance (AG-UI 0.0)"
+        } else {
+            "conformance"
+        };
+        common::Progress::new(what, count, unit)
+    });
     let mut failures = Vec::new();
     let mut passed = 0;
-    for chunk in files.chunks(400) {
-        let out = Command::new("node")
-            .arg(dir.join("verify.cjs"))
-            .args(["--agui-version", version])
-            .args(chunk)
-            .output()
-            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
-        let text = String::from_utf8_lossy(&out.stdout);
-        failures.extend(
-            text.lines()
-                .filter(|l| l.starts_with("FAIL"))
-                .map(str::to_owned),
-        );
-        passed += text.lines().filter(|l| l.starts_with("OK ")).count();
-        assert!(
-            out.status.success() || !failures.is_empty(),
-            "verify.cjs failed to run: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let mut sent = 0;
+    let mut said = String::new();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || {
+            for (name, bytes) in streams {
+                assert!(!name.contains(['\t', '\n']), "{name:?}");
+                // A closed pipe: node stopped, which its exit status tells.
+                if writeln!(stdin, "{name}\t{}", bytes.len()).is_err()
+                    || stdin.write_all(&bytes).is_err()
+                {
+                    return sent;
+                }
+                sent += 1;
+            }
+            sent
+        });
+        let reader = scope.spawn(|| {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
+        for line in stdout.lines() {
+            let line = line.unwrap();
+            if line.starts_with("FAIL") {
+                failures.push(line);
+            } else if line.starts_with("OK ") {
+                passed += 1;
+            } else {
+                continue;
+            }
+            if let Some(p) = &progress {
+                p.add(1);
+            }
+        }
+        sent = writer.join().unwrap();
+        said = reader.join().unwrap();
+    });
+    let status = child.wait().unwrap();
+    assert!(
+        (status.success() || !failures.is_empty()) && passed + failures.len() == sent,
+        "verify.cjs failed to run ({status}, {passed} passed of {sent} sent): {said}"
+    );
     (passed, failures)
 }
 
@@ -248,25 +303,26 @@ fn outputs_pass_the_official_ag_ui_checks() {
     let goldens = files.len();
 
     // Each recording cut at every line end, and hostile inputs.
-    let out_dir = std::env::temp_dir().join(format!("agui-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
     let mut recordings = Vec::new();
     files_under(&root().join("testdata"), ".jsonl", &mut recordings);
     recordings.sort();
-    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
-    for path in &recordings {
-        let data = std::fs::read(path).unwrap();
+    let datas: Vec<Vec<u8>> = recordings
+        .iter()
+        .map(|path| std::fs::read(path).unwrap())
+        .collect();
+    let mut inputs: Vec<(String, &[u8])> = Vec::new();
+    for (path, data) in recordings.iter().zip(&datas) {
         let name = path
             .strip_prefix(root())
             .unwrap()
             .to_str()
             .unwrap()
             .replace('/', "_");
-        for (i, _) in data.iter().enumerate().filter(|(_, &b)| b == b'\n') {
-            inputs.push((format!("{name}-cut{i}"), data[..=i].to_vec()));
+        for i in memchr::memchr_iter(b'\n', data) {
+            inputs.push((format!("{name}-cut{i}"), &data[..=i]));
         }
         // And in the middle of its last line.
-        inputs.push((format!("{name}-mid"), data[..data.len() * 2 / 3].to_vec()));
+        inputs.push((format!("{name}-mid"), &data[..data.len() * 2 / 3]));
     }
     let hostile: [(&str, &[u8]); 7] = [
         ("garbage", b"\x00\xff\xfe binary garbage\n{not json\n"),
@@ -278,29 +334,33 @@ fn outputs_pass_the_official_ag_ui_checks() {
         ("app-server-cut", b"{\"id\":0,\"result\":{}}\n{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t\",\"turn\":{\"id\":\"u\"}}}\n{\"method\":\"item/started\",\"params\":{\"item\":{\"type\":\"commandExecution\",\"id\":\"c\",\"command\":\"ls\"}}}\n{\"method\":\"item/reasoning/summaryTextDelta\",\"params\":{\"itemId\":\"r\",\"delta\":\"hm\"}}\n{\"method\":\"item/agentMessage/delta\",\"params\":{\"itemId\":\"m\",\"delta\":\"cut\"}}\n{\"method\":\"item/tool/call\",\"id\":1,\"params\":{}}\n"),
     ];
     for (name, input) in hostile {
-        inputs.push((name.to_owned(), input.to_vec()));
+        inputs.push((name.to_owned(), input));
     }
-    for (name, input) in &inputs {
-        let path = out_dir.join(format!("{name}.ndjson"));
-        std::fs::write(&path, translate_bytes(FromCli::Auto, input)).unwrap();
-        files.push(path);
-    }
-
-    let (passed, failures) = verify(&dir, &files);
-    let _ = std::fs::remove_dir_all(&out_dir);
+    // The goldens as they are, then each input's output, translated as it
+    // is sent.
+    let streams = files.len() + inputs.len();
+    let goldens_sent = files
+        .iter()
+        .map(|path| (path.display().to_string(), std::fs::read(path).unwrap()));
+    let outputs = inputs.iter().map(|(name, input)| {
+        (
+            format!("{name}.ndjson"),
+            translate_bytes(FromCli::Auto, input),
+        )
+    });
+    let (passed, failures) =
+        verify_streams(&dir, "1.0", "streams", streams, goldens_sent.chain(outputs));
     report(&files[..goldens], &failures);
     assert!(
         failures.is_empty(),
-        "{} of {} streams rejected by the official AG-UI checks:\n{}",
+        "{} of {streams} streams rejected by the official AG-UI checks:\n{}",
         failures.len(),
-        files.len(),
         failures.join("\n")
     );
-    assert_eq!(passed, files.len());
+    assert_eq!(passed, streams);
     assert!(
-        goldens > 50 && files.len() > 500,
-        "{goldens} goldens, {} streams",
-        files.len()
+        goldens > 50 && streams > 500,
+        "{goldens} goldens, {streams} streams"
     );
 }
 
@@ -444,30 +504,45 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
-    let out_dir = std::env::temp_dir().join(format!("agui-run-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
     let fake = root().join("tests/fake/cli");
-    let mut files = Vec::new();
-    let mut missing_clis = Vec::new();
-    let mut n = 0;
+    // The runs: the CLI, its arguments and the stand-in's environment, or
+    // `None` for the CLI missing from PATH. They run as their outputs are
+    // sent to the checks.
+    type Run = Option<(Vec<String>, Vec<(String, String)>)>;
+    let mut runs: Vec<(String, Run)> = Vec::new();
     let mut run = |cli: &str, args: &[&str], env: &[(&str, &str)]| {
-        n += 1;
-        let path = out_dir.join(format!("{n}-{cli}.ndjson"));
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        runs.push((cli.to_owned(), Some((args, env))));
+    };
+    let output = |n: usize, (cli, run): &(String, Run)| {
+        let Some((args, env)) = run else {
+            let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+                .env_clear()
+                .env("PATH", "/nonexistent")
+                .args(["run", cli, "hi"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(127));
+            return (format!("missing-{cli}.ndjson"), out.stdout);
+        };
         let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .args(["run", cli, "--cli"])
             .arg(&fake)
             .args(args)
-            .envs(env.iter().copied())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         assert!(
             !out.stdout.is_empty(),
             "run {cli} {args:?} {env:?}: no output"
         );
-        std::fs::write(&path, out.stdout).unwrap();
-        files.push(path);
+        (format!("{n}-{cli}.ndjson"), out.stdout)
     };
     const STATUSES: [&str; 8] = ["1", "41", "42", "53", "55", "143", "173", "244"];
     let mut recordings = Vec::new();
@@ -540,30 +615,22 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
             ],
         );
         run(cli, &["hi"], &[("FAKE_REPLAY", "/nonexistent")]);
-        let missing = out_dir.join(format!("missing-{cli}.ndjson"));
-        let out = Command::new(env!("CARGO_BIN_EXE_agui-translate"))
-            .env_clear()
-            .env("PATH", "/nonexistent")
-            .args(["run", cli, "hi"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(127));
-        std::fs::write(&missing, out.stdout).unwrap();
-        missing_clis.push(missing);
     }
-    files.extend(missing_clis);
+    for cli in ["gemini", "codex", "claude"] {
+        runs.push((cli.to_owned(), None));
+    }
 
-    let (passed, failures) = verify(&dir, &files);
-    let _ = std::fs::remove_dir_all(&out_dir);
+    let outputs = runs.iter().enumerate().map(|(n, r)| output(n + 1, r));
+    let (passed, failures) = verify_streams(&dir, "1.0", "runs", runs.len(), outputs);
     assert!(
         failures.is_empty(),
         "{} of {} run outputs rejected by the official AG-UI checks:\n{}",
         failures.len(),
-        files.len(),
+        runs.len(),
         failures.join("\n")
     );
-    assert_eq!(passed, files.len());
-    assert!(files.len() > 500, "{} run outputs", files.len());
+    assert_eq!(passed, runs.len());
+    assert!(runs.len() > 500, "{} run outputs", runs.len());
 }
 
 /// Every way to spoil one JSON node: the values put in its place.
@@ -726,16 +793,14 @@ fn check_agrees_with_the_official_checks() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
-    let out_dir = std::env::temp_dir().join(format!("agui-check-agree-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
     let bases = [
         "testdata/check/every-event.ndjson",
         "testdata/check/interrupt.ndjson",
         "testdata/codex/0.44.0/parallel.expected.ndjson",
         "testdata/claude/2.1.328/a-text-partial.expected.ndjson",
     ];
-    let mut files = Vec::new();
-    let mut ours = Vec::new();
+    // (name, text, check's verdict) of every mutant.
+    let mut mutated = Vec::new();
     for (b, base) in bases.iter().enumerate() {
         let text = std::fs::read_to_string(root().join(base)).unwrap();
         assert!(
@@ -743,45 +808,38 @@ fn check_agrees_with_the_official_checks() {
             "{base}"
         );
         for (i, m) in mutants(&text).into_iter().enumerate() {
-            let path = out_dir.join(format!("{b}-{i}.ndjson"));
-            std::fs::write(&path, &m).unwrap();
-            ours.push(agui_translate::check::check_bytes(m.as_bytes()));
-            files.push(path);
+            let verdict = agui_translate::check::check_bytes(m.as_bytes());
+            mutated.push((format!("mutant-{b}-{i}"), m, verdict));
         }
     }
-    let (_, failures) = verify(&dir, &files);
-    let failing: std::collections::HashSet<&str> = failures
+    let streams = mutated
         .iter()
-        .filter_map(|f| f.strip_prefix("FAIL ")?.split_once(": ").map(|(p, _)| p))
+        .map(|(name, text, _)| (name.clone(), text.as_bytes().to_vec()));
+    let (_, failures) = verify_streams(&dir, "1.0", "mutants", mutated.len(), streams);
+    let failing: std::collections::HashMap<&str, &str> = failures
+        .iter()
+        .filter_map(|f| f.strip_prefix("FAIL ")?.split_once(": "))
         .collect();
     let mut disagreements = Vec::new();
     let mut invalid = 0;
-    for (path, verdict) in files.iter().zip(&ours) {
-        let official_ok = !failing.contains(path.to_str().unwrap());
-        invalid += usize::from(!official_ok);
-        if official_ok != verdict.is_ok() {
-            let text = std::fs::read_to_string(path).unwrap();
-            let official = failures
-                .iter()
-                .find(|f| f.starts_with(&format!("FAIL {}:", path.display())))
-                .map_or("OK", String::as_str);
+    for (name, text, verdict) in &mutated {
+        let official = failing.get(name.as_str());
+        invalid += usize::from(official.is_some());
+        if official.is_none() != verdict.is_ok() {
             disagreements.push(format!(
-                "{}\n  official: {official}\n  check: {:?}\n{text}",
-                path.display(),
+                "{name}\n  official: {}\n  check: {:?}\n{text}",
+                official.map_or("OK".to_owned(), |why| format!("FAIL {name}: {why}")),
                 verdict
                     .as_ref()
                     .map_err(|v| v.iter().map(ToString::to_string).collect::<Vec<_>>())
             ));
         }
     }
-    if disagreements.is_empty() {
-        let _ = std::fs::remove_dir_all(&out_dir);
-    }
     assert!(
         disagreements.is_empty(),
         "{} of {} verdicts differ:\n{}",
         disagreements.len(),
-        files.len(),
+        mutated.len(),
         disagreements
             .iter()
             .take(20)
@@ -790,9 +848,9 @@ fn check_agrees_with_the_official_checks() {
             .join("\n")
     );
     assert!(
-        files.len() > 2000 && invalid > 1000,
+        mutated.len() > 2000 && invalid > 1000,
         "{} mutants, {invalid} invalid",
-        files.len()
+        mutated.len()
     );
 }
 

@@ -154,3 +154,46 @@ pub fn answer_for(sent: &[serde_json::Value], id: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no answer for {id} in {sent:?}"))["response"]["response"]
         .clone()
 }
+
+/// Progress of a long test, on the terminal: `cargo test` shows what a
+/// test writes to the process's stderr (only the `eprintln!` family is
+/// captured), so a slow test is told from a hung one. A line at the start
+/// (`conformance: 0/7600 streams`), then one at each further tenth.
+pub struct Progress {
+    what: &'static str,
+    unit: &'static str,
+    total: usize,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+impl Progress {
+    pub fn new(what: &'static str, total: usize, unit: &'static str) -> Progress {
+        let p = Progress {
+            what,
+            unit,
+            total,
+            done: std::sync::atomic::AtomicUsize::new(0),
+        };
+        p.say(0);
+        p
+    }
+
+    /// `n` more are done.
+    pub fn add(&self, n: usize) {
+        let before = self.done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        let tenth = |k: usize| k * 10 / self.total.max(1);
+        if n > 0 && tenth(before) != tenth(before + n) {
+            self.say(before + n);
+        }
+    }
+
+    fn say(&self, done: usize) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: {done}/{} {}",
+            self.what,
+            self.total,
+            self.unit
+        );
+    }
+}

@@ -22,9 +22,18 @@
 //   3. ourRules, as for 1.0.
 //
 //   node verify.cjs [--agui-version 0.0] FILE.ndjson...
+//   node verify.cjs [--agui-version 0.0] --stdin
 //
 // Prints one line per file (OK or FAIL with the reasons) and exits 1 if any
-// file fails.
+// file fails. With --stdin, the streams come on standard input instead of
+// from files, each as a line `NAME<TAB>LENGTH` and then LENGTH bytes, and
+// each verdict names the stream: one process checks thousands of streams.
+//
+// The checks of one event alone (the schema, enforceEvents on that event)
+// depend on its text only, and the streams of a sweep (a recording cut at
+// every line) share most of their lines: each distinct line is checked
+// once per process and its verdict remembered. The checks of a whole stream
+// run on every stream.
 "use strict";
 const fs = require("fs");
 const { from, of, lastValueFrom } = require("rxjs");
@@ -45,13 +54,13 @@ function quietly(fn) {
 
 // The events of `file`, each with its line number; what is not JSON goes
 // into `problems`.
-function read(file, problems) {
+function read(text, problems) {
   const events = [];
-  const lines = fs.readFileSync(file, "utf8").split("\n");
+  const lines = text.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
   lines.forEach((text, i) => {
     try {
-      events.push({ line: i + 1, ev: JSON.parse(text) });
+      events.push({ line: i + 1, ev: JSON.parse(text), key: text });
     } catch (e) {
       problems.push(`line ${i + 1}: not JSON (${e.message})`);
     }
@@ -59,21 +68,37 @@ function read(file, problems) {
   return events;
 }
 
-function verify(file) {
-  const schemas = require("@ag-ui/core/schemas");
-  const client = require("@ag-ui/client");
-  const problems = [];
-  const events = [];
-  for (const { line, ev } of read(file, problems)) {
+// What the checks of one event alone found, by the event's text: `null`
+// for a schema rejection (with the reasons in `said`), else what
+// enforceEvents said about it (nothing for a good event).
+const seen10 = new Map();
+
+// The checks of one event alone, for AG-UI 1.0: [accepted, what was said].
+function eventAlone10(ev, key) {
+  let found = seen10.get(key);
+  if (found === undefined) {
+    const schemas = require("@ag-ui/core/schemas");
+    const client = require("@ag-ui/client");
     const parsed = schemas.EventSchema.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
-      problems.push(`line ${line}: ${ev && ev.type}: rejected by the schema: ${issues}`);
-      continue;
+      found = [false, [`rejected by the schema: ${issues}`]];
+    } else {
+      found = [true, quietly(() => of(ev).pipe(client.enforceEvents()).subscribe({ error() {} }))];
     }
-    const said = quietly(() => of(ev).pipe(client.enforceEvents()).subscribe({ error() {} }));
-    for (const s of said) problems.push(`line ${line}: ${ev.type}: ${s}`);
-    events.push({ line, ev });
+    seen10.set(key, found);
+  }
+  return found;
+}
+
+function verify(text) {
+  const client = require("@ag-ui/client");
+  const problems = [];
+  const events = [];
+  for (const { line, ev, key } of read(text, problems)) {
+    const [accepted, said] = eventAlone10(ev, key);
+    for (const s of said) problems.push(`line ${line}: ${ev && ev.type}: ${s}`);
+    if (accepted) events.push({ line, ev });
   }
   if (events.length === 0) problems.push("no events");
   let at = null;
@@ -175,22 +200,39 @@ function canonical(v) {
 }
 
 // The checks of an AG-UI 0.0.59 client (see the top of this file).
-async function verify00(file) {
-  const core = require("@ag-ui/core-0.0");
-  const client = require("@ag-ui/client-0.0");
-  const problems = [];
-  const events = [];
-  for (const { line, ev } of read(file, problems)) {
+// As `seen10`, for the 0.0 schema: [the parsed event as JSON, or null
+// for a rejection; what was found].
+const seen00 = new Map();
+
+function eventAlone00(ev, key) {
+  let found = seen00.get(key);
+  if (found === undefined) {
+    const core = require("@ag-ui/core-0.0");
     const parsed = core.EventSchemas.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
-      problems.push(`line ${line}: ${ev && ev.type}: rejected by the 0.0 schema: ${issues}`);
-      continue;
+      found = [null, [`rejected by the 0.0 schema: ${issues}`]];
+    } else {
+      const changed = canonical(parsed.data) !== canonical(ev);
+      found = [
+        JSON.stringify(parsed.data),
+        changed ? [`the 0.0 schema changes it to ${canonical(parsed.data)}`] : [],
+      ];
     }
-    if (canonical(parsed.data) !== canonical(ev)) {
-      problems.push(`line ${line}: ${ev.type}: the 0.0 schema changes it to ${canonical(parsed.data)}`);
-    }
-    events.push({ line, ev: parsed.data });
+    seen00.set(key, found);
+  }
+  return found;
+}
+
+async function verify00(text) {
+  const client = require("@ag-ui/client-0.0");
+  const problems = [];
+  const events = [];
+  for (const { line, ev, key } of read(text, problems)) {
+    const [parsed, said] = eventAlone00(ev, key);
+    for (const s of said) problems.push(`line ${line}: ${ev && ev.type}: ${s}`);
+    // A fresh copy for each stream: the client's apply step may change it.
+    if (parsed !== null) events.push({ line, ev: JSON.parse(parsed) });
   }
   if (events.length === 0) problems.push("no events");
   let at = null;
@@ -218,28 +260,61 @@ async function verify00(file) {
   return { problems, warnings: said };
 }
 
-async function main() {
-  let files = process.argv.slice(2);
-  let check = verify;
-  if (files[0] === "--agui-version") {
-    if (files[1] === "0.0") check = verify00;
-    else if (files[1] !== "1.0") throw new Error(`unknown AG-UI version ${files[1]}`);
-    files = files.slice(2);
-  }
-  let failed = 0;
-  for (const file of files) {
-    const found = await check(file);
-    const { problems, warnings } = Array.isArray(found) ? { problems: found, warnings: [] } : found;
-    for (const w of warnings) console.log(`WARN ${file}: ${w}`);
-    if (problems.length === 0) {
-      console.log(`OK ${file}`);
-    } else {
-      failed++;
-      console.log(`FAIL ${file}: ${problems.slice(0, 5).join(" | ")}`);
+// The streams framed on standard input (see the top of this file), as
+// [name, text] pairs, one at a time.
+async function* framed(input) {
+  let buf = Buffer.alloc(0);
+  let want = null; // [name, length] of the stream being read
+  for await (const chunk of input) {
+    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    for (;;) {
+      if (want === null) {
+        const nl = buf.indexOf(10);
+        if (nl < 0) break;
+        const [name, length] = buf.subarray(0, nl).toString("utf8").split("\t");
+        want = [name, Number(length)];
+        buf = buf.subarray(nl + 1);
+      }
+      if (buf.length < want[1]) break;
+      yield [want[0], buf.subarray(0, want[1]).toString("utf8")];
+      buf = buf.subarray(want[1]);
+      want = null;
     }
   }
-  console.log(`${files.length - failed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
+  if (want !== null || buf.length) throw new Error("standard input ends inside a stream");
+}
+
+async function* files(names) {
+  for (const name of names) yield [name, fs.readFileSync(name, "utf8")];
+}
+
+async function main() {
+  let args = process.argv.slice(2);
+  let check = verify;
+  if (args[0] === "--agui-version") {
+    if (args[1] === "0.0") check = verify00;
+    else if (args[1] !== "1.0") throw new Error(`unknown AG-UI version ${args[1]}`);
+    args = args.slice(2);
+  }
+  const streams = args[0] === "--stdin" ? framed(process.stdin) : files(args);
+  let failed = 0;
+  let total = 0;
+  const out = [];
+  for await (const [name, text] of streams) {
+    total++;
+    const found = await check(text);
+    const { problems, warnings } = Array.isArray(found) ? { problems: found, warnings: [] } : found;
+    for (const w of warnings) out.push(`WARN ${name}: ${w}\n`);
+    if (problems.length === 0) {
+      out.push(`OK ${name}\n`);
+    } else {
+      failed++;
+      out.push(`FAIL ${name}: ${problems.slice(0, 5).join(" | ")}\n`);
+    }
+    if (out.length >= 64) process.stdout.write(out.splice(0).join(""));
+  }
+  out.push(`${total - failed} passed, ${failed} failed\n`);
+  process.stdout.write(out.join(""), () => process.exit(failed ? 1 : 0));
 }
 
 main();
