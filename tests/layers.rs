@@ -387,7 +387,6 @@ const LONG_FNS: &[(&str, &str)] = &[
     ("process/spawn.rs", "main"),
     ("source/codex.rs", "legacy"),
     ("agui/wire.rs", "event_open_for"),
-    ("source/copilot.rs", "record"),
 ];
 
 /// Every function of `src` (stripped of comments and strings, lines kept):
