@@ -385,7 +385,6 @@ const MAX_FN_LINES: usize = 150;
 /// split, never added to.
 const LONG_FNS: &[(&str, &str)] = &[
     ("process/spawn.rs", "main"),
-    ("agui/wire.rs", "event_open_for"),
 ];
 
 /// Every function of `src` (stripped of comments and strings, lines kept):
