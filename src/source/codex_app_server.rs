@@ -1056,73 +1056,9 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
         || it.success.is_some_and(|s| s.get() == "false");
     let is_error = failed.then_some(MetaValue::Bool(true));
     match kind {
-        "commandExecution" => {
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("exitCode", it.exit_code.map(MetaValue::Json)),
-                ("durationMs", it.duration_ms.map(MetaValue::Json)),
-                ("isError", is_error),
-            ];
-            let decoded;
-            let content = match it.aggregated_output {
-                None => Content::Text(""),
-                Some(out) if out.get() == "null" => Content::Text(""),
-                Some(out) => match json::literal(out) {
-                    Some(lit) => Content::Parts(lit),
-                    None => {
-                        decoded = text_of(out);
-                        Content::Text(&decoded)
-                    }
-                },
-            };
-            em.tool_result(id, content, &meta);
-        }
-        "fileChange" => {
-            let mut text = String::new();
-            let changes: Vec<FileUpdateChange> = it
-                .changes
-                .and_then(|c| serde_json::from_str(c.get()).ok())
-                .unwrap_or_default();
-            for c in &changes {
-                let kind = c.kind.as_ref().and_then(|k| k.kind.as_deref());
-                let _ = writeln!(
-                    text,
-                    "{} {}",
-                    kind.unwrap_or("?"),
-                    c.path.as_deref().unwrap_or("?")
-                );
-            }
-            text.push_str(status.unwrap_or("completed"));
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("isError", is_error),
-            ];
-            em.tool_result(id, Content::Text(&text), &meta);
-        }
-        "mcpToolCall" => {
-            let err_msg = it
-                .error
-                .and_then(|e| serde_json::from_str::<Option<ErrorMessage>>(e.get()).ok())
-                .flatten()
-                .and_then(|e| e.message);
-            let result = it.result.filter(|r| r.get() != "null");
-            let structured = result.and_then(structured_content);
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("isError", is_error),
-                (
-                    "error",
-                    it.error.filter(|e| e.get() != "null").map(MetaValue::Json),
-                ),
-                ("structuredContent", structured.map(MetaValue::Json)),
-                ("durationMs", it.duration_ms.map(MetaValue::Json)),
-            ];
-            match (result.and_then(mcp_content), err_msg) {
-                (Some(c), _) => c.result(em, id, &meta),
-                (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
-                (None, None) => em.tool_result(id, Content::Text(""), &meta),
-            }
-        }
+        "commandExecution" => command_result(id, it, status, is_error, em),
+        "fileChange" => file_change_result(id, it, status, is_error, em),
+        "mcpToolCall" => mcp_result(id, it, status, is_error, em),
         "webSearch" => {
             let meta = [
                 ("status", status.map(MetaValue::Str)),
@@ -1137,33 +1073,7 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
             let query = it.query.map(text_of).unwrap_or_default();
             em.tool_result(id, Content::Text(&query), &meta);
         }
-        "dynamicToolCall" => {
-            let items: Vec<DynamicContent> = it
-                .content_items
-                .and_then(|c| serde_json::from_str::<Option<Vec<DynamicContent>>>(c.get()).ok())
-                .flatten()
-                .unwrap_or_default();
-            let all_text = items.iter().all(|c| c.kind.as_deref() == Some("inputText"));
-            let mut text = String::new();
-            if all_text {
-                for c in &items {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(c.text.as_deref().unwrap_or(""));
-                }
-            }
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("success", it.success.map(MetaValue::Json)),
-                ("isError", is_error),
-                (
-                    "contentItems",
-                    it.content_items.map(MetaValue::Json).filter(|_| !all_text),
-                ),
-            ];
-            em.tool_result(id, Content::Text(&text), &meta);
-        }
+        "dynamicToolCall" => dynamic_result(id, it, status, is_error, em),
         "imageView" => {
             let path = it.path.map(text_of).unwrap_or_default();
             em.tool_result(id, Content::Text(&path), None);
@@ -1177,6 +1087,137 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
             em.tool_result(id, Content::Text(status.unwrap_or("")), &meta);
         }
     }
+}
+
+/// `commandExecution`: the command's output, with its exit code.
+#[inline]
+fn command_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("exitCode", it.exit_code.map(MetaValue::Json)),
+        ("durationMs", it.duration_ms.map(MetaValue::Json)),
+        ("isError", is_error),
+    ];
+    let decoded;
+    let content = match it.aggregated_output {
+        None => Content::Text(""),
+        Some(out) if out.get() == "null" => Content::Text(""),
+        Some(out) => match json::literal(out) {
+            Some(lit) => Content::Parts(lit),
+            None => {
+                decoded = text_of(out);
+                Content::Text(&decoded)
+            }
+        },
+    };
+    em.tool_result(id, content, &meta);
+}
+
+/// `fileChange`: a line per changed file (kind and path), then the status.
+#[inline]
+fn file_change_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let mut text = String::new();
+    let changes: Vec<FileUpdateChange> = it
+        .changes
+        .and_then(|c| serde_json::from_str(c.get()).ok())
+        .unwrap_or_default();
+    for c in &changes {
+        let kind = c.kind.as_ref().and_then(|k| k.kind.as_deref());
+        let _ = writeln!(
+            text,
+            "{} {}",
+            kind.unwrap_or("?"),
+            c.path.as_deref().unwrap_or("?")
+        );
+    }
+    text.push_str(status.unwrap_or("completed"));
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("isError", is_error),
+    ];
+    em.tool_result(id, Content::Text(&text), &meta);
+}
+
+/// `mcpToolCall`: the MCP tool's content, else its error's message.
+#[inline]
+fn mcp_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let err_msg = it
+        .error
+        .and_then(|e| serde_json::from_str::<Option<ErrorMessage>>(e.get()).ok())
+        .flatten()
+        .and_then(|e| e.message);
+    let result = it.result.filter(|r| r.get() != "null");
+    let structured = result.and_then(structured_content);
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("isError", is_error),
+        (
+            "error",
+            it.error.filter(|e| e.get() != "null").map(MetaValue::Json),
+        ),
+        ("structuredContent", structured.map(MetaValue::Json)),
+        ("durationMs", it.duration_ms.map(MetaValue::Json)),
+    ];
+    match (result.and_then(mcp_content), err_msg) {
+        (Some(c), _) => c.result(em, id, &meta),
+        (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
+        (None, None) => em.tool_result(id, Content::Text(""), &meta),
+    }
+}
+
+/// `dynamicToolCall`: its text items, one a line (other items stay in
+/// `metadata.contentItems`).
+#[inline]
+fn dynamic_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let items: Vec<DynamicContent> = it
+        .content_items
+        .and_then(|c| serde_json::from_str::<Option<Vec<DynamicContent>>>(c.get()).ok())
+        .flatten()
+        .unwrap_or_default();
+    let all_text = items.iter().all(|c| c.kind.as_deref() == Some("inputText"));
+    let mut text = String::new();
+    if all_text {
+        for c in &items {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(c.text.as_deref().unwrap_or(""));
+        }
+    }
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("success", it.success.map(MetaValue::Json)),
+        ("isError", is_error),
+        (
+            "contentItems",
+            it.content_items.map(MetaValue::Json).filter(|_| !all_text),
+        ),
+    ];
+    em.tool_result(id, Content::Text(&text), &meta);
 }
 
 fn structured_content(result: &RawValue) -> Option<&RawValue> {
