@@ -468,30 +468,10 @@ impl CodexAppServer {
             return self.response(msg.result, line, em);
         };
         if msg.id.is_some() {
-            // A request to the client: an approval, a question, a tool call.
-            let name = if method.ends_with("requestApproval")
-                || matches!(method, "execCommandApproval" | "applyPatchApproval")
-            {
-                "approval_request"
-            } else {
-                "server_request"
-            };
-            match record_json(line) {
-                Some(v) => em.custom(name, v),
-                None => raw(em, line),
-            }
+            server_request(method, line, em);
             return Ok(());
         }
-        let thread = match &msg.params {
-            Some(Params::Item(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Delta(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Turn(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Error(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Usage(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Plan(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Thread(ev)) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
-            Some(Params::Raw(_) | Params::Other) | None => None,
-        };
+        let thread = msg.params.as_ref().and_then(Params::thread_id);
         let child = match thread.filter(|t| self.is_child(t)) {
             Some(t) => {
                 em.set_subagent(Some(t));
@@ -504,44 +484,14 @@ impl CodexAppServer {
             Some(Params::Item(ev)) => self.item(method, ev, line, em)?,
             Some(Params::Delta(ev)) => self.delta(method, ev, line, em),
             Some(Params::Turn(ev)) => self.turn(method, ev, line, em),
-            Some(Params::Error(ev)) => {
-                self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
-                raw(em, line);
-                let err = ev.error.as_ref();
-                let message = err.and_then(|e| e.message.as_deref()).unwrap_or("error");
-                if child {
-                    // A subagent's error is its own (its turn ends it).
-                } else if ev.will_retry == Some(true) {
-                    // A retry notice: the attempt's unfinished messages are
-                    // abandoned, and the next attempt streams anew.
-                    self.close_streams(em);
-                } else {
-                    let code = error_code(err.and_then(|e| e.codex_error_info));
-                    self.last_error = Some((message.to_owned(), code));
-                }
-            }
+            Some(Params::Error(ev)) => self.error(&ev, child, line, em),
             Some(Params::Usage(_)) if child => raw(em, line),
             Some(Params::Usage(ev)) => {
                 if let Some(total) = ev.token_usage.and_then(|u| u.total) {
                     self.totals = Some(total);
                 }
             }
-            Some(Params::Plan(ev)) => {
-                self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
-                let scope = ev.thread_id.as_deref().filter(|_| child);
-                let id = match scope {
-                    Some(child) => format!("{child}-plan"),
-                    None => crate::agui::plan::id(em, None),
-                };
-                let extra = [("explanation", ev.explanation)];
-                crate::agui::plan::snapshot(
-                    em,
-                    &id,
-                    ev.plan,
-                    crate::agui::plan::CODEX_PLAN,
-                    &extra,
-                );
-            }
+            Some(Params::Plan(ev)) => self.plan(&ev, child, em),
             Some(Params::Thread(ev)) => {
                 if self.thread.is_none() {
                     self.thread = ev.thread.and_then(|t| t.id).map(Cow::into_owned);
@@ -556,6 +506,41 @@ impl CodexAppServer {
             }
         }
         Ok(())
+    }
+
+    /// An `error` notification (after its RAW event): the run's error, kept
+    /// for its end; a retry notice abandons the attempt's unfinished
+    /// messages; a subagent's error is its own (its turn ends it).
+    #[inline]
+    fn error(&mut self, ev: &ErrorEvent, child: bool, line: Line<'_>, em: &mut Emitter) {
+        self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
+        raw(em, line);
+        let err = ev.error.as_ref();
+        let message = err.and_then(|e| e.message.as_deref()).unwrap_or("error");
+        if child {
+            // A subagent's error is its own (its turn ends it).
+        } else if ev.will_retry == Some(true) {
+            // A retry notice: the attempt's unfinished messages are
+            // abandoned, and the next attempt streams anew.
+            self.close_streams(em);
+        } else {
+            let code = error_code(err.and_then(|e| e.codex_error_info));
+            self.last_error = Some((message.to_owned(), code));
+        }
+    }
+
+    /// A plan update: a PLAN snapshot, of the run's plan or of a
+    /// subagent's (`child`).
+    #[inline]
+    fn plan(&mut self, ev: &PlanEvent, child: bool, em: &mut Emitter) {
+        self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
+        let scope = ev.thread_id.as_deref().filter(|_| child);
+        let id = match scope {
+            Some(child) => format!("{child}-plan"),
+            None => crate::agui::plan::id(em, None),
+        };
+        let extra = [("explanation", ev.explanation)];
+        crate::agui::plan::snapshot(em, &id, ev.plan, crate::agui::plan::CODEX_PLAN, &extra);
     }
 
     /// A response to one of the client's requests: kept as RAW; the thread
@@ -1218,6 +1203,40 @@ fn dynamic_result(
         ),
     ];
     em.tool_result(id, Content::Text(&text), &meta);
+}
+
+/// A request of the server to the client (an approval, a question, a tool
+/// call): a CUSTOM event of its record.
+#[inline]
+fn server_request(method: &str, line: Line<'_>, em: &mut Emitter) {
+    let name = if method.ends_with("requestApproval")
+        || matches!(method, "execCommandApproval" | "applyPatchApproval")
+    {
+        "approval_request"
+    } else {
+        "server_request"
+    };
+    match record_json(line) {
+        Some(v) => em.custom(name, v),
+        None => raw(em, line),
+    }
+}
+
+impl Params<'_> {
+    /// The thread a notification is about, when it names one.
+    #[inline]
+    fn thread_id(&self) -> Option<&str> {
+        match self {
+            Params::Item(ev) => ev.thread_id.as_deref(),
+            Params::Delta(ev) => ev.thread_id.as_deref(),
+            Params::Turn(ev) => ev.thread_id.as_deref(),
+            Params::Error(ev) => ev.thread_id.as_deref(),
+            Params::Usage(ev) => ev.thread_id.as_deref(),
+            Params::Plan(ev) => ev.thread_id.as_deref(),
+            Params::Thread(ev) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
+            Params::Raw(_) | Params::Other => None,
+        }
+    }
 }
 
 fn structured_content(result: &RawValue) -> Option<&RawValue> {
