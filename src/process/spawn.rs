@@ -244,12 +244,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         Err(not) => return cannot_start(&mut em, &mut out, &not.msg, not.code, not.status),
     };
     let stream = client.map_or(cli, |(d, _)| d);
-    let mut tr = crate::dialect::for_dialect(stream)?;
-    if let Some(file) = &a.plan_file {
-        if let Some(list) = carried_list(file, a.thread_id.as_deref()) {
-            tr.carry_in(&list);
-        }
-    }
+    let mut tr = translator(&a, stream)?;
     let mut talk = Talk {
         prompt: &prompt,
         lines: lines.as_ref(),
@@ -298,6 +293,18 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     )?;
     keep(&a, &em, tr.as_ref())?;
     Ok(ended.exit_code())
+}
+
+/// The translator of `stream`, given the list the thread's last run left
+/// (`--plan-file`).
+fn translator(a: &Run, stream: Dialect) -> anyhow::Result<Box<dyn crate::source::Translate>> {
+    let mut tr = crate::dialect::for_dialect(stream)?;
+    if let Some(file) = &a.plan_file {
+        if let Some(list) = carried_list(file, a.thread_id.as_deref()) {
+            tr.carry_in(&list);
+        }
+    }
+    Ok(tr)
 }
 
 /// The prompt, once the request is checked: its directory exists, the
