@@ -381,15 +381,6 @@ fn the_architecture_page_names_every_layer_and_module() {
 /// brace: what a reader can hold.
 const MAX_FN_LINES: usize = 150;
 
-/// Functions still longer than [`MAX_FN_LINES`], by file and name: to be
-/// split, never added to.
-const LONG_FNS: &[(&str, &str)] = &[
-    ("process/spawn.rs", "main"),
-    ("source/codex.rs", "legacy"),
-    ("agui/wire.rs", "event_open_for"),
-    ("source/copilot.rs", "record"),
-];
-
 /// Every function of `src` (stripped of comments and strings, lines kept):
 /// its name, the line it starts on and how many lines it spans.
 fn functions(src: &str) -> Vec<(String, usize, usize)> {
@@ -454,14 +445,8 @@ fn no_function_is_longer_than_a_reader_can_hold() {
         let text = strip(&std::fs::read_to_string(path).expect("a source file"));
         for (name, line, lines) in functions(&text) {
             seen += 1;
-            let known = LONG_FNS.iter().any(|&(f, n)| f == rel && n == name);
-            if lines > MAX_FN_LINES && !known {
+            if lines > MAX_FN_LINES {
                 long.push(format!("src/{rel}:{line} {name}: {lines} lines"));
-            }
-            if lines <= MAX_FN_LINES && known {
-                long.push(format!(
-                    "src/{rel} {name} is split: take it out of LONG_FNS"
-                ));
             }
         }
     }

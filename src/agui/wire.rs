@@ -64,6 +64,40 @@ pub(super) fn event_open_for<'a>(
     out.push(b'"');
     let mut o = Obj(out);
     match *ev {
+        Event::RunStarted { .. }
+        | Event::RunFinished { .. }
+        | Event::RunError { .. }
+        | Event::StepStarted { .. }
+        | Event::StepFinished { .. } => run_fields(&mut o, ev, v0, &mut kept),
+        Event::TextMessageStart { .. }
+        | Event::TextMessageContent { .. }
+        | Event::TextMessageEnd { .. } => text_fields(&mut o, ev),
+        Event::ToolCallStart { .. }
+        | Event::ToolCallArgs { .. }
+        | Event::ToolCallEnd { .. }
+        | Event::ToolCallResult { .. } => tool_fields(&mut o, ev, v0, &mut kept),
+        Event::ReasoningStart { .. }
+        | Event::ReasoningMessageStart { .. }
+        | Event::ReasoningMessageContent { .. }
+        | Event::ReasoningMessageEnd { .. }
+        | Event::ReasoningEnd { .. }
+        | Event::ReasoningEncryptedValue { .. } => reasoning_fields(&mut o, ev),
+        Event::ActivitySnapshot { .. } | Event::PlanSnapshot { .. } => activity_fields(&mut o, ev),
+        Event::Raw { .. } | Event::Custom { .. } | Event::ToolOutput { .. } => {
+            custom_fields(&mut o, ev)
+        }
+        Event::SubagentStarted { .. }
+        | Event::SubagentFinished { .. }
+        | Event::SubagentError { .. } => subagent_fields(&mut o, ev),
+    }
+    kept
+}
+
+/// The fields of a run and its steps: RUN_STARTED, RUN_FINISHED, RUN_ERROR,
+/// STEP_STARTED and STEP_FINISHED.
+#[inline]
+fn run_fields<'a>(o: &mut Obj, ev: &Event<'a>, v0: bool, kept: &mut Kept<'a>) {
+    match *ev {
         Event::RunStarted { thread_id, run_id } => {
             o.str(b",\"threadId\":", thread_id);
             o.str(b",\"runId\":", run_id);
@@ -103,6 +137,14 @@ pub(super) fn event_open_for<'a>(
         Event::StepStarted { step_name } | Event::StepFinished { step_name } => {
             o.str(b",\"stepName\":", step_name);
         }
+        _ => {}
+    }
+}
+
+/// The fields of a text message: TEXT_MESSAGE_START, _CONTENT and _END.
+#[inline]
+fn text_fields(o: &mut Obj, ev: &Event) {
+    match *ev {
         Event::TextMessageStart { message_id, role } => {
             o.str(b",\"messageId\":", message_id);
             o.0.extend_from_slice(match role {
@@ -116,12 +158,17 @@ pub(super) fn event_open_for<'a>(
             o.str(b",\"messageId\":", message_id);
             o.text(b",\"delta\":", delta);
         }
-        Event::TextMessageEnd { message_id }
-        | Event::ReasoningStart { message_id }
-        | Event::ReasoningMessageEnd { message_id }
-        | Event::ReasoningEnd { message_id } => {
+        Event::TextMessageEnd { message_id } => {
             o.str(b",\"messageId\":", message_id);
         }
+        _ => {}
+    }
+}
+
+/// The fields of a tool call: TOOL_CALL_START, _ARGS, _END and _RESULT.
+#[inline]
+fn tool_fields<'a>(o: &mut Obj, ev: &Event<'a>, v0: bool, kept: &mut Kept<'a>) {
+    match *ev {
         Event::ToolCallStart {
             tool_call_id,
             tool_call_name,
@@ -164,6 +211,20 @@ pub(super) fn event_open_for<'a>(
             }
             o.str(b",\"role\":", role);
         }
+        _ => {}
+    }
+}
+
+/// The fields of reasoning: REASONING_START, REASONING_MESSAGE_START,
+/// _CONTENT and _END, REASONING_END and REASONING_ENCRYPTED_VALUE.
+#[inline]
+fn reasoning_fields(o: &mut Obj, ev: &Event) {
+    match *ev {
+        Event::ReasoningStart { message_id }
+        | Event::ReasoningMessageEnd { message_id }
+        | Event::ReasoningEnd { message_id } => {
+            o.str(b",\"messageId\":", message_id);
+        }
         Event::ReasoningMessageStart { message_id, role } => {
             o.str(b",\"messageId\":", message_id);
             o.str(b",\"role\":", role);
@@ -184,6 +245,15 @@ pub(super) fn event_open_for<'a>(
             o.str(b",\"entityId\":", entity_id);
             o.str(b",\"encryptedValue\":", encrypted_value);
         }
+        _ => {}
+    }
+}
+
+/// The fields of an activity: ACTIVITY_SNAPSHOT, and a plan written as
+/// one.
+#[inline]
+fn activity_fields(o: &mut Obj, ev: &Event) {
+    match *ev {
         Event::ActivitySnapshot {
             message_id,
             activity_type,
@@ -207,6 +277,15 @@ pub(super) fn event_open_for<'a>(
             plan_content(o.0, plan);
             o.0.extend_from_slice(b",\"replace\":true");
         }
+        _ => {}
+    }
+}
+
+/// The fields of RAW and CUSTOM events, and of the tool output written as
+/// a CUSTOM event.
+#[inline]
+fn custom_fields(o: &mut Obj, ev: &Event) {
+    match *ev {
         Event::Raw { event, source } => {
             o.value(b",\"event\":", event);
             o.str(b",\"source\":", source);
@@ -227,6 +306,14 @@ pub(super) fn event_open_for<'a>(
             v.text(b",\"delta\":", delta);
             o.0.push(b'}');
         }
+        _ => {}
+    }
+}
+
+/// The fields of a subagent's events: started, finished, error.
+#[inline]
+fn subagent_fields(o: &mut Obj, ev: &Event) {
+    match *ev {
         Event::SubagentStarted {
             subagent_run_id,
             name,
@@ -258,8 +345,8 @@ pub(super) fn event_open_for<'a>(
             o.str(b",\"message\":", message);
             o.opt_str(b",\"code\":", code);
         }
+        _ => {}
     }
-    kept
 }
 
 /// `,"metadata":{…}`: what an AG-UI 0.0 event keeps there (see [`Kept`]),

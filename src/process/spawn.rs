@@ -218,44 +218,7 @@ pub const EXPIRED: u8 = 3;
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
     let asking = a.request.approval == Approval::Ask;
-    if let Some(d) = &a.request.cwd {
-        // Checked here: a spawn that fails on it would look like a missing CLI.
-        if !d.is_dir() {
-            anyhow::bail!("--cwd {}: no such directory", d.display());
-        }
-    }
-    let prompt = match a.prompt.as_deref() {
-        None | Some("-") => {
-            if io::stdin().is_terminal() {
-                // Else it would wait without a word.
-                let _ = writeln!(
-                    io::stderr(),
-                    "agui-translate: reading the prompt from the terminal: end it with Ctrl-D (or give it as an argument: agui-translate run {cli} 'PROMPT')"
-                );
-            }
-            let mut p = String::new();
-            if asking {
-                // The rest of the input is the decisions.
-                io::stdin()
-                    .read_line(&mut p)
-                    .context("reading the prompt from stdin")?;
-                p = ask::prompt_line(&p);
-            } else {
-                io::stdin()
-                    .read_to_string(&mut p)
-                    .context("reading the prompt from stdin")?;
-            }
-            // `echo PROMPT | agui-translate run …`: the newline is not part of it.
-            let end = p.trim_end_matches(['\n', '\r']).len();
-            p.truncate(end);
-            p
-        }
-        Some(p) => p.to_owned(),
-    };
-    if prompt.trim().is_empty() {
-        anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
-    }
-    refuse_option_like_values(&a.request)?;
+    let prompt = checked_prompt(&a, asking)?;
     let exe = executable(cli, a.cli_path.as_deref());
     let client = transport(
         cli,
@@ -270,225 +233,36 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let lines = asking.then(ask::input_lines);
     let asking = asking && client.is_none();
     // The policy file lives until the CLI has exited.
-    let (args, _policy) = match client {
-        Some((_, c)) => ((c.argv)(&a.request)?, None),
-        None => {
-            let command = cli
-                .exec()
-                .with_context(|| format!("{cli} cannot be started by run"))?;
-            let policy = match &command.deny_file {
-                Some(file) if !a.request.deny_tool.is_empty() => Some(TempFile::create(
-                    "agui-translate-deny-tools",
-                    file.ext,
-                    &(file.contents)(&a.request.deny_tool)?,
-                )?),
-                _ => None,
-            };
-            let args = (command.argv)(&a.request, &prompt, policy.as_ref().map(|p| p.0.as_path()))?;
-            (args, policy)
-        }
-    };
-    // The session's directory, for the server (which also runs there).
-    let cwd = match (&client, &a.request.cwd) {
-        (Some(_), Some(d)) => Some(
-            std::path::absolute(d)
-                .ok()
-                .and_then(|d| d.to_str().map(str::to_owned))
-                .with_context(|| format!("--cwd {}: not a UTF-8 path", d.display()))?,
-        ),
-        _ => None,
-    };
+    let (args, _policy) = arguments(&a, client, &prompt)?;
+    let cwd = server_cwd(&a.request, client.is_some())?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
 
-    let missing = |exe: &Path| {
-        format!(
-            "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
-            cli.program,
-            exe.display(),
-            cli.package,
-            cli.env_var
-        )
+    let stdin = client.is_some() || asking;
+    let mut child = match start(&a, exe, &args, stdin, client.is_some(), &prompt)? {
+        Ok(child) => child,
+        Err(not) => return cannot_start(&mut em, &mut out, &not.msg, not.code, not.status),
     };
-    let exe = match exe {
-        Ok(exe) => exe,
-        Err(name) => {
-            return cannot_start(&mut em, &mut out, &missing(&name), code::CLI_MISSING, 127)
-        }
-    };
-    let mut cmd = Command::new(&exe);
-    cmd.args(&args)
-        .stdin(if client.is_some() || asking {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(d) = &a.request.cwd {
-        cmd.current_dir(d);
-    }
-    let signals = Arc::new(Signals::install()?);
-    supervise::become_subreaper().context("cannot supervise the CLI's processes")?;
-    let mut child = match supervise::spawn(&mut cmd) {
-        Ok(c) => c,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return cannot_start(&mut em, &mut out, &missing(&exe), code::CLI_MISSING, 127)
-        }
-        Err(e) => {
-            let why = match e.kind() {
-                io::ErrorKind::ArgumentListTooLong => format!(
-                    "the command line is too long (the prompt is {} bytes; one argument may hold 128 KiB)",
-                    prompt.len()
-                ),
-                _ => e.to_string(),
-            };
-            let msg = format!("cannot start {} {}: {why}", cli.program, exe.display());
-            return cannot_start(&mut em, &mut out, &msg, code::CLI_ERROR, 126);
-        }
-    };
-    let group = child.id() as i32;
-    let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
-    let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
-    let child_out = child.stdout.take().expect("piped");
-    run::widen_pipe(child_out.as_fd());
-    let mut child_in = child.stdin.take();
-    let exit = Exit::watch(child);
-    let timed_out = Arc::new(AtomicBool::new(false));
-    // A server is asked to stop by its client (`turn/interrupt`), not
-    // signalled.
-    let ask = client.map(|_| Arc::new(AtomicBool::new(false)));
-    supervise::watchdog(
-        group,
-        a.timeout,
-        signals.clone(),
-        exit.clone(),
-        timed_out.clone(),
-        ask.clone(),
-    );
-
     let stream = client.map_or(cli, |(d, _)| d);
-    let mut tr = crate::dialect::for_dialect(stream)?;
-    if let Some(file) = &a.plan_file {
-        if let Some(list) = carried_list(file, a.thread_id.as_deref()) {
-            tr.carry_in(&list);
-        }
-    }
+    let mut tr = translator(&a, stream)?;
+    let mut talk = Talk {
+        prompt: &prompt,
+        lines: lines.as_ref(),
+        tr: tr.as_mut(),
+        em: &mut em,
+        out: &mut out,
+    };
+    let conversed = if asking {
+        child.control(&a, &mut talk)
+    } else {
+        child.server(&a, cwd.as_deref(), &mut talk)
+    }?;
+    let Some(conversed) = conversed else {
+        keep(&a, &em, tr.as_ref())?;
+        return Ok(ExitCode::from(EXPIRED));
+    };
     let mut stats = Stats::default();
-    let mut output = BufReader::new(Output::new(child_out, exit.clone()));
-    // Whether the user cancelled a tool call (`--approval ask`): the CLI
-    // then ends its turn, and exits with a failure, as asked.
-    let mut user_cancelled = false;
-    if asking {
-        let lines = lines.as_ref().expect("asking");
-        let opts = control::Options {
-            prompt: &prompt,
-            timeout: a.approval_timeout,
-            marker: a.input_marker,
-        };
-        output.get_mut().set_tick(true);
-        let mut cli_in = ServerInput(child_in.take());
-        let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
-        let mut session = control::Session::new(opts);
-        let ended = session.run(
-            &mut output,
-            &mut cli_in,
-            lines,
-            tr.as_mut(),
-            &mut em,
-            &mut out,
-            &stop,
-        );
-        user_cancelled = session.user_cancelled();
-        output.get_mut().set_tick(false);
-        // The turn is over (or nothing more will be answered): the CLI's
-        // stdin is closed, and it exits.
-        drop(cli_in);
-        match ended {
-            Ok(control::End::Expired(why)) => {
-                // The run has ended waiting: what the CLI says after the
-                // denial is no run's. It has the usual grace to take the
-                // denial and exit, its stdin closed.
-                if exit.wait_for(supervise::KILL_GRACE).is_none() {
-                    supervise::stop(group, &exit);
-                }
-                let _ = exit.wait();
-                let _ = writeln!(
-                    io::stderr(),
-                    "agui-translate: {why}: the pending tool calls were denied and {} was stopped",
-                    cli.name()
-                );
-                keep(&a, &em, tr.as_ref())?;
-                return Ok(ExitCode::from(EXPIRED));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                supervise::stop(group, &exit);
-                return Err(e).context("writing stdout");
-            }
-        }
-    }
-    // How a session with a server ended.
-    let mut session_end = None;
-    // Whether the server outstayed its grace after the session and was
-    // stopped: not a failure of the run.
-    let lingered = Arc::new(AtomicBool::new(false));
-    if let (Some(server_in), Some(ask)) = (child_in, &ask) {
-        let opts = appserver::Options {
-            prompt: &prompt,
-            resume: a.request.resume.as_deref(),
-            cwd: cwd.as_deref(),
-            model: a.request.model.as_deref(),
-            approval: a.request.approval,
-            ask: lines.as_ref().map(|input| ask::Waiting {
-                input,
-                timeout: a.approval_timeout,
-                marker: a.input_marker,
-            }),
-        };
-        output.get_mut().set_tick(true);
-        let mut server_in = ServerInput(Some(server_in));
-        let ran = appserver::Session::new(opts).run(
-            &mut output,
-            &mut server_in,
-            tr.as_mut(),
-            &mut em,
-            &mut out,
-            ask,
-        );
-        output.get_mut().set_tick(false);
-        // The session is over: the server's stdin is closed, and it has the
-        // usual grace to exit before it is stopped.
-        drop(server_in);
-        let (e, l) = (exit.clone(), lingered.clone());
-        std::thread::spawn(move || {
-            if e.wait_for(supervise::KILL_GRACE).is_none() {
-                l.store(true, Ordering::SeqCst);
-                supervise::stop(group, &e);
-            }
-        });
-        match ran {
-            Ok(appserver::End::Expired(why)) => {
-                // As with Claude Code: the decisions never came.
-                if exit.wait_for(supervise::KILL_GRACE).is_none() {
-                    supervise::stop(group, &exit);
-                }
-                let _ = exit.wait();
-                let _ = writeln!(
-                    io::stderr(),
-                    "agui-translate: {why}: the pending requests were cancelled and {} was stopped",
-                    cli.name()
-                );
-                keep(&a, &em, tr.as_ref())?;
-                return Ok(ExitCode::from(EXPIRED));
-            }
-            Ok(end) => session_end = Some(end),
-            Err(e) => {
-                supervise::stop(group, &exit);
-                return Err(e).context("writing stdout");
-            }
-        }
-    }
+    let output = child.output.take().expect("once");
     let pumped = run::pump(
         output,
         stream.name(),
@@ -499,46 +273,467 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         &mut stats,
     );
     let saw_input = match pumped {
-        Ok(saw) => saw || session_end.is_some(),
+        Ok(saw) => saw || conversed.session_end.is_some(),
         Err(e) => {
             // Our stdout went away (or the pipe failed): stop the CLI too.
-            supervise::stop(group, &exit);
+            supervise::stop(child.group, &child.exit);
             return Err(e);
         }
     };
-    // The stream has ended (or gone quiet after the CLI exited): the CLI is
-    // waited for (the watchdog still ends it on --timeout or a signal).
-    let status = exit.wait();
-    let signal = signals.caught();
-    let cancelled = signal.is_some() || timed_out.load(Ordering::SeqCst);
-    if cancelled {
-        supervise::end_orphans();
-    }
-    // A process the CLI left behind may still hold its stderr: the tail is
-    // taken as it is after a short wait, without waiting for that process.
-    let wait = Instant::now();
-    while !err_thread.is_finished() && wait.elapsed() < supervise::READ_GRACE {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let tail = tail.lock().map(|t| t.text()).unwrap_or_default();
+    let ended = child.wait();
+    end_run(cli, stream, &ended, &conversed, &mut em);
+    run::settle(
+        stream.name(),
+        tr.as_mut(),
+        &mut em,
+        &mut out,
+        saw_input || ended.cancelled,
+        Options::default(),
+        &mut stats,
+    )?;
+    keep(&a, &em, tr.as_ref())?;
+    Ok(ended.exit_code())
+}
 
-    if cancelled {
+/// The translator of `stream`, given the list the thread's last run left
+/// (`--plan-file`).
+fn translator(a: &Run, stream: Dialect) -> anyhow::Result<Box<dyn crate::source::Translate>> {
+    let mut tr = crate::dialect::for_dialect(stream)?;
+    if let Some(file) = &a.plan_file {
+        if let Some(list) = carried_list(file, a.thread_id.as_deref()) {
+            tr.carry_in(&list);
+        }
+    }
+    Ok(tr)
+}
+
+/// The prompt, once the request is checked: its directory exists, the
+/// prompt is not empty, no value would reach the CLI as an option.
+fn checked_prompt(a: &Run, asking: bool) -> anyhow::Result<String> {
+    if let Some(d) = &a.request.cwd {
+        // Checked here: a spawn that fails on it would look like a missing CLI.
+        if !d.is_dir() {
+            anyhow::bail!("--cwd {}: no such directory", d.display());
+        }
+    }
+    let prompt = match a.prompt.as_deref() {
+        None | Some("-") => prompt_from_stdin(a.cli, asking)?,
+        Some(p) => p.to_owned(),
+    };
+    if prompt.trim().is_empty() {
+        anyhow::bail!("the prompt is empty (give it as an argument, or on standard input)");
+    }
+    refuse_option_like_values(&a.request)?;
+    Ok(prompt)
+}
+
+/// The prompt on standard input: all of it, or with `--approval ask` its
+/// first line (the rest of the input is the decisions).
+fn prompt_from_stdin(cli: Dialect, asking: bool) -> anyhow::Result<String> {
+    if io::stdin().is_terminal() {
+        // Else it would wait without a word.
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: reading the prompt from the terminal: end it with Ctrl-D (or give it as an argument: agui-translate run {cli} 'PROMPT')"
+        );
+    }
+    let mut p = String::new();
+    if asking {
+        // The rest of the input is the decisions.
+        io::stdin()
+            .read_line(&mut p)
+            .context("reading the prompt from stdin")?;
+        p = ask::prompt_line(&p);
+    } else {
+        io::stdin()
+            .read_to_string(&mut p)
+            .context("reading the prompt from stdin")?;
+    }
+    // `echo PROMPT | agui-translate run …`: the newline is not part of it.
+    let end = p.trim_end_matches(['\n', '\r']).len();
+    p.truncate(end);
+    Ok(p)
+}
+
+/// The CLI's arguments: its server's, or its command line's with the
+/// prompt; and the file of denied tools that command line names, kept
+/// until the CLI has exited.
+fn arguments(
+    a: &Run,
+    client: Option<(Dialect, &'static Client)>,
+    prompt: &str,
+) -> anyhow::Result<(Vec<String>, Option<TempFile>)> {
+    if let Some((_, c)) = client {
+        return Ok(((c.argv)(&a.request)?, None));
+    }
+    let cli = a.cli;
+    let command = cli
+        .exec()
+        .with_context(|| format!("{cli} cannot be started by run"))?;
+    let policy = match &command.deny_file {
+        Some(file) if !a.request.deny_tool.is_empty() => Some(TempFile::create(
+            "agui-translate-deny-tools",
+            file.ext,
+            &(file.contents)(&a.request.deny_tool)?,
+        )?),
+        _ => None,
+    };
+    let args = (command.argv)(&a.request, prompt, policy.as_ref().map(|p| p.0.as_path()))?;
+    Ok((args, policy))
+}
+
+/// The session's directory, for a server (which also runs there).
+fn server_cwd(request: &RunRequest, server: bool) -> anyhow::Result<Option<String>> {
+    match &request.cwd {
+        Some(d) if server => Ok(Some(
+            std::path::absolute(d)
+                .ok()
+                .and_then(|d| d.to_str().map(str::to_owned))
+                .with_context(|| format!("--cwd {}: not a UTF-8 path", d.display()))?,
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// Why the CLI could not be started, for [`cannot_start`].
+struct NotStarted {
+    msg: String,
+    code: &'static str,
+    status: u8,
+}
+
+/// Start the CLI `exe` (the name not found, as `Err`) with `args`, under
+/// supervision: its process group, its stderr's tail, the watchdog of
+/// `--timeout` and the signals. `stdin`: whether its stdin is a pipe;
+/// `server`: whether it is a server (asked to stop, not signalled).
+fn start(
+    a: &Run,
+    exe: Result<PathBuf, PathBuf>,
+    args: &[String],
+    stdin: bool,
+    server: bool,
+    prompt: &str,
+) -> anyhow::Result<Result<Started, NotStarted>> {
+    let cli = a.cli;
+    let missing = |exe: &Path| {
+        NotStarted {
+        msg: format!(
+            "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
+            cli.program,
+            exe.display(),
+            cli.package,
+            cli.env_var
+        ),
+        code: code::CLI_MISSING,
+        status: 127,
+    }
+    };
+    let exe = match exe {
+        Ok(exe) => exe,
+        Err(name) => return Ok(Err(missing(&name))),
+    };
+    let mut cmd = Command::new(&exe);
+    cmd.args(args)
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(d) = &a.request.cwd {
+        cmd.current_dir(d);
+    }
+    let signals = Arc::new(Signals::install()?);
+    supervise::become_subreaper().context("cannot supervise the CLI's processes")?;
+    let mut child = match supervise::spawn(&mut cmd) {
+        Ok(c) => c,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Err(missing(&exe))),
+        Err(e) => {
+            let why = match e.kind() {
+                io::ErrorKind::ArgumentListTooLong => format!(
+                    "the command line is too long (the prompt is {} bytes; one argument may hold 128 KiB)",
+                    prompt.len()
+                ),
+                _ => e.to_string(),
+            };
+            return Ok(Err(NotStarted {
+                msg: format!("cannot start {} {}: {why}", cli.program, exe.display()),
+                code: code::CLI_ERROR,
+                status: 126,
+            }));
+        }
+    };
+    let group = child.id() as i32;
+    let tail = Arc::new(Mutex::new(Tail::new(Redactor::from_env())));
+    let err_thread = supervise::drain_stderr(child.stderr.take().expect("piped"), tail.clone());
+    let child_out = child.stdout.take().expect("piped");
+    run::widen_pipe(child_out.as_fd());
+    let input = child.stdin.take();
+    let exit = Exit::watch(child);
+    let timed_out = Arc::new(AtomicBool::new(false));
+    // A server is asked to stop by its client (`turn/interrupt`), not
+    // signalled.
+    let ask = server.then(|| Arc::new(AtomicBool::new(false)));
+    supervise::watchdog(
+        group,
+        a.timeout,
+        signals.clone(),
+        exit.clone(),
+        timed_out.clone(),
+        ask.clone(),
+    );
+    let output = BufReader::new(Output::new(child_out, exit.clone()));
+    Ok(Ok(Started {
+        group,
+        exit,
+        signals,
+        timed_out,
+        ask,
+        lingered: Arc::new(AtomicBool::new(false)),
+        tail,
+        err_thread,
+        input,
+        output: Some(output),
+    }))
+}
+
+/// The CLI, started and supervised: what the steps of a run after its
+/// start share.
+struct Started {
+    /// Its process group.
+    group: i32,
+    exit: Arc<Exit>,
+    signals: Arc<Signals>,
+    /// Whether the watchdog ended it on `--timeout`.
+    timed_out: Arc<AtomicBool>,
+    /// For a server: set to ask its client to stop it.
+    ask: Option<Arc<AtomicBool>>,
+    /// Whether the server outstayed its grace after the session and was
+    /// stopped: not a failure of the run.
+    lingered: Arc<AtomicBool>,
+    /// The tail of its stderr, and the thread that reads it.
+    tail: Arc<Mutex<Tail>>,
+    err_thread: std::thread::JoinHandle<()>,
+    /// Its stdin, when it is a pipe.
+    input: Option<std::process::ChildStdin>,
+    /// Its stdout, until the stream is pumped.
+    output: Option<BufReader<Output>>,
+}
+
+/// What a conversation with the CLI writes to and reads from.
+struct Talk<'t> {
+    prompt: &'t str,
+    /// The input lines (`--approval ask`).
+    lines: Option<&'t std::sync::mpsc::Receiver<ask::InputLine>>,
+    tr: &'t mut dyn crate::source::Translate,
+    em: &'t mut crate::agui::Emitter,
+    out: &'t mut dyn Write,
+}
+
+/// How a conversation with the CLI went, for the end of the run.
+#[derive(Default)]
+struct Conversed {
+    /// Whether the user cancelled a tool call (`--approval ask`): the CLI
+    /// then ends its turn, and exits with a failure, as asked.
+    user_cancelled: bool,
+    /// How a session with a server ended.
+    session_end: Option<appserver::End>,
+}
+
+/// How the CLI ended, once it is waited for.
+struct Ended {
+    status: ExitStatus,
+    /// The signal we caught, if any.
+    signal: Option<i32>,
+    /// Our own stop: a signal, or `--timeout`.
+    cancelled: bool,
+    /// Whether the watchdog ended it on `--timeout` (read when asked).
+    timed_out: Arc<AtomicBool>,
+    /// Whether the server lingered and was stopped (read when asked).
+    lingered: Arc<AtomicBool>,
+    /// The tail of its stderr.
+    tail: String,
+}
+
+impl Started {
+    /// The asking loop with Claude Code (control protocol): its prompt and
+    /// the decisions go in on its stdin. `None` when the run has ended
+    /// waiting for decisions (the CLI stopped).
+    fn control(&mut self, a: &Run, talk: &mut Talk) -> anyhow::Result<Option<Conversed>> {
+        let lines = talk.lines.expect("asking");
+        let opts = control::Options {
+            prompt: talk.prompt,
+            timeout: a.approval_timeout,
+            marker: a.input_marker,
+        };
+        let output = self.output.as_mut().expect("not pumped");
+        output.get_mut().set_tick(true);
+        let mut cli_in = ServerInput(self.input.take());
+        let (signals, timed_out) = (&self.signals, &self.timed_out);
+        let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
+        let mut session = control::Session::new(opts);
+        let ended = session.run(
+            output,
+            &mut cli_in,
+            lines,
+            &mut *talk.tr,
+            talk.em,
+            &mut *talk.out,
+            &stop,
+        );
+        output.get_mut().set_tick(false);
+        // The turn is over (or nothing more will be answered): the CLI's
+        // stdin is closed, and it exits.
+        drop(cli_in);
+        match ended {
+            Ok(control::End::Expired(why)) => {
+                // The run has ended waiting: what the CLI says after the
+                // denial is no run's. It has the usual grace to take the
+                // denial and exit, its stdin closed.
+                self.expired(&why, "the pending tool calls were denied", a.cli);
+                Ok(None)
+            }
+            Ok(_) => Ok(Some(Conversed {
+                user_cancelled: session.user_cancelled(),
+                session_end: None,
+            })),
+            Err(e) => {
+                supervise::stop(self.group, &self.exit);
+                Err(e).context("writing stdout")
+            }
+        }
+    }
+
+    /// The session with a server, when the CLI is one: its client sends
+    /// the prompt, and the decisions. `None` when the run has ended
+    /// waiting for decisions (the server stopped).
+    fn server(
+        &mut self,
+        a: &Run,
+        cwd: Option<&str>,
+        talk: &mut Talk,
+    ) -> anyhow::Result<Option<Conversed>> {
+        let (Some(server_in), Some(ask)) = (self.input.take(), &self.ask) else {
+            return Ok(Some(Conversed::default()));
+        };
+        let opts = appserver::Options {
+            prompt: talk.prompt,
+            resume: a.request.resume.as_deref(),
+            cwd,
+            model: a.request.model.as_deref(),
+            approval: a.request.approval,
+            ask: talk.lines.map(|input| ask::Waiting {
+                input,
+                timeout: a.approval_timeout,
+                marker: a.input_marker,
+            }),
+        };
+        let output = self.output.as_mut().expect("not pumped");
+        output.get_mut().set_tick(true);
+        let mut server_in = ServerInput(Some(server_in));
+        let ran = appserver::Session::new(opts).run(
+            output,
+            &mut server_in,
+            &mut *talk.tr,
+            talk.em,
+            &mut *talk.out,
+            ask,
+        );
+        output.get_mut().set_tick(false);
+        // The session is over: the server's stdin is closed, and it has the
+        // usual grace to exit before it is stopped.
+        drop(server_in);
+        let (e, l, group) = (self.exit.clone(), self.lingered.clone(), self.group);
+        std::thread::spawn(move || {
+            if e.wait_for(supervise::KILL_GRACE).is_none() {
+                l.store(true, Ordering::SeqCst);
+                supervise::stop(group, &e);
+            }
+        });
+        match ran {
+            Ok(appserver::End::Expired(why)) => {
+                // As with Claude Code: the decisions never came.
+                self.expired(&why, "the pending requests were cancelled", a.cli);
+                Ok(None)
+            }
+            Ok(end) => Ok(Some(Conversed {
+                user_cancelled: false,
+                session_end: Some(end),
+            })),
+            Err(e) => {
+                supervise::stop(self.group, &self.exit);
+                Err(e).context("writing stdout")
+            }
+        }
+    }
+
+    /// The run has ended waiting for decisions: the CLI has the usual
+    /// grace to exit, then it is stopped; stderr says why.
+    fn expired(&self, why: &str, pending: &str, cli: Dialect) {
+        if self.exit.wait_for(supervise::KILL_GRACE).is_none() {
+            supervise::stop(self.group, &self.exit);
+        }
+        let _ = self.exit.wait();
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: {why}: {pending} and {} was stopped",
+            cli.name()
+        );
+    }
+
+    /// The stream has ended (or gone quiet after the CLI exited): the CLI
+    /// is waited for (the watchdog still ends it on --timeout or a signal),
+    /// and the tail of its stderr taken.
+    fn wait(self) -> Ended {
+        let status = self.exit.wait();
+        let signal = self.signals.caught();
+        let cancelled = signal.is_some() || self.timed_out.load(Ordering::SeqCst);
+        if cancelled {
+            supervise::end_orphans();
+        }
+        // A process the CLI left behind may still hold its stderr: the tail
+        // is taken as it is after a short wait, without waiting for that
+        // process.
+        let wait = Instant::now();
+        while !self.err_thread.is_finished() && wait.elapsed() < supervise::READ_GRACE {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let tail = self.tail.lock().map(|t| t.text()).unwrap_or_default();
+        Ended {
+            status,
+            signal,
+            cancelled,
+            timed_out: self.timed_out,
+            lingered: self.lingered,
+            tail,
+        }
+    }
+}
+
+/// The way the CLI ended, made part of the AG-UI stream: cancelled by us,
+/// failed by its exit status, or left unfinished by its server.
+fn end_run(
+    cli: Dialect,
+    stream: Dialect,
+    ended: &Ended,
+    conversed: &Conversed,
+    em: &mut crate::agui::Emitter,
+) {
+    let tail = &ended.tail;
+    if ended.cancelled {
         // Our own stop: the run ends as cancelled, unless it had ended
         // (or had ended waiting for decisions).
         if em.in_run() || !em.started_any() {
             em.finish_run(None, Some(Outcome::Cancelled), &[]);
         }
-    } else if let Some(code_num) = failure(status)
-        .filter(|_| !lingered.load(Ordering::SeqCst))
+    } else if let Some(code_num) = failure(ended.status)
+        .filter(|_| !ended.lingered.load(Ordering::SeqCst))
         // A turn the user cancelled ends as the CLI says (cancelled), not
         // as a failure.
-        .filter(|_| !(user_cancelled && em.run_ended() && !em.terminal_is_error()))
+        .filter(|_| !(conversed.user_cancelled && em.run_ended() && !em.terminal_is_error()))
     {
         let (code, why) = meaning(cli, code_num);
         let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
         if !tail.is_empty() {
             msg.push_str(": ");
-            msg.push_str(&tail);
+            msg.push_str(tail);
         }
         if em.run_ended() {
             // The stream said success but the exit status says otherwise.
@@ -548,39 +743,35 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         } else {
             em.fail_run(&msg, code, &[], None);
         }
-    } else if let Some(why) = session_end.as_ref().and_then(unfinished) {
+    } else if let Some(why) = conversed.session_end.as_ref().and_then(unfinished) {
         if !em.run_ended() {
             let mut msg = format!("{} {why}", stream.name());
             if !tail.is_empty() {
                 msg.push_str(": ");
-                msg.push_str(&tail);
+                msg.push_str(tail);
             }
             em.fail_run(&msg, code::CLI_ERROR, &[], None);
         }
     }
-    run::settle(
-        stream.name(),
-        tr.as_mut(),
-        &mut em,
-        &mut out,
-        saw_input || cancelled,
-        Options::default(),
-        &mut stats,
-    )?;
-    keep(&a, &em, tr.as_ref())?;
+}
 
-    let exit = if timed_out.load(Ordering::SeqCst) {
-        124
-    } else if lingered.load(Ordering::SeqCst) {
-        0
-    } else if let Some(sig) = signal {
-        128 + sig
-    } else {
-        status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
-    };
-    Ok(ExitCode::from(exit.clamp(0, 255) as u8))
+impl Ended {
+    /// The exit status of `run`: 124 on `--timeout`, 128+N for signal N,
+    /// else the CLI's own (0 for a server that only lingered).
+    fn exit_code(&self) -> ExitCode {
+        let exit = if self.timed_out.load(Ordering::SeqCst) {
+            124
+        } else if self.lingered.load(Ordering::SeqCst) {
+            0
+        } else if let Some(sig) = self.signal {
+            128 + sig
+        } else {
+            self.status
+                .code()
+                .unwrap_or_else(|| 128 + self.status.signal().unwrap_or(0))
+        };
+        ExitCode::from(exit.clamp(0, 255) as u8)
+    }
 }
 
 /// What a run leaves for the thread's next: the CLI's session id

@@ -795,259 +795,27 @@ impl Codex {
         }
         match kind {
             "task_started" => raw(em, line),
-            "token_count" => {
-                let totals = match msg.info {
-                    Some(info) => serde_json::from_str::<TokenInfo>(info.get())
-                        .ok()
-                        .and_then(|i| i.total_token_usage),
-                    // Before `info` (0.2x–0.3x) the counts were the event's
-                    // own fields, for the whole session.
-                    None => msg.own_counts(),
-                };
-                if let Some(t) = totals {
-                    self.totals = Some(t);
-                }
-            }
-            "agent_message_delta" => {
-                if !self.text.is_set() {
-                    self.next_id(em, "msg");
-                    self.text.set(&self.id);
-                }
-                if let (Some(id), Some(d)) = (self.text.get(), msg.delta) {
-                    delta_text(em, id, d);
-                }
-            }
-            "agent_message" => {
-                match self.text.take() {
-                    // Its text already arrived as deltas.
-                    Some(id) => em.text_end(id),
-                    None => {
-                        let id = self.next_id(em, "msg");
-                        let text = msg.message.map(text_of).unwrap_or_default();
-                        em.text_message(id, Role::Assistant, &text);
-                    }
-                }
-            }
+            "token_count" => self.legacy_tokens(msg),
+            "agent_message_delta" => self.text_delta(msg, em),
+            "agent_message" => self.text_done(msg, em),
             "agent_reasoning_delta" | "agent_reasoning_raw_content_delta" => {
-                if !self.reasoning.is_set() {
-                    self.next_id(em, "reasoning");
-                    self.reasoning.set(&self.id);
-                }
-                if let (Some(id), Some(d)) = (self.reasoning.get(), msg.delta) {
-                    let mut decoded = None;
-                    em.reasoning_content_text(id, input_text(d, &mut decoded));
-                }
+                self.reasoning_delta(msg, em)
             }
-            "agent_reasoning" | "agent_reasoning_raw_content" => match self.reasoning.take() {
-                Some(id) => em.reasoning_end(id),
-                None => {
-                    let id = self.next_id(em, "reasoning");
-                    let text = msg.text.map(text_of).unwrap_or_default();
-                    em.reasoning_message(id, &text);
-                }
-            },
+            "agent_reasoning" | "agent_reasoning_raw_content" => self.reasoning_done(msg, em),
             "agent_reasoning_section_break" => {
                 if let Some(id) = self.reasoning.take() {
                     em.reasoning_end(id);
                 }
             }
-            "exec_command_begin" => {
-                let id = need_call_id(msg, kind)?;
-                if self.call(id).is_some() || em.is_open(id) || self.has_ended(id) {
-                    // The same command announced again (a retry): one tool call.
-                    raw(em, line);
-                    return Ok(());
-                }
-                self.close_streams(em);
-                if !em.tool_start(id, "exec_command", None) {
-                    raw(em, line);
-                    return Ok(());
-                }
-                em.tool_args_fields(
-                    id,
-                    &[
-                        ("command", msg.command.map(MetaValue::Json)),
-                        ("cwd", msg.cwd.map(MetaValue::Json)),
-                        ("parsed_cmd", msg.parsed_cmd.map(MetaValue::Json)),
-                    ],
-                );
-                self.calls.insert(
-                    id.to_owned(),
-                    Call {
-                        decoders: Default::default(),
-                        running_command: true,
-                    },
-                );
-            }
-            "exec_command_output_delta" => {
-                let id = need_call_id(msg, kind)?;
-                let mut bytes = std::mem::take(&mut self.decoded);
-                bytes.clear();
-                base64::engine::general_purpose::STANDARD
-                    .decode_vec(msg.chunk.as_deref().unwrap_or("").as_bytes(), &mut bytes)
-                    .map_err(|e| {
-                        LineError::Shape(format!(
-                            "exec_command_output_delta: chunk is not base64 ({e})"
-                        ))
-                    })?;
-                let stream = msg.stream.as_deref().unwrap_or("stdout");
-                let which = usize::from(stream == "stderr");
-                self.buf.clear();
-                match self.calls.get_mut(id) {
-                    Some(call) => call.decoders[which].push(&bytes, &mut self.buf),
-                    None => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
-                }
-                if !self.buf.is_empty() {
-                    output_event(em, id, stream, &self.buf);
-                }
-                self.decoded = bytes;
-            }
-            "exec_command_end" => {
-                let id = need_call_id(msg, kind)?;
-                self.end_call(id, em);
-                let failed = msg.exit_code.is_some_and(|c| c.get() != "0");
-                let stderr = msg.stderr.filter(|s| s.get() != "\"\"");
-                let meta = [
-                    ("exitCode", msg.exit_code.map(MetaValue::Json)),
-                    ("duration", msg.duration.map(MetaValue::Json)),
-                    ("stderr", stderr.map(MetaValue::Json)),
-                    ("isError", failed.then_some(MetaValue::Bool(true))),
-                ];
-                let out = msg.aggregated_output.or(msg.stdout);
-                let decoded;
-                let content = match out {
-                    None => Content::Text(""),
-                    Some(o) => match json::literal(o) {
-                        Some(lit) => Content::Parts(lit),
-                        None => {
-                            decoded = text_of(o);
-                            Content::Text(&decoded)
-                        }
-                    },
-                };
-                if !em.is_open(id) {
-                    em.tool_start(id, "exec_command", None);
-                }
-                em.tool_result(id, content, &meta);
-                self.ended(id);
-            }
-            "patch_apply_begin" => {
-                let id = need_call_id(msg, kind)?;
-                if em.is_open(id) || self.has_ended(id) {
-                    raw(em, line);
-                    return Ok(());
-                }
-                self.close_streams(em);
-                em.tool_start(id, "apply_patch", None);
-                em.tool_args_fields(
-                    id,
-                    &[
-                        ("changes", msg.changes.map(MetaValue::Json)),
-                        ("auto_approved", msg.auto_approved.map(MetaValue::Json)),
-                    ],
-                );
-            }
-            "patch_apply_end" => {
-                let id = need_call_id(msg, kind)?;
-                let ok = msg.success.unwrap_or(true);
-                let stdout = msg.stdout.map(text_of).unwrap_or_default();
-                let stderr = msg.stderr.map(text_of).unwrap_or_default();
-                let content = if stderr.is_empty() {
-                    stdout.into_owned()
-                } else if stdout.is_empty() {
-                    stderr.into_owned()
-                } else {
-                    format!("{stdout}{stderr}")
-                };
-                let meta = [
-                    ("success", Some(MetaValue::Bool(ok))),
-                    ("isError", (!ok).then_some(MetaValue::Bool(true))),
-                ];
-                if !em.is_open(id) {
-                    em.tool_start(id, "apply_patch", None);
-                }
-                em.tool_result(id, Content::Text(&content), &meta);
-                self.ended(id);
-            }
-            "mcp_tool_call_begin" => {
-                let id = need_call_id(msg, kind)?;
-                if em.is_open(id) || self.has_ended(id) {
-                    raw(em, line);
-                    return Ok(());
-                }
-                self.close_streams(em);
-                let inv = msg
-                    .invocation
-                    .and_then(|i| serde_json::from_str::<Invocation>(i.get()).ok());
-                let name = format!(
-                    "mcp:{}/{}",
-                    inv.as_ref().and_then(|i| i.server.as_deref()).unwrap_or(""),
-                    inv.as_ref().and_then(|i| i.tool.as_deref()).unwrap_or("")
-                );
-                em.tool_start(id, &name, None);
-                let args = inv.as_ref().and_then(|i| i.arguments);
-                em.tool_args_given(id, args.filter(|a| a.get() != "null"));
-            }
-            "mcp_tool_call_end" => {
-                let id = need_call_id(msg, kind)?;
-                if !em.is_open(id) {
-                    em.tool_start(id, "mcp", None);
-                }
-                let res = msg
-                    .result
-                    .and_then(|r| serde_json::from_str::<OkErr>(r.get()).ok());
-                match res {
-                    Some(OkErr { ok: Some(ok), .. }) => {
-                        let r: Option<McpResult> = serde_json::from_str(ok.get()).ok();
-                        let is_error = r.as_ref().and_then(|r| r.is_error).unwrap_or(false);
-                        let meta = [
-                            ("isError", is_error.then_some(MetaValue::Bool(true))),
-                            (
-                                "structuredContent",
-                                r.as_ref()
-                                    .and_then(|r| r.structured_content)
-                                    .map(MetaValue::Json),
-                            ),
-                            ("duration", msg.duration.map(MetaValue::Json)),
-                        ];
-                        match mcp_content(ok) {
-                            Some(c) => c.result(em, id, &meta),
-                            None => em.tool_result(id, Content::Text(""), &meta),
-                        }
-                    }
-                    Some(OkErr { err: Some(err), .. }) => {
-                        let meta = [
-                            ("isError", Some(MetaValue::Bool(true))),
-                            ("error", Some(MetaValue::Json(err))),
-                        ];
-                        em.tool_result(id, Content::Text(&text_of(err)), &meta);
-                    }
-                    _ => {
-                        let meta = [("result", msg.result.map(MetaValue::Json))];
-                        em.tool_result(id, Content::Text(""), &meta);
-                    }
-                }
-                self.ended(id);
-            }
-            "web_search_begin" => {
-                let id = need_call_id(msg, kind)?;
-                if !self.searches.contains_key(id) && !em.is_open(id) {
-                    self.began += 1;
-                    self.searches.insert(id.to_owned(), self.began);
-                }
-            }
-            "web_search_end" => {
-                let id = need_call_id(msg, kind)?;
-                self.searches.remove(id);
-                if !em.is_open(id) {
-                    self.close_streams(em);
-                    em.tool_start(id, "web_search", None);
-                    em.tool_args_fields(id, &[("query", msg.query.map(MetaValue::Json))]);
-                }
-                let query = msg.query.map(text_of).unwrap_or_default();
-                em.tool_result(id, Content::Text(&query), None);
-                self.ended(id);
-            }
+            "exec_command_begin" => self.exec_begin(msg, line, em)?,
+            "exec_command_output_delta" => self.exec_output(msg, em)?,
+            "exec_command_end" => self.exec_end(msg, em)?,
+            "patch_apply_begin" => self.patch_begin(msg, line, em)?,
+            "patch_apply_end" => self.patch_end(msg, em)?,
+            "mcp_tool_call_begin" => self.mcp_begin(msg, line, em)?,
+            "mcp_tool_call_end" => self.mcp_end(msg, em)?,
+            "web_search_begin" => self.search_begin(msg, em)?,
+            "web_search_end" => self.search_end(msg, em)?,
             "plan_update" => {
                 let id = crate::agui::plan::id(em, None);
                 let extra = [("explanation", msg.explanation)];
@@ -1091,6 +859,320 @@ impl Codex {
             }
         }
         let _ = msg.reason;
+        Ok(())
+    }
+
+    /// `token_count`: the session's totals so far.
+    #[inline]
+    fn legacy_tokens(&mut self, msg: &Msg) {
+        let totals = match msg.info {
+            Some(info) => serde_json::from_str::<TokenInfo>(info.get())
+                .ok()
+                .and_then(|i| i.total_token_usage),
+            // Before `info` (0.2x–0.3x) the counts were the event's
+            // own fields, for the whole session.
+            None => msg.own_counts(),
+        };
+        if let Some(t) = totals {
+            self.totals = Some(t);
+        }
+    }
+
+    /// `agent_message_delta`: text of the message, started by the first.
+    #[inline]
+    fn text_delta(&mut self, msg: &Msg, em: &mut Emitter) {
+        if !self.text.is_set() {
+            self.next_id(em, "msg");
+            self.text.set(&self.id);
+        }
+        if let (Some(id), Some(d)) = (self.text.get(), msg.delta) {
+            delta_text(em, id, d);
+        }
+    }
+
+    /// `agent_message`: the end of the message that streamed, or the whole
+    /// of one that did not.
+    #[inline]
+    fn text_done(&mut self, msg: &Msg, em: &mut Emitter) {
+        match self.text.take() {
+            // Its text already arrived as deltas.
+            Some(id) => em.text_end(id),
+            None => {
+                let id = self.next_id(em, "msg");
+                let text = msg.message.map(text_of).unwrap_or_default();
+                em.text_message(id, Role::Assistant, &text);
+            }
+        }
+    }
+
+    /// `agent_reasoning_delta` and its raw twin: text of the reasoning,
+    /// started by the first.
+    #[inline]
+    fn reasoning_delta(&mut self, msg: &Msg, em: &mut Emitter) {
+        if !self.reasoning.is_set() {
+            self.next_id(em, "reasoning");
+            self.reasoning.set(&self.id);
+        }
+        if let (Some(id), Some(d)) = (self.reasoning.get(), msg.delta) {
+            let mut decoded = None;
+            em.reasoning_content_text(id, input_text(d, &mut decoded));
+        }
+    }
+
+    /// `agent_reasoning` and its raw twin: the end of the reasoning that
+    /// streamed, or the whole of one that did not.
+    #[inline]
+    fn reasoning_done(&mut self, msg: &Msg, em: &mut Emitter) {
+        match self.reasoning.take() {
+            Some(id) => em.reasoning_end(id),
+            None => {
+                let id = self.next_id(em, "reasoning");
+                let text = msg.text.map(text_of).unwrap_or_default();
+                em.reasoning_message(id, &text);
+            }
+        }
+    }
+
+    /// `exec_command_begin`: a tool call with the command as its arguments
+    /// (a command announced again is the same call).
+    #[inline]
+    fn exec_begin(&mut self, msg: &Msg, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "exec_command_begin")?;
+        if self.call(id).is_some() || em.is_open(id) || self.has_ended(id) {
+            // The same command announced again (a retry): one tool call.
+            raw(em, line);
+            return Ok(());
+        }
+        self.close_streams(em);
+        if !em.tool_start(id, "exec_command", None) {
+            raw(em, line);
+            return Ok(());
+        }
+        em.tool_args_fields(
+            id,
+            &[
+                ("command", msg.command.map(MetaValue::Json)),
+                ("cwd", msg.cwd.map(MetaValue::Json)),
+                ("parsed_cmd", msg.parsed_cmd.map(MetaValue::Json)),
+            ],
+        );
+        self.calls.insert(
+            id.to_owned(),
+            Call {
+                decoders: Default::default(),
+                running_command: true,
+            },
+        );
+        Ok(())
+    }
+
+    /// `exec_command_output_delta`: a base64 chunk of the command's stdout
+    /// or stderr, decoded as UTF-8 across chunks.
+    #[inline]
+    fn exec_output(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "exec_command_output_delta")?;
+        let mut bytes = std::mem::take(&mut self.decoded);
+        bytes.clear();
+        base64::engine::general_purpose::STANDARD
+            .decode_vec(msg.chunk.as_deref().unwrap_or("").as_bytes(), &mut bytes)
+            .map_err(|e| {
+                LineError::Shape(format!(
+                    "exec_command_output_delta: chunk is not base64 ({e})"
+                ))
+            })?;
+        let stream = msg.stream.as_deref().unwrap_or("stdout");
+        let which = usize::from(stream == "stderr");
+        self.buf.clear();
+        match self.calls.get_mut(id) {
+            Some(call) => call.decoders[which].push(&bytes, &mut self.buf),
+            None => self.buf.push_str(&String::from_utf8_lossy(&bytes)),
+        }
+        if !self.buf.is_empty() {
+            output_event(em, id, stream, &self.buf);
+        }
+        self.decoded = bytes;
+        Ok(())
+    }
+
+    /// `exec_command_end`: the command's result, with its exit code.
+    #[inline]
+    fn exec_end(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "exec_command_end")?;
+        self.end_call(id, em);
+        let failed = msg.exit_code.is_some_and(|c| c.get() != "0");
+        let stderr = msg.stderr.filter(|s| s.get() != "\"\"");
+        let meta = [
+            ("exitCode", msg.exit_code.map(MetaValue::Json)),
+            ("duration", msg.duration.map(MetaValue::Json)),
+            ("stderr", stderr.map(MetaValue::Json)),
+            ("isError", failed.then_some(MetaValue::Bool(true))),
+        ];
+        let out = msg.aggregated_output.or(msg.stdout);
+        let decoded;
+        let content = match out {
+            None => Content::Text(""),
+            Some(o) => match json::literal(o) {
+                Some(lit) => Content::Parts(lit),
+                None => {
+                    decoded = text_of(o);
+                    Content::Text(&decoded)
+                }
+            },
+        };
+        if !em.is_open(id) {
+            em.tool_start(id, "exec_command", None);
+        }
+        em.tool_result(id, content, &meta);
+        self.ended(id);
+        Ok(())
+    }
+
+    /// `patch_apply_begin`: an `apply_patch` tool call with the changes as
+    /// its arguments.
+    #[inline]
+    fn patch_begin(
+        &mut self,
+        msg: &Msg,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let id = need_call_id(msg, "patch_apply_begin")?;
+        if em.is_open(id) || self.has_ended(id) {
+            raw(em, line);
+            return Ok(());
+        }
+        self.close_streams(em);
+        em.tool_start(id, "apply_patch", None);
+        em.tool_args_fields(
+            id,
+            &[
+                ("changes", msg.changes.map(MetaValue::Json)),
+                ("auto_approved", msg.auto_approved.map(MetaValue::Json)),
+            ],
+        );
+        Ok(())
+    }
+
+    /// `patch_apply_end`: the patch's result, its stdout and stderr.
+    #[inline]
+    fn patch_end(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "patch_apply_end")?;
+        let ok = msg.success.unwrap_or(true);
+        let stdout = msg.stdout.map(text_of).unwrap_or_default();
+        let stderr = msg.stderr.map(text_of).unwrap_or_default();
+        let content = if stderr.is_empty() {
+            stdout.into_owned()
+        } else if stdout.is_empty() {
+            stderr.into_owned()
+        } else {
+            format!("{stdout}{stderr}")
+        };
+        let meta = [
+            ("success", Some(MetaValue::Bool(ok))),
+            ("isError", (!ok).then_some(MetaValue::Bool(true))),
+        ];
+        if !em.is_open(id) {
+            em.tool_start(id, "apply_patch", None);
+        }
+        em.tool_result(id, Content::Text(&content), &meta);
+        self.ended(id);
+        Ok(())
+    }
+
+    /// `mcp_tool_call_begin`: an `mcp:SERVER/TOOL` tool call with its
+    /// arguments.
+    #[inline]
+    fn mcp_begin(&mut self, msg: &Msg, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "mcp_tool_call_begin")?;
+        if em.is_open(id) || self.has_ended(id) {
+            raw(em, line);
+            return Ok(());
+        }
+        self.close_streams(em);
+        let inv = msg
+            .invocation
+            .and_then(|i| serde_json::from_str::<Invocation>(i.get()).ok());
+        let name = format!(
+            "mcp:{}/{}",
+            inv.as_ref().and_then(|i| i.server.as_deref()).unwrap_or(""),
+            inv.as_ref().and_then(|i| i.tool.as_deref()).unwrap_or("")
+        );
+        em.tool_start(id, &name, None);
+        let args = inv.as_ref().and_then(|i| i.arguments);
+        em.tool_args_given(id, args.filter(|a| a.get() != "null"));
+        Ok(())
+    }
+
+    /// `mcp_tool_call_end`: the MCP tool's result (`Ok`) or error (`Err`).
+    #[inline]
+    fn mcp_end(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "mcp_tool_call_end")?;
+        if !em.is_open(id) {
+            em.tool_start(id, "mcp", None);
+        }
+        let res = msg
+            .result
+            .and_then(|r| serde_json::from_str::<OkErr>(r.get()).ok());
+        match res {
+            Some(OkErr { ok: Some(ok), .. }) => {
+                let r: Option<McpResult> = serde_json::from_str(ok.get()).ok();
+                let is_error = r.as_ref().and_then(|r| r.is_error).unwrap_or(false);
+                let meta = [
+                    ("isError", is_error.then_some(MetaValue::Bool(true))),
+                    (
+                        "structuredContent",
+                        r.as_ref()
+                            .and_then(|r| r.structured_content)
+                            .map(MetaValue::Json),
+                    ),
+                    ("duration", msg.duration.map(MetaValue::Json)),
+                ];
+                match mcp_content(ok) {
+                    Some(c) => c.result(em, id, &meta),
+                    None => em.tool_result(id, Content::Text(""), &meta),
+                }
+            }
+            Some(OkErr { err: Some(err), .. }) => {
+                let meta = [
+                    ("isError", Some(MetaValue::Bool(true))),
+                    ("error", Some(MetaValue::Json(err))),
+                ];
+                em.tool_result(id, Content::Text(&text_of(err)), &meta);
+            }
+            _ => {
+                let meta = [("result", msg.result.map(MetaValue::Json))];
+                em.tool_result(id, Content::Text(""), &meta);
+            }
+        }
+        self.ended(id);
+        Ok(())
+    }
+
+    /// `web_search_begin`: a search counted, its call started at its end
+    /// (which has the query).
+    #[inline]
+    fn search_begin(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "web_search_begin")?;
+        if !self.searches.contains_key(id) && !em.is_open(id) {
+            self.began += 1;
+            self.searches.insert(id.to_owned(), self.began);
+        }
+        Ok(())
+    }
+
+    /// `web_search_end`: the search as a tool call, the query its result.
+    #[inline]
+    fn search_end(&mut self, msg: &Msg, em: &mut Emitter) -> Result<(), LineError> {
+        let id = need_call_id(msg, "web_search_end")?;
+        self.searches.remove(id);
+        if !em.is_open(id) {
+            self.close_streams(em);
+            em.tool_start(id, "web_search", None);
+            em.tool_args_fields(id, &[("query", msg.query.map(MetaValue::Json))]);
+        }
+        let query = msg.query.map(text_of).unwrap_or_default();
+        em.tool_result(id, Content::Text(&query), None);
+        self.ended(id);
         Ok(())
     }
 

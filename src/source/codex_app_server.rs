@@ -468,30 +468,10 @@ impl CodexAppServer {
             return self.response(msg.result, line, em);
         };
         if msg.id.is_some() {
-            // A request to the client: an approval, a question, a tool call.
-            let name = if method.ends_with("requestApproval")
-                || matches!(method, "execCommandApproval" | "applyPatchApproval")
-            {
-                "approval_request"
-            } else {
-                "server_request"
-            };
-            match record_json(line) {
-                Some(v) => em.custom(name, v),
-                None => raw(em, line),
-            }
+            server_request(method, line, em);
             return Ok(());
         }
-        let thread = match &msg.params {
-            Some(Params::Item(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Delta(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Turn(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Error(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Usage(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Plan(ev)) => ev.thread_id.as_deref(),
-            Some(Params::Thread(ev)) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
-            Some(Params::Raw(_) | Params::Other) | None => None,
-        };
+        let thread = msg.params.as_ref().and_then(Params::thread_id);
         let child = match thread.filter(|t| self.is_child(t)) {
             Some(t) => {
                 em.set_subagent(Some(t));
@@ -504,44 +484,14 @@ impl CodexAppServer {
             Some(Params::Item(ev)) => self.item(method, ev, line, em)?,
             Some(Params::Delta(ev)) => self.delta(method, ev, line, em),
             Some(Params::Turn(ev)) => self.turn(method, ev, line, em),
-            Some(Params::Error(ev)) => {
-                self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
-                raw(em, line);
-                let err = ev.error.as_ref();
-                let message = err.and_then(|e| e.message.as_deref()).unwrap_or("error");
-                if child {
-                    // A subagent's error is its own (its turn ends it).
-                } else if ev.will_retry == Some(true) {
-                    // A retry notice: the attempt's unfinished messages are
-                    // abandoned, and the next attempt streams anew.
-                    self.close_streams(em);
-                } else {
-                    let code = error_code(err.and_then(|e| e.codex_error_info));
-                    self.last_error = Some((message.to_owned(), code));
-                }
-            }
+            Some(Params::Error(ev)) => self.error(&ev, child, line, em),
             Some(Params::Usage(_)) if child => raw(em, line),
             Some(Params::Usage(ev)) => {
                 if let Some(total) = ev.token_usage.and_then(|u| u.total) {
                     self.totals = Some(total);
                 }
             }
-            Some(Params::Plan(ev)) => {
-                self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
-                let scope = ev.thread_id.as_deref().filter(|_| child);
-                let id = match scope {
-                    Some(child) => format!("{child}-plan"),
-                    None => crate::agui::plan::id(em, None),
-                };
-                let extra = [("explanation", ev.explanation)];
-                crate::agui::plan::snapshot(
-                    em,
-                    &id,
-                    ev.plan,
-                    crate::agui::plan::CODEX_PLAN,
-                    &extra,
-                );
-            }
+            Some(Params::Plan(ev)) => self.plan(&ev, child, em),
             Some(Params::Thread(ev)) => {
                 if self.thread.is_none() {
                     self.thread = ev.thread.and_then(|t| t.id).map(Cow::into_owned);
@@ -556,6 +506,41 @@ impl CodexAppServer {
             }
         }
         Ok(())
+    }
+
+    /// An `error` notification (after its RAW event): the run's error, kept
+    /// for its end; a retry notice abandons the attempt's unfinished
+    /// messages; a subagent's error is its own (its turn ends it).
+    #[inline]
+    fn error(&mut self, ev: &ErrorEvent, child: bool, line: Line<'_>, em: &mut Emitter) {
+        self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
+        raw(em, line);
+        let err = ev.error.as_ref();
+        let message = err.and_then(|e| e.message.as_deref()).unwrap_or("error");
+        if child {
+            // A subagent's error is its own (its turn ends it).
+        } else if ev.will_retry == Some(true) {
+            // A retry notice: the attempt's unfinished messages are
+            // abandoned, and the next attempt streams anew.
+            self.close_streams(em);
+        } else {
+            let code = error_code(err.and_then(|e| e.codex_error_info));
+            self.last_error = Some((message.to_owned(), code));
+        }
+    }
+
+    /// A plan update: a PLAN snapshot, of the run's plan or of a
+    /// subagent's (`child`).
+    #[inline]
+    fn plan(&mut self, ev: &PlanEvent, child: bool, em: &mut Emitter) {
+        self.enter_turn(em, ev.thread_id.as_deref(), ev.turn_id.as_deref());
+        let scope = ev.thread_id.as_deref().filter(|_| child);
+        let id = match scope {
+            Some(child) => format!("{child}-plan"),
+            None => crate::agui::plan::id(em, None),
+        };
+        let extra = [("explanation", ev.explanation)];
+        crate::agui::plan::snapshot(em, &id, ev.plan, crate::agui::plan::CODEX_PLAN, &extra);
     }
 
     /// A response to one of the client's requests: kept as RAW; the thread
@@ -1056,73 +1041,9 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
         || it.success.is_some_and(|s| s.get() == "false");
     let is_error = failed.then_some(MetaValue::Bool(true));
     match kind {
-        "commandExecution" => {
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("exitCode", it.exit_code.map(MetaValue::Json)),
-                ("durationMs", it.duration_ms.map(MetaValue::Json)),
-                ("isError", is_error),
-            ];
-            let decoded;
-            let content = match it.aggregated_output {
-                None => Content::Text(""),
-                Some(out) if out.get() == "null" => Content::Text(""),
-                Some(out) => match json::literal(out) {
-                    Some(lit) => Content::Parts(lit),
-                    None => {
-                        decoded = text_of(out);
-                        Content::Text(&decoded)
-                    }
-                },
-            };
-            em.tool_result(id, content, &meta);
-        }
-        "fileChange" => {
-            let mut text = String::new();
-            let changes: Vec<FileUpdateChange> = it
-                .changes
-                .and_then(|c| serde_json::from_str(c.get()).ok())
-                .unwrap_or_default();
-            for c in &changes {
-                let kind = c.kind.as_ref().and_then(|k| k.kind.as_deref());
-                let _ = writeln!(
-                    text,
-                    "{} {}",
-                    kind.unwrap_or("?"),
-                    c.path.as_deref().unwrap_or("?")
-                );
-            }
-            text.push_str(status.unwrap_or("completed"));
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("isError", is_error),
-            ];
-            em.tool_result(id, Content::Text(&text), &meta);
-        }
-        "mcpToolCall" => {
-            let err_msg = it
-                .error
-                .and_then(|e| serde_json::from_str::<Option<ErrorMessage>>(e.get()).ok())
-                .flatten()
-                .and_then(|e| e.message);
-            let result = it.result.filter(|r| r.get() != "null");
-            let structured = result.and_then(structured_content);
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("isError", is_error),
-                (
-                    "error",
-                    it.error.filter(|e| e.get() != "null").map(MetaValue::Json),
-                ),
-                ("structuredContent", structured.map(MetaValue::Json)),
-                ("durationMs", it.duration_ms.map(MetaValue::Json)),
-            ];
-            match (result.and_then(mcp_content), err_msg) {
-                (Some(c), _) => c.result(em, id, &meta),
-                (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
-                (None, None) => em.tool_result(id, Content::Text(""), &meta),
-            }
-        }
+        "commandExecution" => command_result(id, it, status, is_error, em),
+        "fileChange" => file_change_result(id, it, status, is_error, em),
+        "mcpToolCall" => mcp_result(id, it, status, is_error, em),
         "webSearch" => {
             let meta = [
                 ("status", status.map(MetaValue::Str)),
@@ -1137,33 +1058,7 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
             let query = it.query.map(text_of).unwrap_or_default();
             em.tool_result(id, Content::Text(&query), &meta);
         }
-        "dynamicToolCall" => {
-            let items: Vec<DynamicContent> = it
-                .content_items
-                .and_then(|c| serde_json::from_str::<Option<Vec<DynamicContent>>>(c.get()).ok())
-                .flatten()
-                .unwrap_or_default();
-            let all_text = items.iter().all(|c| c.kind.as_deref() == Some("inputText"));
-            let mut text = String::new();
-            if all_text {
-                for c in &items {
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
-                    text.push_str(c.text.as_deref().unwrap_or(""));
-                }
-            }
-            let meta = [
-                ("status", status.map(MetaValue::Str)),
-                ("success", it.success.map(MetaValue::Json)),
-                ("isError", is_error),
-                (
-                    "contentItems",
-                    it.content_items.map(MetaValue::Json).filter(|_| !all_text),
-                ),
-            ];
-            em.tool_result(id, Content::Text(&text), &meta);
-        }
+        "dynamicToolCall" => dynamic_result(id, it, status, is_error, em),
         "imageView" => {
             let path = it.path.map(text_of).unwrap_or_default();
             em.tool_result(id, Content::Text(&path), None);
@@ -1175,6 +1070,171 @@ fn tool_result(kind: &str, id: &str, it: &Item, em: &mut Emitter) {
                 ("agentsStates", it.agents_states.map(MetaValue::Json)),
             ];
             em.tool_result(id, Content::Text(status.unwrap_or("")), &meta);
+        }
+    }
+}
+
+/// `commandExecution`: the command's output, with its exit code.
+#[inline]
+fn command_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("exitCode", it.exit_code.map(MetaValue::Json)),
+        ("durationMs", it.duration_ms.map(MetaValue::Json)),
+        ("isError", is_error),
+    ];
+    let decoded;
+    let content = match it.aggregated_output {
+        None => Content::Text(""),
+        Some(out) if out.get() == "null" => Content::Text(""),
+        Some(out) => match json::literal(out) {
+            Some(lit) => Content::Parts(lit),
+            None => {
+                decoded = text_of(out);
+                Content::Text(&decoded)
+            }
+        },
+    };
+    em.tool_result(id, content, &meta);
+}
+
+/// `fileChange`: a line per changed file (kind and path), then the status.
+#[inline]
+fn file_change_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let mut text = String::new();
+    let changes: Vec<FileUpdateChange> = it
+        .changes
+        .and_then(|c| serde_json::from_str(c.get()).ok())
+        .unwrap_or_default();
+    for c in &changes {
+        let kind = c.kind.as_ref().and_then(|k| k.kind.as_deref());
+        let _ = writeln!(
+            text,
+            "{} {}",
+            kind.unwrap_or("?"),
+            c.path.as_deref().unwrap_or("?")
+        );
+    }
+    text.push_str(status.unwrap_or("completed"));
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("isError", is_error),
+    ];
+    em.tool_result(id, Content::Text(&text), &meta);
+}
+
+/// `mcpToolCall`: the MCP tool's content, else its error's message.
+#[inline]
+fn mcp_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let err_msg = it
+        .error
+        .and_then(|e| serde_json::from_str::<Option<ErrorMessage>>(e.get()).ok())
+        .flatten()
+        .and_then(|e| e.message);
+    let result = it.result.filter(|r| r.get() != "null");
+    let structured = result.and_then(structured_content);
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("isError", is_error),
+        (
+            "error",
+            it.error.filter(|e| e.get() != "null").map(MetaValue::Json),
+        ),
+        ("structuredContent", structured.map(MetaValue::Json)),
+        ("durationMs", it.duration_ms.map(MetaValue::Json)),
+    ];
+    match (result.and_then(mcp_content), err_msg) {
+        (Some(c), _) => c.result(em, id, &meta),
+        (None, Some(m)) => em.tool_result(id, Content::Text(&m), &meta),
+        (None, None) => em.tool_result(id, Content::Text(""), &meta),
+    }
+}
+
+/// `dynamicToolCall`: its text items, one a line (other items stay in
+/// `metadata.contentItems`).
+#[inline]
+fn dynamic_result(
+    id: &str,
+    it: &Item,
+    status: Option<&str>,
+    is_error: Option<MetaValue>,
+    em: &mut Emitter,
+) {
+    let items: Vec<DynamicContent> = it
+        .content_items
+        .and_then(|c| serde_json::from_str::<Option<Vec<DynamicContent>>>(c.get()).ok())
+        .flatten()
+        .unwrap_or_default();
+    let all_text = items.iter().all(|c| c.kind.as_deref() == Some("inputText"));
+    let mut text = String::new();
+    if all_text {
+        for c in &items {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(c.text.as_deref().unwrap_or(""));
+        }
+    }
+    let meta = [
+        ("status", status.map(MetaValue::Str)),
+        ("success", it.success.map(MetaValue::Json)),
+        ("isError", is_error),
+        (
+            "contentItems",
+            it.content_items.map(MetaValue::Json).filter(|_| !all_text),
+        ),
+    ];
+    em.tool_result(id, Content::Text(&text), &meta);
+}
+
+/// A request of the server to the client (an approval, a question, a tool
+/// call): a CUSTOM event of its record.
+#[inline]
+fn server_request(method: &str, line: Line<'_>, em: &mut Emitter) {
+    let name = if method.ends_with("requestApproval")
+        || matches!(method, "execCommandApproval" | "applyPatchApproval")
+    {
+        "approval_request"
+    } else {
+        "server_request"
+    };
+    match record_json(line) {
+        Some(v) => em.custom(name, v),
+        None => raw(em, line),
+    }
+}
+
+impl Params<'_> {
+    /// The thread a notification is about, when it names one.
+    #[inline]
+    fn thread_id(&self) -> Option<&str> {
+        match self {
+            Params::Item(ev) => ev.thread_id.as_deref(),
+            Params::Delta(ev) => ev.thread_id.as_deref(),
+            Params::Turn(ev) => ev.thread_id.as_deref(),
+            Params::Error(ev) => ev.thread_id.as_deref(),
+            Params::Usage(ev) => ev.thread_id.as_deref(),
+            Params::Plan(ev) => ev.thread_id.as_deref(),
+            Params::Thread(ev) => ev.thread.as_ref().and_then(|t| t.id.as_deref()),
+            Params::Raw(_) | Params::Other => None,
         }
     }
 }

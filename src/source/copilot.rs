@@ -400,132 +400,24 @@ impl Copilot {
                 raw(em, line);
             }
             "user.message" => self.user(data, line, em),
-            "assistant.message_delta" => {
-                let (Some(id), Some(delta)) = (data.message_id.as_deref(), data.delta_content)
-                else {
-                    return Err(LineError::Shape("a delta without messageId".into()));
-                };
-                if self.text.get() != Some(id) {
-                    self.close_text(em);
-                    self.text.set(id);
-                    em.text_start(id, Role::Assistant);
-                }
-                self.message.set(id);
-                let mut decoded = None;
-                let text = input_text(delta, &mut decoded);
-                if !text.is_empty() && em.is_open(id) {
-                    em.text_content_text(id, text);
-                }
-            }
-            "assistant.reasoning_delta" => {
-                let (Some(id), Some(delta)) = (data.reasoning_id.as_deref(), data.delta_content)
-                else {
-                    return Err(LineError::Shape("a delta without reasoningId".into()));
-                };
-                if self.reasoning.get() != Some(id) {
-                    self.reasoning.set(id);
-                    em.reasoning_start(id);
-                }
-                let mut decoded = None;
-                let text = input_text(delta, &mut decoded);
-                if !text.is_empty() && em.is_open(id) {
-                    em.reasoning_content_text(id, text);
-                }
-            }
-            "assistant.reasoning" => {
-                let Some(id) = data.reasoning_id.as_deref() else {
-                    return Err(LineError::Shape(
-                        "assistant.reasoning without reasoningId".into(),
-                    ));
-                };
-                if self.reasoning.get() == Some(id) {
-                    em.reasoning_end(id);
-                } else {
-                    self.reasoning.set(id);
-                    let text = data.content.map(text_of).unwrap_or_default();
-                    em.reasoning_message(id, &text);
-                }
-            }
-            "assistant.tool_call_delta" => {
-                let Some(id) = data.tool_call_id.as_deref() else {
-                    return Err(LineError::Shape("a delta without toolCallId".into()));
-                };
-                if !em.tool_started(id) {
-                    em.close_texts();
-                    let name = data.tool_name.as_deref().unwrap_or("unknown");
-                    em.tool_start(id, name, self.message.get());
-                }
-                if let Some(delta) = data.input_delta.map(text_of).filter(|d| !d.is_empty()) {
-                    if em.is_open(id) {
-                        em.tool_args(id, &delta);
-                    }
-                }
-            }
+            "assistant.message_delta" => self.text_delta(data, em)?,
+            "assistant.reasoning_delta" => self.reasoning_delta(data, em)?,
+            "assistant.reasoning" => self.reasoning_done(data, em)?,
+            "assistant.tool_call_delta" => self.tool_call_delta(data, em)?,
             "assistant.message" => self.message(data, em)?,
             "assistant.usage" => {
                 self.usage(data);
                 raw(em, line);
             }
-            "tool.execution_start" => {
-                let Some(id) = data.tool_call_id.as_deref() else {
-                    return Err(LineError::Shape(
-                        "tool.execution_start without toolCallId".into(),
-                    ));
-                };
-                if em.tool_started(id) {
-                    raw(em, line);
-                } else {
-                    // A call no message announced (a tool the CLI runs itself).
-                    em.close_texts();
-                    let name = data.tool_name.as_deref().unwrap_or("unknown");
-                    em.tool_start(id, name, None);
-                    em.tool_args_given(id, data.arguments);
-                    em.tool_end(id);
-                }
-            }
+            "tool.execution_start" => self.tool_execution_start(data, line, em)?,
             "tool.execution_complete" => self.tool_done(data, em)?,
-            "subagent.started" => {
+            "subagent.started" | "subagent.completed" | "subagent.failed" => {
                 raw(em, line);
-                if let Some(id) = data.tool_call_id.as_deref() {
-                    let name = data.agent_name.as_deref().unwrap_or("subagent");
-                    let parent = self.message.get();
-                    let description = data.agent_description.as_deref();
-                    em.subagent_start(id, name, description, Some(id), parent);
-                }
-            }
-            "subagent.completed" => {
-                raw(em, line);
-                if let Some(id) = data.tool_call_id.as_deref() {
-                    em.subagent_finish(id, None);
-                }
-            }
-            "subagent.failed" => {
-                raw(em, line);
-                if let Some(id) = data.tool_call_id.as_deref() {
-                    let message = data.error.map(text_of);
-                    let message = message.as_deref().unwrap_or("the subagent failed");
-                    em.subagent_fail(id, message, Some("failed"));
-                }
+                self.subagent(kind, data, em);
             }
             "session.error" => {
                 raw(em, line);
-                let message = data.message.map(text_of).unwrap_or_default();
-                let kind = data.error_type.as_deref().unwrap_or("");
-                let code = match data.status_code {
-                    Some(401 | 403) => code::AUTH_ERROR,
-                    Some(_) => code::API_ERROR,
-                    None if kind.contains("auth") => code::AUTH_ERROR,
-                    None if kind.contains("rate") || kind.contains("quota") => code::API_ERROR,
-                    // The model calls' retries ran out (1.0.11 gives no status).
-                    None if message.starts_with(MODEL_FAILED) => code::API_ERROR,
-                    None => code::CLI_ERROR,
-                };
-                let message = if message.is_empty() {
-                    format!("the session failed ({kind})")
-                } else {
-                    message.into_owned()
-                };
-                self.error = Some((message, code));
+                self.session_error(data);
             }
             "abort" => {
                 raw(em, line);
@@ -539,6 +431,158 @@ impl Copilot {
             }
         }
         Ok(())
+    }
+
+    /// `assistant.message_delta`: text of the assistant message it names,
+    /// which is started when it is a new one.
+    #[inline]
+    fn text_delta(&mut self, data: &Data, em: &mut Emitter) -> Result<(), LineError> {
+        let (Some(id), Some(delta)) = (data.message_id.as_deref(), data.delta_content) else {
+            return Err(LineError::Shape("a delta without messageId".into()));
+        };
+        if self.text.get() != Some(id) {
+            self.close_text(em);
+            self.text.set(id);
+            em.text_start(id, Role::Assistant);
+        }
+        self.message.set(id);
+        let mut decoded = None;
+        let text = input_text(delta, &mut decoded);
+        if !text.is_empty() && em.is_open(id) {
+            em.text_content_text(id, text);
+        }
+        Ok(())
+    }
+
+    /// `assistant.reasoning_delta`: text of the reasoning it names, which
+    /// is started when it is a new one.
+    #[inline]
+    fn reasoning_delta(&mut self, data: &Data, em: &mut Emitter) -> Result<(), LineError> {
+        let (Some(id), Some(delta)) = (data.reasoning_id.as_deref(), data.delta_content) else {
+            return Err(LineError::Shape("a delta without reasoningId".into()));
+        };
+        if self.reasoning.get() != Some(id) {
+            self.reasoning.set(id);
+            em.reasoning_start(id);
+        }
+        let mut decoded = None;
+        let text = input_text(delta, &mut decoded);
+        if !text.is_empty() && em.is_open(id) {
+            em.reasoning_content_text(id, text);
+        }
+        Ok(())
+    }
+
+    /// `assistant.reasoning`: the end of the reasoning that streamed, or
+    /// the whole of one that did not.
+    #[inline]
+    fn reasoning_done(&mut self, data: &Data, em: &mut Emitter) -> Result<(), LineError> {
+        let Some(id) = data.reasoning_id.as_deref() else {
+            return Err(LineError::Shape(
+                "assistant.reasoning without reasoningId".into(),
+            ));
+        };
+        if self.reasoning.get() == Some(id) {
+            em.reasoning_end(id);
+        } else {
+            self.reasoning.set(id);
+            let text = data.content.map(text_of).unwrap_or_default();
+            em.reasoning_message(id, &text);
+        }
+        Ok(())
+    }
+
+    /// `assistant.tool_call_delta`: arguments of the tool call it names,
+    /// which is started when it is a new one.
+    #[inline]
+    fn tool_call_delta(&mut self, data: &Data, em: &mut Emitter) -> Result<(), LineError> {
+        let Some(id) = data.tool_call_id.as_deref() else {
+            return Err(LineError::Shape("a delta without toolCallId".into()));
+        };
+        if !em.tool_started(id) {
+            em.close_texts();
+            let name = data.tool_name.as_deref().unwrap_or("unknown");
+            em.tool_start(id, name, self.message.get());
+        }
+        if let Some(delta) = data.input_delta.map(text_of).filter(|d| !d.is_empty()) {
+            if em.is_open(id) {
+                em.tool_args(id, &delta);
+            }
+        }
+        Ok(())
+    }
+
+    /// `tool.execution_start`: nothing new for a call a message announced;
+    /// a call no message announced (a tool the CLI runs itself) is started
+    /// here, whole.
+    #[inline]
+    fn tool_execution_start(
+        &mut self,
+        data: &Data,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let Some(id) = data.tool_call_id.as_deref() else {
+            return Err(LineError::Shape(
+                "tool.execution_start without toolCallId".into(),
+            ));
+        };
+        if em.tool_started(id) {
+            raw(em, line);
+        } else {
+            em.close_texts();
+            let name = data.tool_name.as_deref().unwrap_or("unknown");
+            em.tool_start(id, name, None);
+            em.tool_args_given(id, data.arguments);
+            em.tool_end(id);
+        }
+        Ok(())
+    }
+
+    /// `subagent.started`, `.completed` and `.failed`, after their RAW
+    /// event: the subagent of the tool call that runs it.
+    #[inline]
+    fn subagent(&mut self, kind: &str, data: &Data, em: &mut Emitter) {
+        let Some(id) = data.tool_call_id.as_deref() else {
+            return;
+        };
+        match kind {
+            "subagent.started" => {
+                let name = data.agent_name.as_deref().unwrap_or("subagent");
+                let parent = self.message.get();
+                let description = data.agent_description.as_deref();
+                em.subagent_start(id, name, description, Some(id), parent);
+            }
+            "subagent.completed" => em.subagent_finish(id, None),
+            _ => {
+                let message = data.error.map(text_of);
+                let message = message.as_deref().unwrap_or("the subagent failed");
+                em.subagent_fail(id, message, Some("failed"));
+            }
+        }
+    }
+
+    /// `session.error`: why the run failed, for its end (a code from the
+    /// HTTP status or the error's type).
+    #[inline]
+    fn session_error(&mut self, data: &Data) {
+        let message = data.message.map(text_of).unwrap_or_default();
+        let kind = data.error_type.as_deref().unwrap_or("");
+        let code = match data.status_code {
+            Some(401 | 403) => code::AUTH_ERROR,
+            Some(_) => code::API_ERROR,
+            None if kind.contains("auth") => code::AUTH_ERROR,
+            None if kind.contains("rate") || kind.contains("quota") => code::API_ERROR,
+            // The model calls' retries ran out (1.0.11 gives no status).
+            None if message.starts_with(MODEL_FAILED) => code::API_ERROR,
+            None => code::CLI_ERROR,
+        };
+        let message = if message.is_empty() {
+            format!("the session failed ({kind})")
+        } else {
+            message.into_owned()
+        };
+        self.error = Some((message, code));
     }
 
     /// A new run: nothing of the last one is kept (the buffers are).
