@@ -1392,6 +1392,9 @@ impl Claude {
     /// `uuid`, the message's `model`, `stop_reason`, `usage`, an API
     /// error's `error`, … are in no event of their own.
     fn rest(&mut self, line: Line<'_>, em: &mut Emitter) {
+        if !em.writes_raw() {
+            return;
+        }
         let Some(text) = line.text() else {
             // Not UTF-8: the whole record, rather than nothing.
             return raw(em, line, self.flavor);
@@ -1979,25 +1982,42 @@ struct Source<'a> {
 
 /// Write record `json` into `out` without its members `message.content`,
 /// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
-/// if it is not an object with a message object. (A scan of the text: a
+/// if it is not an object with a message object. (One scan of the text: a
 /// parser that skips nested values would allocate for them.)
 fn without_carried(json: &str, out: &mut String) -> bool {
-    let (mut message, mut content, mut result, mut meta) = (false, None, None, None);
-    let top = each_member(json, |key, value| match key {
-        "message" => {
-            message = value.starts_with('{');
-            content = value_of(value, "content");
-        }
-        "tool_use_result" => result = Some(value),
-        "tool_result_meta" => meta = Some(value),
-        _ => {}
+    let b = json.as_bytes();
+    let mut message = false;
+    // The spans of the members cut: the message's content, the others.
+    let mut spans: [Option<(usize, usize)>; 3] = [None; 3];
+    let top = json::scan_members(b, skip_ws(b, 0), &mut |key, at, start| {
+        let slot = match key {
+            b"message" => {
+                message = b[start] == b'{';
+                spans[0] = None;
+                let mut content = None;
+                let end = json::scan_members(b, start, &mut |key, at, start| {
+                    if key != b"content" || content.is_some() {
+                        return None;
+                    }
+                    let end = json::value_end(b, start)?;
+                    content = Some((at, end));
+                    Some(end)
+                });
+                spans[0] = content;
+                return end;
+            }
+            b"tool_use_result" => 1,
+            b"tool_result_meta" => 2,
+            _ => return None,
+        };
+        let end = json::value_end(b, start)?;
+        spans[slot] = Some((at, end));
+        Some(end)
     });
     if top.is_none() || !message {
         return false;
     }
-    let mut spans = [content, result, meta].map(|v| v.and_then(|v| member_span(json, v)));
     spans.sort_unstable_by_key(|s| s.map(|(a, _)| a));
-    let b = json.as_bytes();
     let mut at = 0;
     let mut cut = |(start, end): (usize, usize)| {
         let (start, end) = with_comma(b, start, end);
@@ -2026,86 +2046,12 @@ fn next_to(b: &[u8], end: usize, start: usize) -> bool {
     i > 0 && b[i - 1] == b',' && skip_ws_back(b, i - 1) == end
 }
 
-/// The value of member `key` of object `json`.
-fn value_of<'a>(json: &'a str, key: &str) -> Option<&'a str> {
-    let mut found = None;
-    each_member(json, |k, v| {
-        if k == key && found.is_none() {
-            found = Some(v);
-        }
-    })?;
-    found
-}
-
-/// Call `f` with each member's key (as written, without its quotes) and
-/// value (a slice of `json`) of object `json`, which has parsed already;
-/// None if it is not an object.
-fn each_member<'a>(json: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> Option<()> {
-    let b = json.as_bytes();
-    let ws = |mut i: usize| {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
-    };
-    // The end of the string that starts at `i` (its opening quote).
-    let string_end = |mut i: usize| {
+/// Index `i` moved past whitespace.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
-        while i < b.len() {
-            match b[i] {
-                b'\\' => i += 2,
-                b'"' => return i + 1,
-                _ => i += 1,
-            }
-        }
-        b.len()
-    };
-    let mut i = ws(0);
-    if b.get(i) != Some(&b'{') {
-        return None;
     }
-    i = ws(i + 1);
-    while b.get(i) == Some(&b'"') {
-        let key_end = string_end(i);
-        let key = &json[i + 1..key_end - 1];
-        i = ws(key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        let start = ws(i + 1);
-        let mut depth = 0usize;
-        let mut j = start;
-        while j < b.len() {
-            match b[j] {
-                b'"' => {
-                    j = string_end(j);
-                    if depth == 0 {
-                        break;
-                    }
-                    continue;
-                }
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' if depth == 0 => break,
-                b'}' | b']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        j += 1;
-                        break;
-                    }
-                }
-                b',' if depth == 0 => break,
-                c if depth == 0 && c.is_ascii_whitespace() => break,
-                _ => {}
-            }
-            j += 1;
-        }
-        f(key, &json[start..j]);
-        i = ws(j);
-        if b.get(i) == Some(&b',') {
-            i = ws(i + 1);
-        }
-    }
-    Some(())
+    i
 }
 
 /// Index `i` moved back over whitespace.
@@ -2131,23 +2077,6 @@ fn with_comma(b: &[u8], start: usize, end: usize) -> (usize, usize) {
         return (before - 1, end);
     }
     (start, end)
-}
-
-/// The bytes of `json` that member `"key": value` takes, given the value as
-/// a slice of `json` (and a key without quotes in it).
-fn member_span(json: &str, value: &str) -> Option<(usize, usize)> {
-    let start = (value.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
-    let b = json.as_bytes();
-    let colon = skip_ws_back(b, start);
-    if colon == 0 || b[colon - 1] != b':' {
-        return None;
-    }
-    let close = skip_ws_back(b, colon - 1);
-    if close == 0 || b[close - 1] != b'"' {
-        return None;
-    }
-    let open = memchr::memrchr(b'"', &b[..close - 1])?;
-    Some((open, start + value.len()))
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
