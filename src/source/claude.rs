@@ -211,11 +211,12 @@ struct MetaWalk<'a> {
 impl<'a> MetaWalk<'a> {
     /// The entry of tool call `id`, looked for from the next one on.
     fn take(&mut self, id: &str, em: &mut Emitter) -> Option<&'a RawValue> {
-        let is_its = |e: &RawValue| {
-            serde_json::from_str::<MetaId>(e.get())
+        let is_its = |e: &RawValue| match scan_id(e.get()) {
+            Some(found) => found.is_some_and(|f| f == id.as_bytes()),
+            None => serde_json::from_str::<MetaId>(e.get())
                 .ok()
                 .and_then(|m| m.id)
-                .is_some_and(|e| e == id)
+                .is_some_and(|e| e == id),
         };
         let found = (self.next..self.next + META_LOOKAHEAD)
             .map_while(|i| Some((i, self.meta.get(i)?)))
@@ -274,9 +275,60 @@ impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
     }
 }
 
+/// The `id` of `tool_result_meta` entry `entry`, as written without its
+/// quotes, found by a scan: Some(None) if it has none (nor one string id, or
+/// it is not an object: what the parser makes of it too); None if a key or
+/// the id holds an escape, for the parser to read.
+fn scan_id(entry: &str) -> Option<Option<&[u8]>> {
+    let b = entry.as_bytes();
+    let (mut ids, mut found, mut escaped) = (0, None, false);
+    let object = json::scan_members(b, 0, &mut |key, _, start| {
+        escaped |= key.contains(&b'\\');
+        if key != b"id" {
+            return None;
+        }
+        ids += 1;
+        let end = json::value_end(b, start)?;
+        let v = &b[start..end];
+        found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
+        Some(end)
+    });
+    if escaped || found.is_some_and(|f| f.contains(&b'\\')) {
+        return None;
+    }
+    Some(found.filter(|_| object.is_some() && ids == 1))
+}
+
 /// The members of JSON object `entry` but `id`, copied as they are, into
-/// `out` as one object; false if `entry` is not an object.
+/// `out` as one object; false if `entry` is not an object. A scan of the
+/// text, unless a key holds an escape: then the parser reads the keys.
 fn without_id(entry: &RawValue, out: &mut String) -> bool {
+    out.clear();
+    let text = entry.get();
+    let b = text.as_bytes();
+    let mut escaped = false;
+    let object = json::scan_members(b, 0, &mut |key, at, start| {
+        let end = json::value_end(b, start)?;
+        if key.contains(&b'\\') {
+            escaped = true;
+        } else if key != b"id" {
+            out.push(if out.is_empty() { '{' } else { ',' });
+            out.push_str(&text[at..end]);
+        }
+        Some(end)
+    });
+    if object.is_some() && !escaped {
+        if out.is_empty() {
+            out.push('{');
+        }
+        out.push('}');
+        return true;
+    }
+    without_id_parsed(entry, out)
+}
+
+/// [`without_id`] by the parser.
+fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
     struct V<'de, 'o> {
         text: &'de str,
         out: &'o mut String,
@@ -2470,6 +2522,10 @@ mod tests {
         let cut = |entry: &str| {
             let mut out = String::new();
             let ok = without_id(serde_json::from_str(entry).unwrap(), &mut out);
+            // The scan and the parser agree.
+            let mut parsed = String::new();
+            let same = without_id_parsed(serde_json::from_str(entry).unwrap(), &mut parsed);
+            assert_eq!((ok, &out), (same, &parsed), "{entry}");
             (ok, out)
         };
         assert_eq!(
@@ -2483,6 +2539,21 @@ mod tests {
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
+        // An entry's id, by the scan, or by the parser when it must.
+        assert_eq!(
+            scan_id(r#"{"a":{"id":"y"}, "id" : "x"}"#),
+            Some(Some(&b"x"[..]))
+        );
+        for none in [
+            r#"{"id":1}"#,
+            r#"{"id":null}"#,
+            r#"{"id":"x","id":"x"}"#,
+            "[]",
+        ] {
+            assert_eq!(scan_id(none), Some(None), "{none}");
+        }
+        assert_eq!(scan_id(r#"{"\u0069d":"x"}"#), None);
+        assert_eq!(scan_id(r#"{"id":"\u0078"}"#), None);
     }
 
     /// An `assistant` record's fields but its content (the message's
