@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark agui-translate against the pipe itself and a jq program.
 
-    scripts/bench/bench.py [--sizes 256M,1G] [--dialects gemini,codex,...] [--rounds 5]
+    scripts/bench/bench.py [--sizes 256M,1G] [--dialects gemini,codex,...] [--rounds 5] [--bin PATH]
 
 For each dialect and size it builds an input from the recordings (gen.py;
 the `-small` dialects keep only records of at most 400 bytes, the
@@ -45,6 +45,12 @@ DIALECT_FLAG = {
     "codex-small": "codex",
     "codex-legacy-small": "codex",
     "claude-partial-small": "claude",
+    "qwen": "qwen",
+    "copilot": "copilot",
+    "opencode": "opencode",
+    "qwen-small": "qwen",
+    "copilot-small": "copilot",
+    "opencode-small": "opencode",
 }
 
 
@@ -161,9 +167,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-jq", action="store_true", help="skip the jq program (slow on large inputs)")
     ap.add_argument("--tmp", default=tempfile.gettempdir())
+    ap.add_argument("--bin", help="the binary to time (default: build target/release's)")
     args = ap.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
+    global BIN
+    if args.bin:
+        BIN = os.path.abspath(args.bin)
+    else:
+        subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
           f"date {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}\n")
     print("| dialect | size | command | MB/s | events/s | peak RSS | vs pipe | vs jq |")

@@ -8,9 +8,10 @@ in a day of CI logs.
 
     gen.py DIALECT SIZE OUT      e.g. gen.py gemini 256M /tmp/gemini-256M.jsonl
 
-DIALECT: gemini, codex, codex-legacy, claude, claude-partial, or one of
-those with `-small`: only the records of at most 400 bytes (deltas and
-other small events, the live-streaming case, where the cost is per line).
+DIALECT: gemini, codex, codex-legacy, claude, claude-partial, qwen,
+copilot, opencode, or one of those with `-small`: only the records of at
+most 400 bytes (deltas and other small events, the live-streaming case,
+where the cost is per line).
 """
 import glob
 import os
@@ -26,12 +27,23 @@ SOURCES = {
     "codex-legacy": ("codex/0.42.0-legacy/*.jsonl", None),
     "claude": ("claude/2.1.328/*.jsonl", lambda p: "partial" not in p),
     "claude-partial": ("claude/2.1.328/*.jsonl", lambda p: "partial" in p),
+    "qwen": ("qwen/0.5.2/*.jsonl", None),
+    "copilot": ("copilot/1.0.102/*.jsonl", None),
+    "opencode": ("opencode/1.18.33/*.jsonl", None),
 }
 
 ID_KEYS = (
     "session_id|thread_id|tool_id|tool_use_id|parent_tool_use_id|call_id|id|uuid|message_id"
 )
+# Copilot CLI's and OpenCode's id keys too (only for their inputs, so that
+# the inputs of the other dialects stay as they were).
+MORE_ID_KEYS = (
+    "parentId|turnId|sessionID|toolCallId|messageId|interactionId|messageID|agentId"
+    "|originatingMessageId|apiCallId|parentAgentTaskId|sessionId|parentToolCallId|callID"
+    "|reasoningId"
+)
 ID_RE = re.compile(rb'"(' + ID_KEYS.encode() + rb')":"([^"\\]+)"')
+MORE_ID_RE = re.compile(rb'"(' + (ID_KEYS + "|" + MORE_ID_KEYS).encode() + rb')":"([^"\\]+)"')
 
 
 SMALL = 400
@@ -64,6 +76,7 @@ def main():
         if small:
             data = b"".join(l for l in data.splitlines(keepends=True) if len(l) <= SMALL)
         sessions.append(data)
+    id_re = MORE_ID_RE if dialect in ("copilot", "opencode") else ID_RE
     written = 0
     copy = 0
     with open(out, "wb") as f:
@@ -71,7 +84,7 @@ def main():
             copy += 1
             suffix = b"-c%d" % copy
             for data in sessions:
-                chunk = ID_RE.sub(lambda m: b'"%s":"%s%s"' % (m.group(1), m.group(2), suffix), data)
+                chunk = id_re.sub(lambda m: b'"%s":"%s%s"' % (m.group(1), m.group(2), suffix), data)
                 f.write(chunk)
                 written += len(chunk)
     print(f"{out}: {written} bytes, {copy} copies of {len(paths)} recordings", file=sys.stderr)

@@ -645,6 +645,18 @@ impl Emitter {
         self.raw_mode = mode;
     }
 
+    /// Whether a RAW event of the current line would reach the output: not
+    /// with `--raw none`, nor with `--raw unknown` once the line has been
+    /// translated (its RAW events are dropped when it ends). A translator
+    /// need not build a RAW event that would not.
+    pub fn writes_raw(&self) -> bool {
+        match self.raw_mode {
+            RawMode::All => true,
+            RawMode::None => false,
+            RawMode::Unknown => self.line_start.is_none_or(|s| s == self.translated),
+        }
+    }
+
     /// An input line is about to be translated: with `--raw unknown`, its
     /// RAW events wait for [`end_line`](Self::end_line).
     pub fn begin_line(&mut self) {
@@ -993,6 +1005,8 @@ impl Emitter {
             match self.raw_mode {
                 RawMode::All => {}
                 RawMode::None => return,
+                // The line has been translated: its RAW events are dropped.
+                RawMode::Unknown if self.line_start.is_some_and(|s| s != self.translated) => return,
                 RawMode::Unknown if self.line_start.is_some() => {
                     let mut buf = std::mem::take(&mut self.line_raw);
                     self.frame(body, &mut buf, &[], Metadata::None);

@@ -19,6 +19,98 @@ pub fn parse<'a, T: Deserialize<'a> + Default>(line: &'a [u8]) -> serde_json::Re
     Ok(value)
 }
 
+/// Scan the members of the JSON object whose `{` is at `b[i]`, in text
+/// that has parsed already: `f` gets each member's key (as written, without
+/// its quotes), where the member starts (its key's opening quote) and where
+/// its value starts, and returns where that value ends if it read the value
+/// itself (None: the scan skips it). Returns the index past the object's
+/// `}`; None if there is no object at `i`.
+///
+/// Strings are skipped with `memchr`: most of a record's bytes are in them.
+pub fn scan_members<'a>(
+    b: &'a [u8],
+    i: usize,
+    f: &mut impl FnMut(&'a [u8], usize, usize) -> Option<usize>,
+) -> Option<usize> {
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut i = skip_ws(b, i + 1);
+    while b.get(i) == Some(&b'"') {
+        let at = i;
+        let key_end = string_end(b, i)?;
+        let key = &b[i + 1..key_end - 1];
+        i = skip_ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, i + 1);
+        let end = match f(key, at, start) {
+            Some(end) => end,
+            None => value_end(b, start)?,
+        };
+        i = skip_ws(b, end);
+        if b.get(i) == Some(&b',') {
+            i = skip_ws(b, i + 1);
+        }
+    }
+    (b.get(i) == Some(&b'}')).then_some(i + 1)
+}
+
+/// The end of the JSON value that starts at `b[i]`, in text that has parsed.
+pub fn value_end(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *b.get(j)? {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => Some(
+            b[i..]
+                .iter()
+                .position(|&c| matches!(c, b',' | b'}' | b']') || c.is_ascii_whitespace())
+                .map_or(b.len(), |n| i + n),
+        ),
+    }
+}
+
+/// The end of the JSON string whose opening quote is at `b[i]`.
+fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
+        if b[i] == b'"' {
+            return Some(i + 1);
+        }
+        i += 2;
+    }
+}
+
+/// Index `i` moved past whitespace.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
 /// Parse one input line into `place`, a fresh value, with the line's UTF-8
 /// checked already (`text`: the line as text when it is UTF-8). The record
 /// is written where it stays (serde's `deserialize_in_place`), not built
@@ -436,6 +528,28 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Members and values are found past escaped quotes and brackets
+    /// inside strings, at any depth.
+    #[test]
+    fn members_are_scanned_past_strings() {
+        let json = br#"{ "a" : "x\"}]" , "b":[1,{"c":"]\\"}], "d" :-1.5e3 ,"e":{}}"#;
+        let mut seen = Vec::new();
+        let end = scan_members(json, 0, &mut |key, at, start| {
+            let end = value_end(json, start)?;
+            seen.push((key, &json[at..at + 1], &json[start..end]));
+            Some(end)
+        });
+        assert_eq!(end, Some(json.len()));
+        let want: [(&[u8], &[u8], &[u8]); 4] = [
+            (b"a", b"\"", br#""x\"}]""#),
+            (b"b", b"\"", br#"[1,{"c":"]\\"}]"#),
+            (b"d", b"\"", b"-1.5e3"),
+            (b"e", b"\"", b"{}"),
+        ];
+        assert_eq!(seen, want);
+        assert_eq!(scan_members(b"[1]", 0, &mut |_, _, _| None), None);
+    }
 
     #[test]
     fn a_time_written_reads_back() {

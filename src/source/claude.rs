@@ -211,11 +211,12 @@ struct MetaWalk<'a> {
 impl<'a> MetaWalk<'a> {
     /// The entry of tool call `id`, looked for from the next one on.
     fn take(&mut self, id: &str, em: &mut Emitter) -> Option<&'a RawValue> {
-        let is_its = |e: &RawValue| {
-            serde_json::from_str::<MetaId>(e.get())
+        let is_its = |e: &RawValue| match scan_id(e.get()) {
+            Some(found) => found.is_some_and(|f| f == id.as_bytes()),
+            None => serde_json::from_str::<MetaId>(e.get())
                 .ok()
                 .and_then(|m| m.id)
-                .is_some_and(|e| e == id)
+                .is_some_and(|e| e == id),
         };
         let found = (self.next..self.next + META_LOOKAHEAD)
             .map_while(|i| Some((i, self.meta.get(i)?)))
@@ -274,9 +275,60 @@ impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
     }
 }
 
+/// The `id` of `tool_result_meta` entry `entry`, as written without its
+/// quotes, found by a scan: Some(None) if it has none (nor one string id, or
+/// it is not an object: what the parser makes of it too); None if a key or
+/// the id holds an escape, for the parser to read.
+fn scan_id(entry: &str) -> Option<Option<&[u8]>> {
+    let b = entry.as_bytes();
+    let (mut ids, mut found, mut escaped) = (0, None, false);
+    let object = json::scan_members(b, 0, &mut |key, _, start| {
+        escaped |= key.contains(&b'\\');
+        if key != b"id" {
+            return None;
+        }
+        ids += 1;
+        let end = json::value_end(b, start)?;
+        let v = &b[start..end];
+        found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
+        Some(end)
+    });
+    if escaped || found.is_some_and(|f| f.contains(&b'\\')) {
+        return None;
+    }
+    Some(found.filter(|_| object.is_some() && ids == 1))
+}
+
 /// The members of JSON object `entry` but `id`, copied as they are, into
-/// `out` as one object; false if `entry` is not an object.
+/// `out` as one object; false if `entry` is not an object. A scan of the
+/// text, unless a key holds an escape: then the parser reads the keys.
 fn without_id(entry: &RawValue, out: &mut String) -> bool {
+    out.clear();
+    let text = entry.get();
+    let b = text.as_bytes();
+    let mut escaped = false;
+    let object = json::scan_members(b, 0, &mut |key, at, start| {
+        let end = json::value_end(b, start)?;
+        if key.contains(&b'\\') {
+            escaped = true;
+        } else if key != b"id" {
+            out.push(if out.is_empty() { '{' } else { ',' });
+            out.push_str(&text[at..end]);
+        }
+        Some(end)
+    });
+    if object.is_some() && !escaped {
+        if out.is_empty() {
+            out.push('{');
+        }
+        out.push('}');
+        return true;
+    }
+    without_id_parsed(entry, out)
+}
+
+/// [`without_id`] by the parser.
+fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
     struct V<'de, 'o> {
         text: &'de str,
         out: &'o mut String,
@@ -1396,6 +1448,9 @@ impl Claude {
     /// `uuid`, the message's `model`, `stop_reason`, `usage`, an API
     /// error's `error`, … are in no event of their own.
     fn rest(&mut self, line: Line<'_>, em: &mut Emitter) {
+        if !em.writes_raw() {
+            return;
+        }
         let Some(text) = line.text() else {
             // Not UTF-8: the whole record, rather than nothing.
             return raw(em, line, self.flavor);
@@ -1989,25 +2044,42 @@ struct Source<'a> {
 
 /// Write record `json` into `out` without its members `message.content`,
 /// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
-/// if it is not an object with a message object. (A scan of the text: a
+/// if it is not an object with a message object. (One scan of the text: a
 /// parser that skips nested values would allocate for them.)
 fn without_carried(json: &str, out: &mut String) -> bool {
-    let (mut message, mut content, mut result, mut meta) = (false, None, None, None);
-    let top = each_member(json, |key, value| match key {
-        "message" => {
-            message = value.starts_with('{');
-            content = value_of(value, "content");
-        }
-        "tool_use_result" => result = Some(value),
-        "tool_result_meta" => meta = Some(value),
-        _ => {}
+    let b = json.as_bytes();
+    let mut message = false;
+    // The spans of the members cut: the message's content, the others.
+    let mut spans: [Option<(usize, usize)>; 3] = [None; 3];
+    let top = json::scan_members(b, skip_ws(b, 0), &mut |key, at, start| {
+        let slot = match key {
+            b"message" => {
+                message = b[start] == b'{';
+                spans[0] = None;
+                let mut content = None;
+                let end = json::scan_members(b, start, &mut |key, at, start| {
+                    if key != b"content" || content.is_some() {
+                        return None;
+                    }
+                    let end = json::value_end(b, start)?;
+                    content = Some((at, end));
+                    Some(end)
+                });
+                spans[0] = content;
+                return end;
+            }
+            b"tool_use_result" => 1,
+            b"tool_result_meta" => 2,
+            _ => return None,
+        };
+        let end = json::value_end(b, start)?;
+        spans[slot] = Some((at, end));
+        Some(end)
     });
     if top.is_none() || !message {
         return false;
     }
-    let mut spans = [content, result, meta].map(|v| v.and_then(|v| member_span(json, v)));
     spans.sort_unstable_by_key(|s| s.map(|(a, _)| a));
-    let b = json.as_bytes();
     let mut at = 0;
     let mut cut = |(start, end): (usize, usize)| {
         let (start, end) = with_comma(b, start, end);
@@ -2036,86 +2108,12 @@ fn next_to(b: &[u8], end: usize, start: usize) -> bool {
     i > 0 && b[i - 1] == b',' && skip_ws_back(b, i - 1) == end
 }
 
-/// The value of member `key` of object `json`.
-fn value_of<'a>(json: &'a str, key: &str) -> Option<&'a str> {
-    let mut found = None;
-    each_member(json, |k, v| {
-        if k == key && found.is_none() {
-            found = Some(v);
-        }
-    })?;
-    found
-}
-
-/// Call `f` with each member's key (as written, without its quotes) and
-/// value (a slice of `json`) of object `json`, which has parsed already;
-/// None if it is not an object.
-fn each_member<'a>(json: &'a str, mut f: impl FnMut(&'a str, &'a str)) -> Option<()> {
-    let b = json.as_bytes();
-    let ws = |mut i: usize| {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
-    };
-    // The end of the string that starts at `i` (its opening quote).
-    let string_end = |mut i: usize| {
+/// Index `i` moved past whitespace.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
-        while i < b.len() {
-            match b[i] {
-                b'\\' => i += 2,
-                b'"' => return i + 1,
-                _ => i += 1,
-            }
-        }
-        b.len()
-    };
-    let mut i = ws(0);
-    if b.get(i) != Some(&b'{') {
-        return None;
     }
-    i = ws(i + 1);
-    while b.get(i) == Some(&b'"') {
-        let key_end = string_end(i);
-        let key = &json[i + 1..key_end - 1];
-        i = ws(key_end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        let start = ws(i + 1);
-        let mut depth = 0usize;
-        let mut j = start;
-        while j < b.len() {
-            match b[j] {
-                b'"' => {
-                    j = string_end(j);
-                    if depth == 0 {
-                        break;
-                    }
-                    continue;
-                }
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' if depth == 0 => break,
-                b'}' | b']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        j += 1;
-                        break;
-                    }
-                }
-                b',' if depth == 0 => break,
-                c if depth == 0 && c.is_ascii_whitespace() => break,
-                _ => {}
-            }
-            j += 1;
-        }
-        f(key, &json[start..j]);
-        i = ws(j);
-        if b.get(i) == Some(&b',') {
-            i = ws(i + 1);
-        }
-    }
-    Some(())
+    i
 }
 
 /// Index `i` moved back over whitespace.
@@ -2141,23 +2139,6 @@ fn with_comma(b: &[u8], start: usize, end: usize) -> (usize, usize) {
         return (before - 1, end);
     }
     (start, end)
-}
-
-/// The bytes of `json` that member `"key": value` takes, given the value as
-/// a slice of `json` (and a key without quotes in it).
-fn member_span(json: &str, value: &str) -> Option<(usize, usize)> {
-    let start = (value.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
-    let b = json.as_bytes();
-    let colon = skip_ws_back(b, start);
-    if colon == 0 || b[colon - 1] != b':' {
-        return None;
-    }
-    let close = skip_ws_back(b, colon - 1);
-    if close == 0 || b[close - 1] != b'"' {
-        return None;
-    }
-    let open = memchr::memrchr(b'"', &b[..close - 1])?;
-    Some((open, start + value.len()))
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
@@ -2581,6 +2562,10 @@ mod tests {
         let cut = |entry: &str| {
             let mut out = String::new();
             let ok = without_id(serde_json::from_str(entry).unwrap(), &mut out);
+            // The scan and the parser agree.
+            let mut parsed = String::new();
+            let same = without_id_parsed(serde_json::from_str(entry).unwrap(), &mut parsed);
+            assert_eq!((ok, &out), (same, &parsed), "{entry}");
             (ok, out)
         };
         assert_eq!(
@@ -2594,6 +2579,21 @@ mod tests {
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
+        // An entry's id, by the scan, or by the parser when it must.
+        assert_eq!(
+            scan_id(r#"{"a":{"id":"y"}, "id" : "x"}"#),
+            Some(Some(&b"x"[..]))
+        );
+        for none in [
+            r#"{"id":1}"#,
+            r#"{"id":null}"#,
+            r#"{"id":"x","id":"x"}"#,
+            "[]",
+        ] {
+            assert_eq!(scan_id(none), Some(None), "{none}");
+        }
+        assert_eq!(scan_id(r#"{"\u0069d":"x"}"#), None);
+        assert_eq!(scan_id(r#"{"id":"\u0078"}"#), None);
     }
 
     /// An `assistant` record's fields but its content (the message's
