@@ -943,3 +943,150 @@ fn usage<'a>(r: &PromptResult<'a>) -> Vec<Usage<'a>> {
 fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
 }
+
+#[cfg(test)]
+mod tests {
+    fn translate(lines: &[&str]) -> Vec<serde_json::Value> {
+        let input = lines.join("\n");
+        let out = crate::run::translate_bytes(
+            crate::dialect::FromCli::named("acp").unwrap(),
+            input.as_bytes(),
+        );
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn update(u: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S","update":{u}}}}}"#
+        )
+    }
+
+    const PROMPT: &str = r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"hi"}]}}"#;
+
+    fn of_type<'v>(out: &'v [serde_json::Value], t: &str) -> Vec<&'v serde_json::Value> {
+        out.iter().filter(|e| e["type"] == t).collect()
+    }
+
+    /// Both sides number their requests from 0: the client's answer to the
+    /// agent's permission request 2 is not taken for the prompt's answer
+    /// (the prompt is id 2 too), and the prompt's answer ends the run.
+    #[test]
+    fn answers_go_to_the_request_of_their_side() {
+        let ask = r#"{"jsonrpc":"2.0","id":2,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"t1","title":"ls","kind":"execute","rawInput":{"command":"ls"}},"options":[{"optionId":"yes","kind":"allow_once","name":"Allow"},{"optionId":"no","kind":"reject_once","name":"Reject"}]}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"no"}}}"#;
+        let done = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#;
+        let out = translate(&[PROMPT, ask, answer, done]);
+        let custom = of_type(&out, "CUSTOM");
+        assert_eq!(custom[0]["name"], "approval_request");
+        assert_eq!(custom[0]["value"]["toolCallId"], "t1");
+        assert_eq!(custom[1]["name"], "approval_response");
+        assert_eq!(custom[1]["value"]["kind"], "reject_once");
+        assert_eq!(custom[1]["value"]["approved"], false);
+        let start = of_type(&out, "TOOL_CALL_START");
+        assert_eq!(start[0]["toolCallName"], "execute");
+        assert_eq!(
+            of_type(&out, "TOOL_CALL_ARGS")[0]["delta"],
+            r#"{"command":"ls"}"#
+        );
+        let end = out.last().unwrap();
+        assert_eq!(end["type"], "RUN_FINISHED");
+        assert_eq!(end["threadId"], "S");
+        assert_eq!(end["result"]["stopReason"], "end_turn");
+    }
+
+    /// A pending call's partial `rawInput` is not its arguments: those come
+    /// with the call under way; a failed call's result is an error.
+    #[test]
+    fn tool_calls_take_the_input_they_run_with() {
+        let out = translate(&[
+            PROMPT,
+            &update(
+                r#"{"sessionUpdate":"tool_call","toolCallId":"c","title":"bash","kind":"execute","status":"pending","rawInput":{"cwd":"/w"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress","rawInput":{"command":"false","cwd":"/w"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","content":[{"type":"content","content":{"type":"text","text":"boom"}}],"rawOutput":{"exit":1}}"#,
+            ),
+        ]);
+        let args = of_type(&out, "TOOL_CALL_ARGS");
+        assert_eq!(args.len(), 1);
+        assert_eq!(args[0]["delta"], r#"{"command":"false","cwd":"/w"}"#);
+        let result = of_type(&out, "TOOL_CALL_RESULT");
+        assert_eq!(result[0]["content"], "boom");
+        assert_eq!(result[0]["metadata"]["isError"], true);
+        assert_eq!(result[0]["metadata"]["rawOutput"]["exit"], 1);
+        // The prompt was never answered.
+        assert_eq!(out.last().unwrap()["code"], "input_ended");
+    }
+
+    /// Chunks stream as deltas; a thought between them closes the message;
+    /// a plan is the plan view; a cancelled prompt cancels the run, with
+    /// ACP's usage.
+    #[test]
+    fn chunks_thoughts_plans_and_a_cancel() {
+        let out = translate(&[
+            PROMPT,
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"b"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"c"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"plan","entries":[{"content":"look","priority":"high","status":"in_progress"}]}"#,
+            ),
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled","usage":{"inputTokens":10,"outputTokens":2,"totalTokens":12,"cachedReadTokens":5}}}"#,
+        ]);
+        let starts = of_type(&out, "TEXT_MESSAGE_START");
+        // The user's prompt, then two assistant messages.
+        assert_eq!(starts.len(), 3);
+        assert_eq!(of_type(&out, "TEXT_MESSAGE_CONTENT").len(), 4);
+        assert_eq!(of_type(&out, "REASONING_MESSAGE_CONTENT")[0]["delta"], "hm");
+        let plan = of_type(&out, "ACTIVITY_SNAPSHOT");
+        assert_eq!(plan[0]["content"]["items"][0]["text"], "look");
+        assert_eq!(plan[0]["content"]["items"][0]["status"], "in_progress");
+        let end = out.last().unwrap();
+        assert_eq!(end["outcome"]["type"], "cancelled");
+        assert_eq!(end["usage"][0]["inputTokens"], 15);
+        assert_eq!(end["usage"][0]["cachedInputTokens"], 5);
+    }
+
+    /// A JSON-RPC error answering the prompt fails the run, naming it.
+    #[test]
+    fn an_error_answer_fails_the_run() {
+        let last = |err: &str| {
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":2,"error":{err}}}"#);
+            let e = translate(&[PROMPT, &answer]).pop().unwrap();
+            format!("{} {} {}", e["type"], e["code"], e["message"])
+        };
+        assert_eq!(
+            last(
+                r#"{"code":500,"message":"{\"error\":{\"code\":500,\"message\":\"Internal error encountered.\"}}"}"#
+            ),
+            r#""RUN_ERROR" "api_error" "Internal error encountered.""#
+        );
+        assert_eq!(
+            last(
+                r#"{"code":-32603,"message":"Internal error: x","data":{"errorName":"APIError"}}"#
+            ),
+            r#""RUN_ERROR" "api_error" "Internal error: x""#
+        );
+        assert_eq!(
+            last(r#"{"code":-32602,"message":"Invalid params"}"#),
+            r#""RUN_ERROR" "cli_error" "Invalid params""#
+        );
+    }
+}
