@@ -130,14 +130,15 @@ pub static OPENCODE: &[(&str, &str)] = &[
 ];
 
 /// The Agent Client Protocol's tool kinds (a tool call there is named by
-/// its `kind`; `delete`, `move`, `think` and `other` have no canonical
-/// name of their own).
+/// its `kind`); `delete`, `move` and `think` keep their names, and `other`
+/// is a word of the vocabulary: a tool nothing more is known of.
 pub static ACP: &[(&str, &str)] = &[
     ("read", "file_read"),
     ("edit", "file_edit"),
     ("execute", "shell"),
     ("search", "search_text"),
     ("fetch", "web_fetch"),
+    ("other", "other"),
 ];
 
 /// A tool name in the canonical vocabulary.

@@ -34,7 +34,9 @@ use serde_json::value::RawValue;
 
 use super::{input_text, parse_record, raw_record, Held, Line, LineError, Translate};
 use crate::agui::plan::{self, Shape};
-use crate::agui::{code, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Role, Usage};
+use crate::agui::{
+    code, tools, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Role, Usage,
+};
 use crate::base::json::{self, text_of};
 
 const SOURCE: &str = "acp";
@@ -579,18 +581,20 @@ impl Acp {
         }
     }
 
-    /// A tool call is first seen: it starts, named by its kind (its title
-    /// when the kind says nothing).
+    /// A tool call is first seen: it starts, named by its kind (a title
+    /// like `Set 2 todo(s)` is no name); a call of kind `other` whose title
+    /// is the name of a tool the tables know is named by its title.
     fn start_tool(&mut self, id: &str, u: &Update, em: &mut Emitter) {
         self.end_text(em);
         self.end_reasoning(em);
         if em.tool_started(id) {
             return;
         }
-        let name = match (u.kind.as_deref(), u.title.as_deref()) {
-            (Some(k), _) if k != "other" => k,
-            (_, Some(t)) if !t.is_empty() => t,
-            (k, _) => k.unwrap_or("other"),
+        let kind = u.kind.as_deref().unwrap_or("other");
+        let name = match u.title.as_deref() {
+            // OpenCode's `todowrite`: a tool the tables know, of kind other.
+            Some(t) if kind == "other" && tools::canonical(t).name != t => t,
+            _ => kind,
         };
         let meta = [
             ("title", u.title.as_deref().map(MetaValue::Str)),
