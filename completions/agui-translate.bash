@@ -54,11 +54,11 @@ _agui__translate() {
             fi
             case "${prev}" in
                 --from)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode acp" -- "${cur}"))
                     return 0
                     ;;
                 -f)
-                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto gemini codex claude codex-app-server qwen copilot opencode acp" -- "${cur}"))
                     return 0
                     ;;
                 --thread-id)

@@ -31,7 +31,8 @@ claude\t''
 codex-app-server\t''
 qwen\t''
 copilot\t''
-opencode\t''"
+opencode\t''
+acp\t''"
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -l tool-names -d 'Tool names on TOOL_CALL_START: each CLI\'s own (`Bash`, `run_shell_command`), or one vocabulary for all of them (`shell`, `file_read`, `file_edit`, `mcp`, ...; the native name goes into `metadata.nativeName`)' -r -f -a "native\t''

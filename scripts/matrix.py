@@ -12,7 +12,8 @@ tests/golden.rs and tests/conformance.rs). A cell passes when the
 recording's translation matches its golden file, keeps the AG-UI rules
 (`agui-translate check`) and passes the official AG-UI 1.0 checks.
 One table per folder of testdata/ that holds versions (a CLI, or a CLI's
-other output mode such as codex-app-server). Rows are the recorder's
+other output mode such as codex-app-server, or a protocol such as acp,
+whose folders are CLI-VERSION). Rows are the recorder's
 scenarios (scripts/record/scenarios.py), columns the versions under
 testdata/<cli>/; recordings from elsewhere are
 counted in a last row.
@@ -59,6 +60,12 @@ def read_results(path):
     return verdicts
 
 
+def is_version(name):
+    """A folder of recordings of one version: VERSION, or CLI-VERSION (a
+    protocol's recordings, testdata/acp/gemini-0.61.0)."""
+    return re.match(r"([a-z][a-z-]*-)?\d", name) is not None
+
+
 def version_key(v):
     return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
 
@@ -73,7 +80,7 @@ def cell(verdict):
 def recorded():
     """The folders of testdata/ that hold recorded versions, in table order."""
     found = {d.name for d in (ROOT / "testdata").iterdir()
-             if d.is_dir() and any(v.is_dir() and v.name[0].isdigit() for v in d.iterdir())}
+             if d.is_dir() and any(v.is_dir() and is_version(v.name) for v in d.iterdir())}
     return [c for c in CLIS if c in found] + sorted(found - set(CLIS))
 
 
@@ -84,7 +91,7 @@ def matrix(verdicts):
     out = []
     for cli in recorded():
         base = ROOT / "testdata" / cli
-        versions = sorted((d.name for d in base.iterdir() if d.is_dir() and d.name[0].isdigit()), key=version_key)
+        versions = sorted((d.name for d in base.iterdir() if d.is_dir() and is_version(d.name)), key=version_key)
         cases = {v: {p.stem for p in (base / v).glob("*.jsonl")} for v in versions}
         names = [n for n in order if any(n in cases[v] for v in versions)]
         out.append(f"**{cli}**\n")

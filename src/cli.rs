@@ -1005,7 +1005,7 @@ mod tests {
         let msg = usage_error(&["agui-translate", "--from", "cursor"]);
         assert!(
             msg.contains(
-                "[possible values: auto, gemini, codex, claude, codex-app-server, qwen, copilot, opencode]"
+                "[possible values: auto, gemini, codex, claude, codex-app-server, qwen, copilot, opencode, acp]"
             ),
             "{msg}"
         );

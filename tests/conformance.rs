@@ -557,7 +557,7 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
             .as_os_str()
             .to_str()
             .unwrap();
-        if cli == "codex-app-server" {
+        if cli == "codex-app-server" || cli == "acp" {
             // Not a CLI `run` starts (the filter reads its recordings).
             continue;
         }

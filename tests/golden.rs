@@ -123,3 +123,8 @@ fn opencode() {
 fn codex_app_server() {
     golden("codex-app-server");
 }
+
+#[test]
+fn acp() {
+    golden("acp");
+}

@@ -8,7 +8,7 @@ opencode) at VERSION from npm into a cache folder, starts a scripted model
 server on 127.0.0.1 and runs each scenario (all by default; see
 scenarios.py) headless in a fresh HOME and working folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
 byte), NAME.exit (its exit status; 128+N when killed by signal N) and
-NAME.stderr into DIR (default testdata/CLI/VERSION). The scratch folder's
+NAME.stderr into DIR (default testdata/CLI/VERSION, or the module's OUT). The scratch folder's
 paths are rewritten to /scratch/... and /home/user, the server's port to
 8700; nothing else is edited.
 
@@ -22,6 +22,9 @@ A CLI module (clis/NAME.py) provides:
   error(status, ctx) -> mock.Response
   aux(method, path, body, ctx) -> mock.Response
 and may provide
+  OUT                               where its recordings go under
+                                    testdata, "{version}" standing for the
+                                    version (default "CLI/{version}")
   converse(proc, ctx, engine, stdout, deadline) -> bytes
                                     for a CLI driven over stdin (started
                                     with pipes): play its client until the
@@ -235,7 +238,8 @@ def record(cli_name, version, names, out_dir, keep):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude", "qwen", "copilot", "opencode"])
+    p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude", "qwen", "copilot", "opencode",
+                                   "gemini-acp", "opencode-acp"])
     p.add_argument("version", help="an npm version of the CLI, e.g. 0.61.0")
     p.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
     p.add_argument("--out", type=Path, help="output folder (default: testdata/CLI/VERSION)")
@@ -246,7 +250,9 @@ def main():
         for s in SCENARIOS:
             print(s.name)
         return
-    out = args.out or ROOT / "testdata" / args.cli / args.version
+    cli = importlib.import_module("clis." + args.cli.replace("-", "_"))
+    folder = cli.OUT.format(version=args.version) if hasattr(cli, "OUT") else f"{args.cli}/{args.version}"
+    out = args.out or ROOT / "testdata" / folder
     record(args.cli, args.version, args.scenarios, out, args.keep)
 
 

@@ -3,7 +3,9 @@ line: what the CLI modules' `converse` functions share.
 
 A `Pipe` copies every byte the CLI writes to the recording, hands each
 parsed object to `messages` (None once stdout closes), keeps every line the
-host writes (NAME.client.txt), and closes stdin when the host is done.
+host writes (NAME.client.txt), and closes stdin when the host is done. With
+`transcript`, the host's lines go into the recording too, each before the
+CLI can have read it: both directions, in the order they happened.
 """
 
 import json
@@ -15,17 +17,20 @@ import time
 
 
 class Pipe:
-    def __init__(self, proc, stdout_file):
+    def __init__(self, proc, stdout_file, transcript=False):
         self.proc = proc
         self.sent = bytearray()
+        self.transcript = stdout_file if transcript else None
+        self.lock = threading.Lock()
         self.messages = queue.Queue()
         self.reader = threading.Thread(target=self._read, args=(stdout_file,), daemon=True)
         self.reader.start()
 
     def _read(self, stdout_file):
         for line in iter(self.proc.stdout.readline, b""):
-            stdout_file.write(line)
-            stdout_file.flush()
+            with self.lock:
+                stdout_file.write(line)
+                stdout_file.flush()
             try:
                 msg = json.loads(line)
             except ValueError:
@@ -37,6 +42,10 @@ class Pipe:
     def send(self, msg):
         data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         self.sent += data
+        if self.transcript is not None:
+            with self.lock:
+                self.transcript.write(data)
+                self.transcript.flush()
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()

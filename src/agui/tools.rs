@@ -7,7 +7,7 @@
 
 /// Every CLI's table, each a list of native names (and item types that are
 /// tool calls) with their canonical names.
-pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN, COPILOT, OPENCODE];
+pub static ALL: &[&[(&str, &str)]] = &[GEMINI, CODEX, CLAUDE, QWEN, COPILOT, OPENCODE, ACP];
 
 /// Gemini CLI's tools.
 pub static GEMINI: &[(&str, &str)] = &[
@@ -127,6 +127,18 @@ pub static OPENCODE: &[(&str, &str)] = &[
     ("todowrite", "todo"),
     ("todoread", "todo"),
     ("task", "subagent"),
+];
+
+/// The Agent Client Protocol's tool kinds (a tool call there is named by
+/// its `kind`); `delete`, `move` and `think` keep their names, and `other`
+/// is a word of the vocabulary: a tool nothing more is known of.
+pub static ACP: &[(&str, &str)] = &[
+    ("read", "file_read"),
+    ("edit", "file_edit"),
+    ("execute", "shell"),
+    ("search", "search_text"),
+    ("fetch", "web_fetch"),
+    ("other", "other"),
 ];
 
 /// A tool name in the canonical vocabulary.

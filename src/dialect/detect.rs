@@ -158,6 +158,23 @@ mod tests {
                 r#"{"type":"error","timestamp":1795661939190,"sessionID":"ses_1","error":{"name":"APIError"}}"#,
                 Some("opencode"),
             ),
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+                Some("acp"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}"#,
+                Some("acp"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+                Some("acp"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"m"}}"#,
+                Some("acp"),
+            ),
+            (r#"{"jsonrpc":"2.0"}"#, None),
             (r#"{"type":"something_else"}"#, None),
             (r#"{"hello":"world"}"#, None),
             ("not json", None),

@@ -30,9 +30,9 @@ pub mod request;
 
 mod claude;
 mod codex;
-mod codex_app_server;
 mod copilot;
 mod gemini;
+mod jsonrpc;
 mod opencode;
 mod qwen;
 
@@ -42,16 +42,18 @@ pub static ALL: &[&Spec] = &[
     &gemini::SPEC,
     &codex::SPEC,
     &claude::SPEC,
-    &codex_app_server::SPEC,
+    &jsonrpc::CODEX_APP_SERVER,
     &qwen::SPEC,
     &copilot::SPEC,
     &opencode::SPEC,
+    &jsonrpc::ACP,
 ];
 
-/// The CLIs, each once, in the order of [`ALL`]: the dialects but those
-/// that are another transport of one (`codex-app-server` is Codex CLI's).
+/// The CLIs, each once, in the order of [`ALL`]: the dialects `run`
+/// starts on the command line; not those that are another transport of one
+/// (`codex-app-server` is Codex CLI's), nor a protocol (`acp`).
 pub fn clis() -> impl Iterator<Item = Dialect> {
-    Dialect::all().filter(|d| !matches!(d.command, Some(Command::Client(_))))
+    Dialect::all().filter(|d| matches!(d.command, Some(Command::Exec(_))))
 }
 
 /// The CLIs' names as their makers write them, for a sentence:

@@ -14,6 +14,7 @@ use crate::base::json;
 
 pub use crate::base::held::Held;
 
+pub mod acp;
 pub mod claude;
 pub mod codex;
 pub mod codex_app_server;

@@ -1,9 +1,13 @@
-//! OpenAI Codex CLI's app-server: `codex app-server`, JSON-RPC 2.0 over stdio.
+//! The two dialects that are JSON-RPC over stdio, side by side so that
+//! their detection is seen not to overlap: OpenAI Codex CLI's app-server
+//! (`codex app-server`, which leaves `jsonrpc` out of its messages) and the
+//! Agent Client Protocol (ACP: every message says `"jsonrpc":"2.0"`), whose
+//! transcripts hold both directions of a connection.
 
 use super::{Client, Command, Probe, Spec};
 use crate::dialect::request::RunRequest;
 
-pub static SPEC: Spec = Spec {
+pub static CODEX_APP_SERVER: Spec = Spec {
     name: "codex-app-server",
     title: "Codex app-server",
     about: "Codex app-server: the JSON-RPC stdout of `codex app-server`",
@@ -27,10 +31,38 @@ pub static SPEC: Spec = Spec {
     tools: crate::agui::tools::CODEX,
 };
 
-/// No `type`: a notification or request (`method`), or a response (`id`
-/// with `result` or `error`).
+/// No `type` and no `jsonrpc`: a notification or request (`method`), or a
+/// response (`id` with `result` or `error`).
 fn detect(p: &Probe) -> bool {
-    !p.has("type") && (p.has("method") || (p.has("id") && (p.has("result") || p.has("error"))))
+    !p.has("type") && !p.has("jsonrpc") && is_message(p)
+}
+
+/// A notification or request (`method`), or a response (`id` with
+/// `result` or `error`).
+fn is_message(p: &Probe) -> bool {
+    p.has("method") || (p.has("id") && (p.has("result") || p.has("error")))
+}
+
+/// The Agent Client Protocol: a transcript of both directions of a
+/// connection (see `docs/acp.md`). A protocol rather than a CLI: `run`
+/// does not start it, and it is in none of the lists of CLIs.
+pub static ACP: Spec = Spec {
+    name: "acp",
+    title: "Agent Client Protocol",
+    about: "Agent Client Protocol: a transcript of both directions of a connection (`gemini --acp`, `opencode acp`, …)",
+    program: "",
+    package: "",
+    env_var: "",
+    translator: || Box::new(crate::source::acp::Acp::default()),
+    detect: detect_acp,
+    command: None,
+    exit_status: |_| None,
+    tools: crate::agui::tools::ACP,
+};
+
+/// `"jsonrpc":"2.0"` on a message (Codex's app-server leaves it out).
+fn detect_acp(p: &Probe) -> bool {
+    !p.has("type") && p.has("jsonrpc") && is_message(p)
 }
 
 /// `codex app-server`, with the arguments after `--` (`-c key=value`

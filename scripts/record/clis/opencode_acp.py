@@ -1,0 +1,40 @@
+"""OpenCode in its ACP mode (`opencode acp`), the recorder its client
+(acp.py): the transcript of both directions is the recording, written to
+testdata/acp/opencode-VERSION.
+
+The model side (the provider in the working folder's opencode.json, the
+environment and the scripted replies) is the one of `opencode run`
+(clis/opencode.py). OpenCode asks before a command only when its
+permission configuration says so: OPENCODE_PERMISSION makes `bash` ask.
+"""
+
+import json
+
+import acp
+from clis import opencode
+
+PACKAGE = opencode.PACKAGE
+BIN = opencode.BIN
+OUT = "acp/opencode-{version}"
+
+classify = opencode.classify
+reply = opencode.reply
+error = opencode.error
+aux = opencode.aux
+converse = acp.converse
+
+# What the ACP recordings cover: the run's shapes a client meets.
+SCENARIOS = {"text", "reasoning", "tool-errors", "http500", "plan", "approval-allow", "approval-deny",
+             "approval-interrupt"}
+
+
+def supports(version, scenario):
+    if scenario.name not in SCENARIOS:
+        return "not among the ACP scenarios"
+    return None
+
+
+def prepare(ctx):
+    _, env = opencode.prepare(ctx)
+    env["OPENCODE_PERMISSION"] = json.dumps({"bash": "ask"})
+    return [ctx.bin, "acp"], env

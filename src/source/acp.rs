@@ -1,0 +1,1096 @@
+//! The Agent Client Protocol (ACP): a transcript of one connection between
+//! a client and an agent (`gemini --acp`, `opencode acp`, …).
+//!
+//! JSON-RPC 2.0, one message a line, both directions interleaved in the
+//! order they happened (the client's requests and answers as well as the
+//! agent's), with no wrapper:
+//! ```text
+//! {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"bc97…","prompt":[{"type":"text","text":"Say hello."}]}}
+//! {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"bc97…","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Héllo wörld "}}}}
+//! {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"bc97…","update":{"sessionUpdate":"tool_call","toolCallId":"read_file_1","status":"in_progress","title":"notes.txt","content":[],"kind":"read"}}}
+//! {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"bc97…","options":[{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},…],"toolCall":{"toolCallId":"run_shell_command_1","status":"pending","title":"echo hi","kind":"execute"}}}
+//! {"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}
+//! {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":1000,"output_tokens":65}}}}}
+//! ```
+//! A `session/prompt` request starts a run (its thread the session) and its
+//! answer ends it: `stopReason` in the result (`cancelled`: the run is
+//! cancelled), a JSON-RPC error a RUN_ERROR. `session/update`s are the
+//! run's content: message and thought chunks stream as deltas, tool calls
+//! start, take their `rawInput` as arguments and end with their result when
+//! their status is `completed` or `failed`, a `plan` is the plan view. A
+//! permission request is a CUSTOM `approval_request` (its tool call started
+//! first, when it is the first sight of it) and the client's answer an
+//! `approval_response`. Setup (`initialize`, `session/new`), slash commands,
+//! modes and anything unknown go out as RAW.
+//!
+//! Both sides number their requests from 0, so an answer's id may match a
+//! request of each side: the latest one still unanswered is taken, except
+//! that an answer with a `stopReason` belongs to the prompt.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{input_text, parse_record, raw_record, Held, Line, LineError, Translate};
+use crate::agui::plan::{self, Shape};
+use crate::agui::{
+    code, tools, Content, Digest, Emitter, MetaField, MetaValue, Outcome, Role, Usage,
+};
+use crate::base::json::{self, text_of};
+
+const SOURCE: &str = "acp";
+
+/// A plan entry: `{content, priority, status}`.
+const PLAN: Shape = Shape {
+    text: "content",
+    status: "status",
+};
+
+/// How many requests may wait for their answers at once; past this the
+/// oldest is forgotten (a transcript whose answers never come).
+const PENDING_LIMIT: usize = 64;
+
+/// One JSON-RPC message.
+#[derive(Deserialize, Default)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<Params<'a>>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// The params of the methods translated: `session/prompt`,
+/// `session/update`, `session/request_permission`.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Params<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    prompt: Option<&'a RawValue>,
+    #[serde(borrow)]
+    update: Option<Update<'a>>,
+    #[serde(borrow)]
+    tool_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    options: Option<&'a RawValue>,
+}
+
+/// A session update, or a permission request's tool call (the fields of a
+/// `tool_call` update).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Update<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    session_update: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    message_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    title: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    raw_input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    raw_output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    entries: Option<&'a RawValue>,
+    #[serde(borrow)]
+    used: Option<&'a RawValue>,
+    #[serde(borrow)]
+    size: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cost: Option<&'a RawValue>,
+}
+
+/// A content block: `{type: "text", text}`, an image, a resource, …
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+}
+
+/// An entry of a tool call's `content`: `{type: "content", content:
+/// Block}`, `{type: "diff", …}` or `{type: "terminal", …}`.
+#[derive(Deserialize)]
+struct ToolContent<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "json::opt_str")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<Block<'a>>,
+}
+
+/// The answer to `session/prompt`.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PromptResult<'a> {
+    #[serde(borrow)]
+    stop_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+/// The prompt's usage (ACP's `usage`).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct AcpUsage {
+    total_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    thought_tokens: Option<u64>,
+    cached_read_tokens: Option<u64>,
+    cached_write_tokens: Option<u64>,
+}
+
+/// Gemini CLI's `_meta.quota`: the turn's tokens, and per model.
+#[derive(Deserialize, Default)]
+struct Meta<'a> {
+    #[serde(borrow)]
+    quota: Option<Quota<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Quota<'a> {
+    token_count: Option<TokenCount>,
+    #[serde(borrow, default)]
+    model_usage: Vec<ModelUsage<'a>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct TokenCount {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ModelUsage<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    model: Option<Cow<'a, str>>,
+    token_count: Option<TokenCount>,
+}
+
+/// A JSON-RPC error.
+#[derive(Deserialize)]
+struct RpcError<'a> {
+    code: Option<i64>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    message: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    data: Option<RpcErrorData<'a>>,
+}
+
+/// OpenCode's `data` of an error: `{service, errorName}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RpcErrorData<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    error_name: Option<Cow<'a, str>>,
+}
+
+/// An API error passed on as the message's text (Gemini CLI's):
+/// `{"error":{"code":500,"message":"…","status":"INTERNAL"}}`.
+#[derive(Deserialize)]
+struct ApiError<'a> {
+    #[serde(borrow)]
+    error: ApiErrorBody<'a>,
+}
+
+#[derive(Deserialize)]
+struct ApiErrorBody<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    message: Option<Cow<'a, str>>,
+}
+
+/// A permission answer: `{outcome: {outcome: "selected", optionId}}` or
+/// `{outcome: {outcome: "cancelled"}}`.
+#[derive(Deserialize)]
+struct PermissionResult<'a> {
+    #[serde(borrow)]
+    outcome: Option<PermissionOutcome<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PermissionOutcome<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    outcome: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    option_id: Option<Cow<'a, str>>,
+}
+
+/// A permission option: `{optionId, name, kind}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PermissionOption<'a> {
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    option_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    kind: Option<Cow<'a, str>>,
+}
+
+/// What a request is, for its answer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Asked {
+    Prompt,
+    Permission,
+    NewSession,
+    Other,
+}
+
+/// A request waiting for its answer.
+struct Pending {
+    /// Its id, as JSON.
+    id: String,
+    asked: Asked,
+    /// A permission request's tool call and options (JSON).
+    tool_call_id: String,
+    options: String,
+}
+
+#[derive(Default)]
+pub struct Acp {
+    /// The session of the last run (or of `session/new`'s answer).
+    session: Held,
+    pending: Vec<Pending>,
+    /// The open message (and whether it is the user's), and the open
+    /// reasoning.
+    text: Held,
+    user_text: bool,
+    reasoning: Held,
+    /// The last assistant message: the parent of the tool calls after it.
+    parent: Held,
+    /// Ids made up for messages without one: how many so far.
+    made: u64,
+    id: String,
+    /// The last `usage_update`: `used` and `size` of the context window,
+    /// and `cost` (JSON).
+    context: Option<(Option<u64>, Option<u64>)>,
+    cost: String,
+    /// A tool result's text, when it is made of several parts.
+    joined: String,
+    scratch: Option<Vec<u8>>,
+}
+
+impl Translate for Acp {
+    fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
+        let mut scratch = self.scratch.take();
+        let mut msg = Message::default();
+        let result = match parse_record(line, &mut scratch, &mut msg) {
+            Ok(line) => self.message(&msg, line, em),
+            Err(e) => Err(e),
+        };
+        self.scratch = scratch;
+        result
+    }
+
+    fn finish(&mut self, _em: &mut Emitter) {}
+
+    fn source(&self) -> &'static str {
+        SOURCE
+    }
+}
+
+impl Acp {
+    fn message(
+        &mut self,
+        msg: &Message,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        em.set_timestamp(None);
+        let empty = Params::default();
+        let params = msg.params.as_ref().unwrap_or(&empty);
+        match (msg.method.as_deref(), msg.id) {
+            (Some(method), Some(id)) => self.request(method, id, params, line, em),
+            (Some(method), None) => self.notification(method, params, line, em),
+            (None, Some(id)) if msg.result.is_some() || msg.error.is_some() => {
+                self.response(id, msg.result, msg.error, line, em);
+                Ok(())
+            }
+            _ => Err(LineError::Shape(
+                "neither a request, a notification nor a response".into(),
+            )),
+        }
+    }
+
+    /// A request of either side.
+    fn request(
+        &mut self,
+        method: &str,
+        id: &RawValue,
+        params: &Params,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let asked = match method {
+            "session/prompt" => Asked::Prompt,
+            "session/request_permission" => Asked::Permission,
+            "session/new" => Asked::NewSession,
+            _ => Asked::Other,
+        };
+        if self.pending.len() >= PENDING_LIMIT {
+            self.pending.remove(0);
+        }
+        self.pending.push(Pending {
+            id: id.get().to_owned(),
+            asked,
+            tool_call_id: String::new(),
+            options: String::new(),
+        });
+        match asked {
+            Asked::Prompt => self.prompt(params, line, em),
+            Asked::Permission => self.permission(id, params, line, em)?,
+            Asked::NewSession | Asked::Other => raw(em, line),
+        }
+        Ok(())
+    }
+
+    /// `session/prompt`: a run starts, with the prompt as the user's message.
+    fn prompt(&mut self, params: &Params, line: Line<'_>, em: &mut Emitter) {
+        if let Some(s) = params.session_id.as_deref() {
+            self.session.set(s);
+        }
+        // The prompt's record names the run: the session and the prompt
+        // (the transcript's first lines are alike in every connection).
+        let run = Digest::of(&line).run_id(1);
+        em.start_run(self.session.get(), Some(run.as_str()));
+        self.text.clear();
+        self.reasoning.clear();
+        self.parent.clear();
+        self.context = None;
+        self.cost.clear();
+        let blocks: Vec<Block> = params
+            .prompt
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        let mut text = String::new();
+        let mut other = false;
+        for b in &blocks {
+            match (b.kind.as_deref(), b.text) {
+                (Some("text"), Some(t)) => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&text_of(t));
+                }
+                _ => other = true,
+            }
+        }
+        if em.user_messages() && !text.is_empty() {
+            self.id.clear();
+            self.id.push_str(em.run_id());
+            self.id.push_str("-user");
+            em.text_message(&self.id, Role::User, &text);
+        }
+        if other || !em.user_messages() || text.is_empty() {
+            // Images and resources (and the prompt, with
+            // `--no-user-messages`) stay in RAW.
+            raw(em, line);
+        }
+    }
+
+    fn notification(
+        &mut self,
+        method: &str,
+        params: &Params,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        match (method, &params.update) {
+            ("session/update", Some(u)) => self.update(u, params, line, em),
+            ("session/cancel", _) => {
+                raw(em, line);
+                Ok(())
+            }
+            (m, _) => {
+                em.unknown(format!("notification {m:?}"));
+                raw(em, line);
+                Ok(())
+            }
+        }
+    }
+
+    /// A `session/update`.
+    fn update(
+        &mut self,
+        u: &Update,
+        params: &Params,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let kind = u.session_update.as_deref().unwrap_or("");
+        let translated = matches!(
+            kind,
+            "agent_message_chunk"
+                | "user_message_chunk"
+                | "agent_thought_chunk"
+                | "tool_call"
+                | "tool_call_update"
+                | "plan"
+        );
+        if translated && !em.in_run() {
+            // Outside a prompt (a loaded session's history): a run of its own.
+            if let Some(s) = params.session_id.as_deref() {
+                self.session.set(s);
+            }
+            em.start_run(self.session.get(), None);
+        }
+        match kind {
+            "agent_message_chunk" | "user_message_chunk" => {
+                let user = kind == "user_message_chunk";
+                if !self.chunk(u, user, em) {
+                    raw(em, line);
+                }
+            }
+            "agent_thought_chunk" => {
+                if !self.thought(u, em) {
+                    raw(em, line);
+                }
+            }
+            "tool_call" | "tool_call_update" => self.tool(u, em)?,
+            "plan" => {
+                let id = plan::id(em, None);
+                plan::snapshot(em, &id, u.entries, PLAN, &[]);
+            }
+            "usage_update" => {
+                self.context = Some((json::u64_of(u.used), json::u64_of(u.size)));
+                self.cost.clear();
+                if let Some(c) = u.cost {
+                    self.cost.push_str(c.get());
+                }
+                raw(em, line);
+            }
+            "available_commands_update"
+            | "current_mode_update"
+            | "config_option_update"
+            | "session_info_update" => raw(em, line),
+            other => {
+                em.unknown(format!("session update {other:?}"));
+                raw(em, line);
+            }
+        }
+        Ok(())
+    }
+
+    /// A message chunk; false if it is not text (it goes out as RAW).
+    fn chunk(&mut self, u: &Update, user: bool, em: &mut Emitter) -> bool {
+        let Some(block) = u
+            .content
+            .and_then(|c| serde_json::from_str::<Block>(c.get()).ok())
+        else {
+            return false;
+        };
+        let (Some("text"), Some(text)) = (block.kind.as_deref(), block.text) else {
+            return false;
+        };
+        if user && !em.user_messages() {
+            return false;
+        }
+        self.end_reasoning(em);
+        let same = self.text.is_set()
+            && self.user_text == user
+            && u.message_id
+                .as_deref()
+                .is_none_or(|m| self.text.get() == Some(m));
+        if !same {
+            self.end_text(em);
+            self.made_id(
+                em,
+                u.message_id.as_deref(),
+                if user { "user" } else { "msg" },
+            );
+            em.text_start(&self.id, if user { Role::User } else { Role::Assistant });
+            self.text.set(&self.id);
+            self.user_text = user;
+            if !user {
+                self.parent.set(&self.id);
+            }
+        }
+        let mut decoded = None;
+        let delta = input_text(text, &mut decoded);
+        if !delta.is_empty() {
+            em.text_content_text(self.text.get().unwrap_or_default(), delta);
+        }
+        true
+    }
+
+    /// A thought chunk; false if it is not text.
+    fn thought(&mut self, u: &Update, em: &mut Emitter) -> bool {
+        let Some(block) = u
+            .content
+            .and_then(|c| serde_json::from_str::<Block>(c.get()).ok())
+        else {
+            return false;
+        };
+        let (Some("text"), Some(text)) = (block.kind.as_deref(), block.text) else {
+            return false;
+        };
+        self.end_text(em);
+        if !self.reasoning.is_set() {
+            self.made_id(em, u.message_id.as_deref(), "reasoning");
+            em.reasoning_start(&self.id);
+            self.reasoning.set(&self.id);
+        }
+        let mut decoded = None;
+        let delta = input_text(text, &mut decoded);
+        if !delta.is_empty() {
+            em.reasoning_content_text(self.reasoning.get().unwrap_or_default(), delta);
+        }
+        true
+    }
+
+    /// The input's message id, or one made up (`RUN-WHAT-N`), into `id`.
+    fn made_id(&mut self, em: &Emitter, given: Option<&str>, what: &str) {
+        use std::fmt::Write as _;
+        self.id.clear();
+        match given {
+            Some(m) => self.id.push_str(m),
+            None => {
+                self.made += 1;
+                let _ = write!(self.id, "{}-{what}-{}", em.run_id(), self.made);
+            }
+        }
+    }
+
+    fn end_text(&mut self, em: &mut Emitter) {
+        if let Some(id) = self.text.take() {
+            em.text_end(id);
+        }
+    }
+
+    fn end_reasoning(&mut self, em: &mut Emitter) {
+        if let Some(id) = self.reasoning.take() {
+            em.reasoning_end(id);
+        }
+    }
+
+    /// A tool call is first seen: it starts, named by its kind (a title
+    /// like `Set 2 todo(s)` is no name); a call of kind `other` whose title
+    /// is the name of a tool the tables know is named by its title.
+    fn start_tool(&mut self, id: &str, u: &Update, em: &mut Emitter) {
+        self.end_text(em);
+        self.end_reasoning(em);
+        if em.tool_started(id) {
+            return;
+        }
+        let kind = u.kind.as_deref().unwrap_or("other");
+        let name = match u.title.as_deref() {
+            // OpenCode's `todowrite`: a tool the tables know, of kind other.
+            Some(t) if kind == "other" && tools::canonical(t).name != t => t,
+            _ => kind,
+        };
+        let meta = [
+            ("title", u.title.as_deref().map(MetaValue::Str)),
+            ("kind", u.kind.as_deref().map(MetaValue::Str)),
+        ];
+        em.tool_start_with(id, name, self.parent.get(), &meta);
+    }
+
+    /// Its arguments (`rawInput`, or none) and its end, if it is still open.
+    fn end_tool(id: &str, raw_input: Option<&RawValue>, em: &mut Emitter) {
+        if em.is_open(id) {
+            em.tool_args_given(id, raw_input);
+            em.tool_end(id);
+        }
+    }
+
+    /// `tool_call` or `tool_call_update`.
+    fn tool(&mut self, u: &Update, em: &mut Emitter) -> Result<(), LineError> {
+        let Some(id) = u.tool_call_id.as_deref() else {
+            return Err(LineError::Shape("a tool call without toolCallId".into()));
+        };
+        self.start_tool(id, u, em);
+        // A pending call's `rawInput` may be partial (OpenCode's holds the
+        // working folder only): the arguments are those it runs with.
+        let status = u.status.as_deref();
+        if status.is_some_and(|s| s != "pending") {
+            Self::end_tool(id, u.raw_input, em);
+        }
+        if matches!(status, Some("completed" | "failed")) {
+            self.tool_result(id, u, em);
+        }
+        Ok(())
+    }
+
+    /// A tool call's result: the text of its content, else its
+    /// `rawOutput`; a failed call's is an error.
+    fn tool_result(&mut self, id: &str, u: &Update, em: &mut Emitter) {
+        let failed = u.status.as_deref() == Some("failed");
+        let parts: Vec<ToolContent> = u
+            .content
+            .and_then(|c| serde_json::from_str(c.get()).ok())
+            .unwrap_or_default();
+        let texts: Vec<&RawValue> = parts
+            .iter()
+            .filter_map(|p| match (&p.kind.as_deref(), &p.content) {
+                (
+                    Some("content"),
+                    Some(Block {
+                        kind,
+                        text: Some(t),
+                    }),
+                ) if kind.as_deref() == Some("text") => Some(*t),
+                _ => None,
+            })
+            .collect();
+        // Diffs, terminals and blocks that are not text are kept beside.
+        let other = texts.len() < parts.len();
+        let decoded;
+        let content = match (texts.as_slice(), u.raw_output) {
+            ([t], _) if json::literal(t).is_some() => Content::Parts(t),
+            ([], Some(out)) if json::literal(out).is_some() => Content::Parts(out),
+            ([], Some(out)) => {
+                decoded = out.get().to_owned();
+                Content::Text(&decoded)
+            }
+            (ts, _) => {
+                self.joined.clear();
+                for t in ts {
+                    if !self.joined.is_empty() {
+                        self.joined.push('\n');
+                    }
+                    self.joined.push_str(&text_of(t));
+                }
+                Content::Text(&self.joined)
+            }
+        };
+        let meta = [
+            ("isError", failed.then_some(MetaValue::Bool(true))),
+            ("title", u.title.as_deref().map(MetaValue::Str)),
+            ("rawOutput", u.raw_output.map(MetaValue::Json)),
+            ("content", u.content.filter(|_| other).map(MetaValue::Json)),
+        ];
+        em.tool_result(id, content, &meta);
+    }
+
+    /// `session/request_permission`: the tool call it asks about (started
+    /// here if this is the first sight of it), then CUSTOM
+    /// `approval_request`.
+    fn permission(
+        &mut self,
+        id: &RawValue,
+        params: &Params,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) -> Result<(), LineError> {
+        let call: Option<Update> = params
+            .tool_call
+            .and_then(|t| serde_json::from_str(t.get()).ok());
+        let call_id = call.as_ref().and_then(|c| c.tool_call_id.as_deref());
+        if !em.in_run() {
+            em.start_run(params.session_id.as_deref().or(self.session.get()), None);
+        }
+        if let (Some(c), Some(tid)) = (&call, call_id) {
+            self.start_tool(tid, c, em);
+            Self::end_tool(tid, c.raw_input, em);
+        }
+        if let Some(p) = self.pending.last_mut() {
+            p.tool_call_id.push_str(call_id.unwrap_or_default());
+            p.options.push_str(params.options.map_or("[]", |o| o.get()));
+        }
+        let fields = [
+            ("requestId", Some(MetaValue::Json(id))),
+            ("toolCallId", call_id.map(MetaValue::Str)),
+            ("toolCall", params.tool_call.map(MetaValue::Json)),
+            ("options", params.options.map(MetaValue::Json)),
+        ];
+        if em.in_run() {
+            em.custom("approval_request", MetaValue::Object(&fields));
+        } else {
+            raw(em, line);
+        }
+        Ok(())
+    }
+
+    /// The request an answer with id `id` belongs to: the latest unanswered
+    /// one with that id (an answer with a `stopReason` belongs to a
+    /// prompt).
+    fn answered(&mut self, id: &RawValue, result: Option<&RawValue>) -> Option<Pending> {
+        let stop = result.is_some_and(|r| {
+            serde_json::from_str::<PromptResult>(r.get()).is_ok_and(|p| p.stop_reason.is_some())
+        });
+        let i = self
+            .pending
+            .iter()
+            .rposition(|p| p.id == id.get() && (!stop || p.asked == Asked::Prompt))
+            .or_else(|| self.pending.iter().rposition(|p| p.id == id.get()))?;
+        Some(self.pending.remove(i))
+    }
+
+    fn response(
+        &mut self,
+        id: &RawValue,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) {
+        let Some(asked) = self.answered(id, result) else {
+            em.unknown("an answer to no request");
+            raw(em, line);
+            return;
+        };
+        match asked.asked {
+            Asked::Prompt => self.prompt_answer(result, error, em),
+            Asked::Permission => self.permission_answer(id, &asked, result, error, line, em),
+            Asked::NewSession => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct NewSession<'a> {
+                    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+                    session_id: Option<Cow<'a, str>>,
+                }
+                if let Some(s) = result
+                    .and_then(|r| serde_json::from_str::<NewSession>(r.get()).ok())
+                    .and_then(|n| n.session_id)
+                {
+                    self.session.set(&s);
+                }
+                raw(em, line);
+            }
+            Asked::Other => raw(em, line),
+        }
+    }
+
+    /// The client's answer to a permission request: CUSTOM
+    /// `approval_response` with the option chosen and its kind.
+    fn permission_answer(
+        &mut self,
+        id: &RawValue,
+        asked: &Pending,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+        line: Line<'_>,
+        em: &mut Emitter,
+    ) {
+        let outcome = result
+            .and_then(|r| serde_json::from_str::<PermissionResult>(r.get()).ok())
+            .and_then(|r| r.outcome);
+        let outcome_word = outcome.as_ref().and_then(|o| o.outcome.as_deref());
+        let option = outcome.as_ref().and_then(|o| o.option_id.as_deref());
+        let options: Vec<PermissionOption> =
+            serde_json::from_str(&asked.options).unwrap_or_default();
+        let kind = option.and_then(|chosen| {
+            options
+                .iter()
+                .find(|o| o.option_id.as_deref() == Some(chosen))
+                .and_then(|o| o.kind.as_deref())
+        });
+        let approved = kind.map(|k| k.starts_with("allow"));
+        let fields: [MetaField; 7] = [
+            ("requestId", Some(MetaValue::Json(id))),
+            (
+                "toolCallId",
+                Some(asked.tool_call_id.as_str())
+                    .filter(|t| !t.is_empty())
+                    .map(MetaValue::Str),
+            ),
+            ("outcome", outcome_word.map(MetaValue::Str)),
+            ("optionId", option.map(MetaValue::Str)),
+            ("kind", kind.map(MetaValue::Str)),
+            ("approved", approved.map(MetaValue::Bool)),
+            ("error", error.map(MetaValue::Json)),
+        ];
+        if em.in_run() {
+            em.custom("approval_response", MetaValue::Object(&fields));
+        } else {
+            raw(em, line);
+        }
+    }
+
+    /// The answer to `session/prompt`: the run ends.
+    fn prompt_answer(
+        &mut self,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+        em: &mut Emitter,
+    ) {
+        self.end_text(em);
+        self.end_reasoning(em);
+        if let Some(e) = error {
+            let (message, code) = failure(e);
+            em.fail_run(&message, code, &[], &[("error", Some(MetaValue::Json(e)))]);
+            return;
+        }
+        let r: PromptResult = result
+            .and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or_default();
+        let usage = usage(&r);
+        let stop = r.stop_reason.map(text_of);
+        let outcome = (stop.as_deref() == Some("cancelled")).then_some(Outcome::Cancelled);
+        let cost: Option<&RawValue> = serde_json::from_str(&self.cost).ok();
+        let context = self.context.map(|(used, size)| {
+            [
+                (
+                    "used",
+                    used.map(|n| MetaValue::Int(i64::try_from(n).unwrap_or(i64::MAX))),
+                ),
+                (
+                    "size",
+                    size.map(|n| MetaValue::Int(i64::try_from(n).unwrap_or(i64::MAX))),
+                ),
+                ("cost", cost.map(MetaValue::Json)),
+            ]
+        });
+        let fields = [
+            ("sessionId", self.session.get().map(MetaValue::Str)),
+            ("stopReason", r.stop_reason.map(MetaValue::Json)),
+            ("usage", r.usage.map(MetaValue::Json)),
+            ("_meta", r.meta.map(MetaValue::Json)),
+            ("context", context.as_ref().map(|c| MetaValue::Object(c))),
+        ];
+        em.finish_run(Some(MetaValue::Object(&fields)), outcome, &usage);
+    }
+}
+
+/// A prompt's JSON-RPC error: its message (an API error's own message when
+/// the text is one, as Gemini CLI passes them on) and the AG-UI code: a code
+/// that is an HTTP status (Gemini CLI) or an `APIError` (OpenCode's
+/// `data.errorName`) is the model API's.
+fn failure(e: &RawValue) -> (String, &'static str) {
+    let err = serde_json::from_str::<RpcError>(e.get()).ok();
+    let rpc_code = err.as_ref().and_then(|e| e.code);
+    let text = err
+        .as_ref()
+        .and_then(|e| e.message.as_deref())
+        .unwrap_or("");
+    let api = serde_json::from_str::<ApiError>(text)
+        .ok()
+        .and_then(|a| a.error.message.map(Cow::into_owned));
+    let message = match (api, rpc_code) {
+        (Some(m), _) if !m.is_empty() => m,
+        (_, _) if !text.is_empty() => text.to_owned(),
+        (_, Some(c)) => format!("the agent answered the prompt with error {c}"),
+        (_, None) => "the agent answered the prompt with an error".to_owned(),
+    };
+    let name = err
+        .as_ref()
+        .and_then(|e| e.data.as_ref())
+        .and_then(|d| d.error_name.as_deref());
+    let code = match (rpc_code, name) {
+        (Some(401 | 403), _) | (_, Some("ProviderAuthError")) => code::AUTH_ERROR,
+        (Some(400..=599), _) | (_, Some("APIError")) => code::API_ERROR,
+        _ => code::CLI_ERROR,
+    };
+    (message, code)
+}
+
+/// The prompt's usage: ACP's `usage`, else Gemini CLI's `_meta.quota`
+/// (per model where it says).
+fn usage<'a>(r: &PromptResult<'a>) -> Vec<Usage<'a>> {
+    if let Some(u) = r
+        .usage
+        .and_then(|u| serde_json::from_str::<AcpUsage>(u.get()).ok())
+    {
+        let input = u.input_tokens.map(|i| {
+            // Cached tokens are parts of the input total.
+            i + u.cached_read_tokens.unwrap_or(0) + u.cached_write_tokens.unwrap_or(0)
+        });
+        return vec![Usage {
+            input_tokens: input,
+            output_tokens: u.output_tokens,
+            total_tokens: u.total_tokens,
+            reasoning_tokens: u.thought_tokens,
+            cached_input_tokens: u.cached_read_tokens,
+            cache_write_input_tokens: u.cached_write_tokens,
+            ..Usage::default()
+        }];
+    }
+    let Some(quota) = r
+        .meta
+        .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+        .and_then(|m| m.quota)
+    else {
+        return Vec::new();
+    };
+    let entry = |model: Option<Cow<'a, str>>, t: TokenCount| Usage {
+        model,
+        input_tokens: t.input_tokens,
+        output_tokens: t.output_tokens,
+        total_tokens: t.input_tokens.zip(t.output_tokens).map(|(i, o)| i + o),
+        ..Usage::default()
+    };
+    let mut per_model: Vec<Usage> = quota
+        .model_usage
+        .into_iter()
+        .filter_map(|m| Some(entry(m.model, m.token_count?)))
+        .collect();
+    if per_model.is_empty() {
+        return quota
+            .token_count
+            .map(|t| entry(None, t))
+            .into_iter()
+            .collect();
+    }
+    Usage::by_model(&mut per_model);
+    per_model
+}
+
+/// Keep a record that parsed as RAW, copied as it is.
+fn raw(em: &mut Emitter, line: Line<'_>) {
+    raw_record(em, line, SOURCE);
+}
+
+#[cfg(test)]
+mod tests {
+    fn translate(lines: &[&str]) -> Vec<serde_json::Value> {
+        let input = lines.join("\n");
+        let out = crate::run::translate_bytes(
+            crate::dialect::FromCli::named("acp").unwrap(),
+            input.as_bytes(),
+        );
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn update(u: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"S","update":{u}}}}}"#
+        )
+    }
+
+    const PROMPT: &str = r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"S","prompt":[{"type":"text","text":"hi"}]}}"#;
+
+    fn of_type<'v>(out: &'v [serde_json::Value], t: &str) -> Vec<&'v serde_json::Value> {
+        out.iter().filter(|e| e["type"] == t).collect()
+    }
+
+    /// Both sides number their requests from 0: the client's answer to the
+    /// agent's permission request 2 is not taken for the prompt's answer
+    /// (the prompt is id 2 too), and the prompt's answer ends the run.
+    #[test]
+    fn answers_go_to_the_request_of_their_side() {
+        let ask = r#"{"jsonrpc":"2.0","id":2,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"t1","title":"ls","kind":"execute","rawInput":{"command":"ls"}},"options":[{"optionId":"yes","kind":"allow_once","name":"Allow"},{"optionId":"no","kind":"reject_once","name":"Reject"}]}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"no"}}}"#;
+        let done = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#;
+        let out = translate(&[PROMPT, ask, answer, done]);
+        let custom = of_type(&out, "CUSTOM");
+        assert_eq!(custom[0]["name"], "approval_request");
+        assert_eq!(custom[0]["value"]["toolCallId"], "t1");
+        assert_eq!(custom[1]["name"], "approval_response");
+        assert_eq!(custom[1]["value"]["kind"], "reject_once");
+        assert_eq!(custom[1]["value"]["approved"], false);
+        let start = of_type(&out, "TOOL_CALL_START");
+        assert_eq!(start[0]["toolCallName"], "execute");
+        assert_eq!(
+            of_type(&out, "TOOL_CALL_ARGS")[0]["delta"],
+            r#"{"command":"ls"}"#
+        );
+        let end = out.last().unwrap();
+        assert_eq!(end["type"], "RUN_FINISHED");
+        assert_eq!(end["threadId"], "S");
+        assert_eq!(end["result"]["stopReason"], "end_turn");
+    }
+
+    /// A pending call's partial `rawInput` is not its arguments: those come
+    /// with the call under way; a failed call's result is an error.
+    #[test]
+    fn tool_calls_take_the_input_they_run_with() {
+        let out = translate(&[
+            PROMPT,
+            &update(
+                r#"{"sessionUpdate":"tool_call","toolCallId":"c","title":"bash","kind":"execute","status":"pending","rawInput":{"cwd":"/w"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress","rawInput":{"command":"false","cwd":"/w"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed","content":[{"type":"content","content":{"type":"text","text":"boom"}}],"rawOutput":{"exit":1}}"#,
+            ),
+        ]);
+        let args = of_type(&out, "TOOL_CALL_ARGS");
+        assert_eq!(args.len(), 1);
+        assert_eq!(args[0]["delta"], r#"{"command":"false","cwd":"/w"}"#);
+        let result = of_type(&out, "TOOL_CALL_RESULT");
+        assert_eq!(result[0]["content"], "boom");
+        assert_eq!(result[0]["metadata"]["isError"], true);
+        assert_eq!(result[0]["metadata"]["rawOutput"]["exit"], 1);
+        // The prompt was never answered.
+        assert_eq!(out.last().unwrap()["code"], "input_ended");
+    }
+
+    /// Chunks stream as deltas; a thought between them closes the message;
+    /// a plan is the plan view; a cancelled prompt cancels the run, with
+    /// ACP's usage.
+    #[test]
+    fn chunks_thoughts_plans_and_a_cancel() {
+        let out = translate(&[
+            PROMPT,
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"b"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"c"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"plan","entries":[{"content":"look","priority":"high","status":"in_progress"}]}"#,
+            ),
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled","usage":{"inputTokens":10,"outputTokens":2,"totalTokens":12,"cachedReadTokens":5}}}"#,
+        ]);
+        let starts = of_type(&out, "TEXT_MESSAGE_START");
+        // The user's prompt, then two assistant messages.
+        assert_eq!(starts.len(), 3);
+        assert_eq!(of_type(&out, "TEXT_MESSAGE_CONTENT").len(), 4);
+        assert_eq!(of_type(&out, "REASONING_MESSAGE_CONTENT")[0]["delta"], "hm");
+        let plan = of_type(&out, "ACTIVITY_SNAPSHOT");
+        assert_eq!(plan[0]["content"]["items"][0]["text"], "look");
+        assert_eq!(plan[0]["content"]["items"][0]["status"], "in_progress");
+        let end = out.last().unwrap();
+        assert_eq!(end["outcome"]["type"], "cancelled");
+        assert_eq!(end["usage"][0]["inputTokens"], 15);
+        assert_eq!(end["usage"][0]["cachedInputTokens"], 5);
+    }
+
+    /// A JSON-RPC error answering the prompt fails the run, naming it.
+    #[test]
+    fn an_error_answer_fails_the_run() {
+        let last = |err: &str| {
+            let answer = format!(r#"{{"jsonrpc":"2.0","id":2,"error":{err}}}"#);
+            let e = translate(&[PROMPT, &answer]).pop().unwrap();
+            format!("{} {} {}", e["type"], e["code"], e["message"])
+        };
+        assert_eq!(
+            last(
+                r#"{"code":500,"message":"{\"error\":{\"code\":500,\"message\":\"Internal error encountered.\"}}"}"#
+            ),
+            r#""RUN_ERROR" "api_error" "Internal error encountered.""#
+        );
+        assert_eq!(
+            last(
+                r#"{"code":-32603,"message":"Internal error: x","data":{"errorName":"APIError"}}"#
+            ),
+            r#""RUN_ERROR" "api_error" "Internal error: x""#
+        );
+        assert_eq!(
+            last(r#"{"code":-32602,"message":"Invalid params"}"#),
+            r#""RUN_ERROR" "cli_error" "Invalid params""#
+        );
+    }
+}
