@@ -153,7 +153,11 @@ pub(super) fn run_one(
         file,
         since: Instant::now(),
     };
-    let streamed = stream_run(conn, pid, &mut w.stdout, cors, shared.ask);
+    // A run that fails before its first event (one that refuses its
+    // arguments) still ends its client's run.
+    let why = "the run ended without writing an event (its error is on the server's stderr)";
+    let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
+    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, shared.ask, &failed);
     settle(shared, &input.thread_id, w, streamed);
 }
 
@@ -214,6 +218,12 @@ pub(super) fn answer_error(
     why: &str,
     code: &str,
 ) -> io::Result<()> {
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, &error_events(shared, input, why, code), STALL_TIMEOUT)
+}
+
+/// One run of `input` ending in RUN_ERROR, as server-sent events.
+fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
     let mut em = crate::agui::Emitter::new(
         crate::agui::Format::Sse,
         Some(input.thread_id.clone()),
@@ -225,8 +235,7 @@ pub(super) fn answer_error(
     em.start_run(None, None);
     em.fail_run(why, code, &[], None);
     em.end_of_input(true);
-    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
-    write_within(conn, em.output(), STALL_TIMEOUT)
+    em.output().to_vec()
 }
 
 /// The head of an SSE response.
@@ -249,6 +258,19 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
 ) -> Streamed {
+    stream_run_or(conn, pid, out, cors, marker, &[])
+}
+
+/// [`stream_run`], sending `if_empty` when the run writes nothing at all.
+fn stream_run_or(
+    conn: &mut TcpStream,
+    pid: u32,
+    out: &mut ChildStdout,
+    cors: &str,
+    marker: bool,
+    if_empty: &[u8],
+) -> Streamed {
+    let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
     if gone {
         terminate(pid);
@@ -273,6 +295,7 @@ pub(super) fn stream_run(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
+        empty = false;
         if !marker {
             send(&buf[..n]);
             continue;
@@ -290,6 +313,9 @@ pub(super) fn stream_run(
         held.drain(..upto);
     }
     send(&held);
+    if empty {
+        send(if_empty);
+    }
     // The watcher ends when the connection is shut down, after the run's
     // session is kept (see `serve_one`).
     done.store(true, Ordering::SeqCst);
