@@ -875,6 +875,56 @@ fn another_local_user_cannot_start_a_run() {
     assert_eq!(code, 200);
 }
 
+/// A page from an origin not allowed sees only "Failed to fetch": the
+/// server says on stderr, once per origin, which origin it refused and
+/// how to allow it.
+#[test]
+fn a_refused_origin_is_named_on_stderr_once() {
+    let log = tmp("origin-log");
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["serve", "claude", "--listen", "127.0.0.1:0", "--no-token"])
+        .arg("--state-dir")
+        .arg(tmp("origin-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let addr = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if let Some(a) = text
+            .split("http://")
+            .nth(1)
+            .and_then(|a| a.split('/').next())
+        {
+            break a.to_owned();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for _ in 0..3 {
+        let answer = raw(
+            &addr,
+            &request(&addr, "Origin: http://evil.example:3000\r\n", "{}"),
+        );
+        assert_eq!(status(&answer), 403);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("http://evil.example:3000"))
+        .collect();
+    assert_eq!(named.len(), 1, "{text}");
+    assert!(named[0].contains("--allow-origin"), "{text}");
+}
+
 /// A state directory that others may write in is refused at start, saying
 /// why: whoever can put files there chooses the sessions runs resume.
 #[test]

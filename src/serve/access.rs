@@ -26,7 +26,8 @@ pub(super) fn admit(conn: &mut TcpStream, head: &Head, shared: &Shared) -> Optio
     let cors = match head.header("origin") {
         None => String::new(),
         Some(origin) if shared.access.origin(origin, host) => cors_for(origin),
-        Some(_) => {
+        Some(origin) => {
+            log_refused_origin(origin);
             let why = "pages from this origin may not call (see serve --allow-origin)";
             let _ = refuse(conn, "", Refused(403, why));
             return None;
@@ -54,6 +55,40 @@ pub(super) fn admit(conn: &mut TcpStream, head: &Head, shared: &Shared) -> Optio
         }
     }
     Some(cors)
+}
+
+/// Origins named on stderr, at most: a page sees only "Failed to fetch",
+/// so the server says once per origin what it refused, and a flood of
+/// origins costs bounded memory.
+const MAX_LOGGED_ORIGINS: usize = 64;
+
+/// Says on stderr, once per origin, that a page from `origin` was refused
+/// and how to allow it.
+fn log_refused_origin(origin: &str) {
+    use std::io::Write;
+    static LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut logged = LOGGED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if logged.len() > MAX_LOGGED_ORIGINS || logged.iter().any(|o| o == origin) {
+        return;
+    }
+    let line = if logged.len() == MAX_LOGGED_ORIGINS {
+        format!(
+            "agui-translate: serve: refused pages from {MAX_LOGGED_ORIGINS} origins; \
+             further ones are not named"
+        )
+    } else {
+        // Shown escaped and cut: the header is the client's.
+        let shown: String = origin.chars().take(200).collect();
+        format!(
+            "agui-translate: serve: refused a request from a page at {shown:?} \
+             (403): to let it call, start serve with --allow-origin {}",
+            shown.escape_debug()
+        )
+    };
+    logged.push(origin.to_owned());
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// A browser's preflight, from an allowed page, answered.
