@@ -925,6 +925,52 @@ fn a_refused_origin_is_named_on_stderr_once() {
     assert!(named[0].contains("--allow-origin"), "{text}");
 }
 
+/// An upgrade that replaces the program on disk while it serves (a new
+/// file renamed over it, as package managers do) leaves the server able to
+/// start its runs.
+#[test]
+fn a_server_whose_program_is_replaced_still_runs() {
+    let dir = tmp("replaced-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("agui-translate");
+    std::fs::copy(BIN, &copy).unwrap();
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let mut child = Command::new(&copy)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_REPLAY", &recording)
+        .args(["serve", "gemini", "--listen", "127.0.0.1:0", "--no-token"])
+        .arg("--state-dir")
+        .arg(tmp("replaced-state"))
+        .args(["--", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('/')
+        .to_owned();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let new = dir.join("agui-translate.new");
+    std::fs::copy(BIN, &new).unwrap();
+    std::fs::rename(&new, &copy).unwrap();
+    let (code, r) = post(&addr, &body("t", "r", "Hello"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+}
+
 /// A state directory that others may write in is refused at start, saying
 /// why: whoever can put files there chooses the sessions runs resume.
 #[test]

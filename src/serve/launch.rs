@@ -25,12 +25,21 @@ const STALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// the thread that started it ends, not the server: a run that outlives
 /// its request (one that waits for decisions) is started by this thread,
 /// which lives as long as the server.
-pub(super) struct Spawner(
-    Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
-);
+pub(super) struct Spawner {
+    tx: Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
+    /// This program, opened at start: runs are started from it through
+    /// `/proc/self/fd`, so an upgrade that replaces the file on disk (a new
+    /// file renamed over it) leaves the running server able to start its
+    /// runs, with the code it started with.
+    exe: std::fs::File,
+    /// Its path, the runs' `argv[0]`.
+    exe_path: std::path::PathBuf,
+}
 
 impl Spawner {
     pub(super) fn new() -> io::Result<Spawner> {
+        let exe_path = std::env::current_exe()?;
+        let exe = std::fs::File::open(&exe_path)?;
         let (tx, rx) =
             std::sync::mpsc::channel::<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>();
         std::thread::Builder::new().spawn(move || {
@@ -38,13 +47,27 @@ impl Spawner {
                 let _ = back.send(cmd.spawn());
             }
         })?;
-        Ok(Spawner(Mutex::new(tx)))
+        Ok(Spawner {
+            tx: Mutex::new(tx),
+            exe,
+            exe_path,
+        })
+    }
+
+    /// A command that runs this program as it was at start.
+    fn this_program(&self) -> Command {
+        use std::os::fd::AsRawFd;
+        // The child has the descriptor too (until its exec, which opens
+        // the path first).
+        let mut cmd = Command::new(format!("/proc/self/fd/{}", self.exe.as_raw_fd()));
+        cmd.arg0(&self.exe_path);
+        cmd
     }
 
     pub(super) fn spawn(&self, cmd: Command) -> io::Result<Child> {
         let (tx, rx) = std::sync::mpsc::channel();
         let gone = || io::Error::other("the thread that starts runs has ended");
-        self.0
+        self.tx
             .lock()
             .expect("not poisoned")
             .send((cmd, tx))
@@ -183,7 +206,7 @@ fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> i
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
     }
-    let mut cmd = Command::new(std::env::current_exe()?);
+    let mut cmd = shared.spawner.this_program();
     cmd.args(&argv)
         // The token is the server's alone: not its runs', nor their CLIs'.
         .env_remove(TOKEN_VAR)
