@@ -275,7 +275,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode"
+            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

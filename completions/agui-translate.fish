@@ -89,7 +89,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s h 
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l listen -d 'Where to listen; port 0 picks a free one. The address is printed on standard error' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l token -d 'Require `Authorization: Bearer TOKEN` on every request (required when --listen is not a loopback address). Other local users can read a command line: prefer --token-file or AGUI_SERVE_TOKEN' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l token-file -d 'Read the token from FILE (its first line)' -r -F
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l token-file -d 'Read the token from FILE (its first line); a FILE that others may read or write is refused' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l allow-origin -d 'Let web pages from ORIGIN (`scheme://host[:port]`, matched exactly) call the server; repeatable. Pages from any other origin are refused' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l allow-host -d 'Serve requests addressed to NAME (the Host header, as through a reverse proxy); repeatable. Besides these, only the listening address, localhost, 127.0.0.1 and [::1] are served' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l agui-version -d 'The AG-UI release to write for, whatever the client: without it, a request whose RunAgentInput has a `protocolVersion` of 1 or later gets AG-UI 1.0, and one without (a 0.0 client, such as CopilotKit\'s runtime) the 0.0 shapes. `--agui-version` among the run options forces it too' -r -f -a "1.0\t''
@@ -98,6 +98,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l 
 unknown\t''
 none\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l state-dir -d 'Where each thread\'s CLI session (and plan) is kept, so that threads survive a restart: one directory per CLI in it, private (0700), for the 10,000 most recent threads (default: `$XDG_STATE_HOME/agui-translate`, or `~/.local/state/agui-translate`)' -r -F
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -l no-token -d 'Require no token (loopback only): any local user\'s programs may then start runs, and approve their tool calls, as this user. Without a token given, the server makes one and keeps it in the state directory'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "run" -d 'Start a CLI in its headless streaming mode and translate its output'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand help; and not __fish_seen_subcommand_from run check serve help" -f -a "check" -d 'Check AG-UI 1.0 streams (NDJSON or SSE): the schema of every event and the sequence rules'

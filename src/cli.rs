@@ -277,11 +277,14 @@ browser always asks first; and a request from a web page (with an Origin \
 header) is refused (403) unless the page's origin was given with \
 --allow-origin. Requests without Origin (curl, programs) are not affected.
 
-A token (--token-file, the AGUI_SERVE_TOKEN environment variable, or \
---token, which other local users can read on the command line) makes every \
-request send `Authorization: Bearer TOKEN`. A server that listens beyond \
-the loopback interface requires one: the CLI runs tools on this machine for \
-whoever can reach it.";
+Every request must send `Authorization: Bearer TOKEN`. The token is one \
+given (--token-file, the AGUI_SERVE_TOKEN environment variable, or --token, \
+which other local users can read on the command line) or, by default, one \
+the server makes and keeps in the state directory (`token`, mode 0600; its \
+path is printed at start), the same across restarts. --no-token opens a \
+loopback server to every local user and their programs. A server that \
+listens beyond the loopback interface requires a token given: the CLI runs \
+tools on this machine for whoever can reach it.";
 
 const SERVE_AFTER_HELP: &str = "\
 Examples:
@@ -309,9 +312,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
 
-    /// Read the token from FILE (its first line).
+    /// Read the token from FILE (its first line); a FILE that others may
+    /// read or write is refused.
     #[arg(long, value_name = "FILE", conflicts_with = "token")]
     pub token_file: Option<PathBuf>,
+
+    /// Require no token (loopback only): any local user's programs may then
+    /// start runs, and approve their tool calls, as this user. Without a
+    /// token given, the server makes one and keeps it in the state
+    /// directory.
+    #[arg(long, conflicts_with_all = ["token", "token_file"])]
+    pub no_token: bool,
 
     /// Let web pages from ORIGIN (`scheme://host[:port]`, matched exactly)
     /// call the server; repeatable. Pages from any other origin are refused.

@@ -75,6 +75,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         listen: a.listen,
         token: a.token,
         token_file: a.token_file,
+        no_token: a.no_token,
         allow_origin: a.allow_origin,
         allow_host: a.allow_host,
         run_options: a.run_options,

@@ -1704,8 +1704,20 @@ fn the_serve_page_s_curl_example_runs() {
         return;
     }
     let recording = root().join("testdata/claude/2.1.330/text-plain.jsonl");
-    let server = common::serve("claude", &[], &[("FAKE_REPLAY", &recording)]);
-    let cmd = body.join("\n").replace("127.0.0.1:8799", &server.addr);
+    // As a user starts it: the token the server makes is in its state
+    // directory (the default one, in the example).
+    let state = std::env::temp_dir().join(format!("agui-docs-curl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let server = common::serve_default(
+        "claude",
+        &["--state-dir", state.to_str().unwrap()],
+        &[],
+        &[("FAKE_REPLAY", &recording)],
+    );
+    let cmd = body
+        .join("\n")
+        .replace("127.0.0.1:8799", &server.addr)
+        .replace("~/.local/state/agui-translate", state.to_str().unwrap());
     let out = StdCommand::new("sh").arg("-c").arg(&cmd).output().unwrap();
     let have = String::from_utf8_lossy(&out.stdout);
     assert!(

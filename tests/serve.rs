@@ -396,12 +396,15 @@ fn bad_requests_get_a_status_that_says_why() {
 
 #[test]
 fn a_server_beyond_loopback_needs_a_token() {
-    let out = Command::new(BIN)
-        .args(["serve", "claude", "--listen", "0.0.0.0:0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--token"));
+    for extra in [&[][..], &["--no-token"]] {
+        let out = Command::new(BIN)
+            .args(["serve", "claude", "--listen", "0.0.0.0:0"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--token"));
+    }
     // Options that serve sets itself are refused at start, not per request.
     let out = Command::new(BIN)
         .args(["serve", "claude", "--", "--run-id", "x"])
@@ -711,7 +714,7 @@ fn a_token_from_a_file_or_the_environment_reaches_no_child() {
     let env = tmp("token-env");
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
     let token_file = tmp("token-file");
-    std::fs::write(&token_file, "fr0m-file\n").unwrap();
+    private_file(&token_file, "fr0m-file\n");
     let from_file = serve(
         "gemini",
         &["--token-file", token_file.to_str().unwrap()],
@@ -742,7 +745,7 @@ fn a_token_from_a_file_or_the_environment_reaches_no_child() {
     assert!(!environment.contains("fr0m-env"), "{environment}");
     // An empty token is no token.
     let empty = tmp("token-empty");
-    std::fs::write(&empty, "\n").unwrap();
+    private_file(&empty, "\n");
     let out = Command::new(BIN)
         .args(["serve", "claude", "--token-file"])
         .arg(&empty)
@@ -750,6 +753,300 @@ fn a_token_from_a_file_or_the_environment_reaches_no_child() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
+}
+
+/// Writes `text` to `path`, readable and writable by its owner only.
+fn private_file(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// A token file others may read or write is refused at start, saying why,
+/// as ssh refuses a loose key.
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let file = tmp("token-loose");
+    for mode in [0o644, 0o620, 0o604] {
+        std::fs::write(&file, "l00se\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = Command::new(BIN)
+            .args(["serve", "claude", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{mode:o}: {stderr}");
+        assert!(stderr.contains("others may read or write"), "{stderr}");
+        assert!(stderr.contains("chmod 600"), "{stderr}");
+    }
+}
+
+/// The token file a server keeps in `state`, as its start-up names it.
+fn kept_token(state: &Path) -> String {
+    let file = state.join("token");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    std::fs::read_to_string(file).unwrap().trim().to_owned()
+}
+
+/// Without a token given, the server makes one, keeps it (0600) in its
+/// state directory, says where, and takes the same one after a restart.
+#[test]
+fn a_server_makes_a_token_by_default_and_keeps_it() {
+    // `start_up_words`' own state directory.
+    let state = tmp("words-state-gemini");
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let args = ["--state-dir", state.to_str().unwrap()];
+    let said = start_up_words("gemini", &[], Path::new("/usr/bin:/bin"));
+    assert!(
+        said.contains(state.join("token").to_str().unwrap()),
+        "{said}"
+    );
+    let token = kept_token(&state);
+    assert_eq!(token.len(), 64, "{token}");
+    assert!(!said.contains(&token), "the token is not printed: {said}");
+    let server = common::serve_default("gemini", &args, &[], &[("FAKE_REPLAY", &recording)]);
+    let req = body("t", "r", "Hello");
+    assert_eq!(post(&server.addr, &req, None).0, 401);
+    let (code, r) = post(&server.addr, &req, Some(&token));
+    assert_eq!(code, 200);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(kept_token(&state), token, "the same token after a restart");
+}
+
+/// Runs `args` as user `nobody` (uid 65534), or says why it cannot
+/// (not root, or no setpriv): the skip is refused under AGUI_NO_SKIP=1.
+fn as_nobody(test: &str, args: &[&str]) -> Option<std::process::Output> {
+    // SAFETY: geteuid cannot fail.
+    let why = if unsafe { libc::geteuid() } != 0 {
+        "not run as root, so it cannot run a client as another user"
+    } else if Command::new("setpriv").arg("--version").output().is_err() {
+        "setpriv is not installed"
+    } else {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .args(args)
+            .output()
+            .unwrap();
+        return Some(out);
+    };
+    assert!(
+        std::env::var_os("AGUI_NO_SKIP").is_none_or(|v| v != "1"),
+        "{test}: {why}; AGUI_NO_SKIP=1 refuses the skip"
+    );
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    None
+}
+
+/// Another local user can neither start a run on a server started with
+/// no option (its client gets 401) nor read the token the server keeps.
+#[test]
+fn another_local_user_cannot_start_a_run() {
+    let test = "another_local_user_cannot_start_a_run";
+    let state = tmp("other-user-state");
+    let _ = std::fs::remove_dir_all(&state);
+    let args = ["--state-dir", state.to_str().unwrap()];
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = common::serve_default("gemini", &args, &[], &[("FAKE_REPLAY", &recording)]);
+    let token_file = state.join("token");
+    let Some(read) = as_nobody(test, &["cat", token_file.to_str().unwrap()]) else {
+        return;
+    };
+    assert!(!read.status.success(), "nobody read the token");
+    assert!(read.stdout.is_empty());
+    let script = format!(
+        "curl -s -o /dev/null -w '%{{http_code}}' http://{}/ -H 'Content-Type: application/json' \
+         -H \"Authorization: Bearer $(cat {} 2>/dev/null)\" -d '{}'",
+        server.addr,
+        token_file.display(),
+        body("t", "r", "Approve yourself")
+    );
+    let out = as_nobody(test, &["sh", "-c", &script]).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "401", "{out:?}");
+    // The same request with the token (as its owner sends it) runs.
+    let (code, _) = post(
+        &server.addr,
+        &body("t", "r", "Hello"),
+        Some(&kept_token(&state)),
+    );
+    assert_eq!(code, 200);
+}
+
+/// A page from an origin not allowed sees only "Failed to fetch": the
+/// server says on stderr, once per origin, which origin it refused and
+/// how to allow it.
+#[test]
+fn a_refused_origin_is_named_on_stderr_once() {
+    let log = tmp("origin-log");
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["serve", "claude", "--listen", "127.0.0.1:0", "--no-token"])
+        .arg("--state-dir")
+        .arg(tmp("origin-state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let addr = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if let Some(a) = text
+            .split("http://")
+            .nth(1)
+            .and_then(|a| a.split('/').next())
+        {
+            break a.to_owned();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for _ in 0..3 {
+        let answer = raw(
+            &addr,
+            &request(&addr, "Origin: http://evil.example:3000\r\n", "{}"),
+        );
+        assert_eq!(status(&answer), 403);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("http://evil.example:3000"))
+        .collect();
+    assert_eq!(named.len(), 1, "{text}");
+    assert!(named[0].contains("--allow-origin"), "{text}");
+}
+
+/// An upgrade that replaces the program on disk while it serves (a new
+/// file renamed over it, as package managers do) leaves the server able to
+/// start its runs.
+#[test]
+fn a_server_whose_program_is_replaced_still_runs() {
+    let dir = tmp("replaced-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("agui-translate");
+    std::fs::copy(BIN, &copy).unwrap();
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let mut child = Command::new(&copy)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_REPLAY", &recording)
+        .args(["serve", "gemini", "--listen", "127.0.0.1:0", "--no-token"])
+        .arg("--state-dir")
+        .arg(tmp("replaced-state"))
+        .args(["--", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('/')
+        .to_owned();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let new = dir.join("agui-translate.new");
+    std::fs::copy(BIN, &new).unwrap();
+    std::fs::rename(&new, &copy).unwrap();
+    let (code, r) = post(&addr, &body("t", "r", "Hello"), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+}
+
+/// A state directory that others may write in is refused at start, saying
+/// why: whoever can put files there chooses the sessions runs resume.
+#[test]
+fn a_state_directory_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = tmp("loose-state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let out = Command::new(BIN)
+        .args(["serve", "claude", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("others may write"), "{stderr}");
+    assert!(!state.join("token").exists());
+}
+
+/// A thread's state directory for `cli`, with `name` in it (thread `t`'s
+/// files are `74.json` and `74.plan.json`).
+fn state_with(name: &str, cli: &str) -> PathBuf {
+    let state = tmp(name);
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(state.join(cli)).unwrap();
+    state
+}
+
+/// A FIFO planted where a thread's plan is kept neither hangs its run nor
+/// the server: the run ends as usual.
+#[test]
+fn a_fifo_for_a_plan_file_does_not_hang_the_run() {
+    let state = state_with("fifo-state", "gemini");
+    let fifo = state.join("gemini/74.plan.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = serve(
+        "gemini",
+        &["--state-dir", state.to_str().unwrap()],
+        &[("FAKE_REPLAY", &recording)],
+    );
+    let (code, r) = post(&server.addr, &body("t", "r", "Hello"), None);
+    assert_eq!(code, 200);
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+}
+
+/// A session id read back from the state directory that a CLI would take
+/// for an option (`-rf`) is not resumed: the thread starts a new session,
+/// and its run ends as usual (not in an empty response).
+#[test]
+fn an_option_like_session_id_in_the_state_is_ignored() {
+    let state = state_with("dash-state", "gemini");
+    std::fs::write(
+        state.join("gemini/74.json"),
+        r#"{"thread":"t","session":"-rf"}"#,
+    )
+    .unwrap();
+    let argv = tmp("dash-argv");
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = serve(
+        "gemini",
+        &["--state-dir", state.to_str().unwrap()],
+        &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+    );
+    let (code, r) = post(&server.addr, &body("t", "r", "Hello"), None);
+    assert_eq!(code, 200);
+    let run = events(r);
+    assert_eq!(run.first().map(|e| &e["type"]), Some(&"RUN_STARTED".into()));
+    assert_eq!(run.last().unwrap()["type"], "RUN_FINISHED");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(!args.contains("-rf"), "{args}");
 }
 
 #[test]

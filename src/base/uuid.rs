@@ -38,25 +38,34 @@ fn format_v7(ms: u64, rand: [u8; 10]) -> String {
 /// keep two runs' ids apart.
 fn random() -> [u8; 10] {
     let mut buf = [0u8; 10];
+    if fill_random(&mut buf).is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        buf[..4].copy_from_slice(&nanos.to_le_bytes());
+        buf[4..8].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    buf
+}
+
+/// Fills `buf` from the kernel's random source (`getrandom`), or fails:
+/// for secrets, which have no fallback.
+pub fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
         // SAFETY: writes at most `buf.len() - got` bytes into `buf[got..]`.
         let n = unsafe { libc::getrandom(buf[got..].as_mut_ptr().cast(), buf.len() - got, 0) };
         if n > 0 {
             got += n as usize;
-        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {
-            continue;
         } else {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            buf[..4].copy_from_slice(&nanos.to_le_bytes());
-            buf[4..8].copy_from_slice(&std::process::id().to_le_bytes());
-            break;
+            let e = std::io::Error::last_os_error();
+            if n < 0 && e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
         }
     }
-    buf
+    Ok(())
 }
 
 #[cfg(test)]

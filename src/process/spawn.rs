@@ -804,10 +804,27 @@ struct Carried<'a> {
     list: Box<serde_json::value::RawValue>,
 }
 
-/// The list in `file`, if it is there and belongs to `thread`.
+/// The most a plan file is read of: a task list is far smaller.
+const MAX_PLAN_FILE: u64 = 4 << 20;
+
+/// The list in `file`, if it is there and belongs to `thread`. Only a
+/// regular file is read, not through a link and not past
+/// [`MAX_PLAN_FILE`]: a FIFO or `/dev/zero` in its place neither hangs nor
+/// exhausts the run (it is ignored, with a warning).
 fn carried_list(file: &Path, thread: Option<&str>) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let kept: Carried = serde_json::from_str(&text).ok()?;
+    let bytes = match crate::base::files::read_regular(file, MAX_PLAN_FILE) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            let _ = writeln!(
+                io::stderr(),
+                "agui-translate: warning: --plan-file {}: {e}: ignored",
+                file.display()
+            );
+            return None;
+        }
+    };
+    let kept: Carried = serde_json::from_slice(&bytes).ok()?;
     (kept.thread == thread.unwrap_or("")).then(|| kept.list.get().to_owned())
 }
 

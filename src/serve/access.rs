@@ -26,7 +26,8 @@ pub(super) fn admit(conn: &mut TcpStream, head: &Head, shared: &Shared) -> Optio
     let cors = match head.header("origin") {
         None => String::new(),
         Some(origin) if shared.access.origin(origin, host) => cors_for(origin),
-        Some(_) => {
+        Some(origin) => {
+            log_refused_origin(origin);
             let why = "pages from this origin may not call (see serve --allow-origin)";
             let _ = refuse(conn, "", Refused(403, why));
             return None;
@@ -54,6 +55,40 @@ pub(super) fn admit(conn: &mut TcpStream, head: &Head, shared: &Shared) -> Optio
         }
     }
     Some(cors)
+}
+
+/// Origins named on stderr, at most: a page sees only "Failed to fetch",
+/// so the server says once per origin what it refused, and a flood of
+/// origins costs bounded memory.
+const MAX_LOGGED_ORIGINS: usize = 64;
+
+/// Says on stderr, once per origin, that a page from `origin` was refused
+/// and how to allow it.
+fn log_refused_origin(origin: &str) {
+    use std::io::Write;
+    static LOGGED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut logged = LOGGED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if logged.len() > MAX_LOGGED_ORIGINS || logged.iter().any(|o| o == origin) {
+        return;
+    }
+    let line = if logged.len() == MAX_LOGGED_ORIGINS {
+        format!(
+            "agui-translate: serve: refused pages from {MAX_LOGGED_ORIGINS} origins; \
+             further ones are not named"
+        )
+    } else {
+        // Shown escaped and cut: the header is the client's.
+        let shown: String = origin.chars().take(200).collect();
+        format!(
+            "agui-translate: serve: refused a request from a page at {shown:?} \
+             (403): to let it call, start serve with --allow-origin {}",
+            shown.escape_debug()
+        )
+    };
+    logged.push(origin.to_owned());
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// A browser's preflight, from an allowed page, answered.
@@ -163,26 +198,96 @@ pub(super) fn origin_ok(o: &str) -> bool {
 }
 
 /// The token from `--token`, `--token-file` or the environment, if any.
+/// A token file that others may read or write is refused, as ssh refuses
+/// a loose key: the token lets its holder run the CLI as this user.
 pub(super) fn token_of(a: &Config) -> Result<Option<String>, String> {
     let token = if let Some(t) = &a.token {
         t.clone()
     } else if let Some(file) = &a.token_file {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("--token-file {}: {e}", file.display()))?;
-        text.lines().next().unwrap_or("").trim().to_owned()
+        read_token_file(file).map_err(|e| format!("--token-file {}: {e}", file.display()))?
     } else if let Some(t) = std::env::var_os(TOKEN_VAR) {
         t.into_string()
             .map_err(|_| format!("{TOKEN_VAR} is not UTF-8"))?
     } else {
         return Ok(None);
     };
+    token_ok(&token)?;
+    Ok(Some(token))
+}
+
+/// A token as a header can carry it.
+fn token_ok(token: &str) -> Result<(), String> {
     if token.is_empty() {
         return Err("the token is empty".into());
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err("the token has a space or a character that is not ASCII".into());
     }
-    Ok(Some(token))
+    Ok(())
+}
+
+/// The first line of a token file that only its owner may read and write.
+fn read_token_file(file: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let mut f = std::fs::File::open(file).map_err(|e| e.to_string())?;
+    let mode = f
+        .metadata()
+        .map_err(|e| e.to_string())?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "others may read or write it (mode {:04o}): the token lets whoever \
+             has it run the CLI as this user; make it private with `chmod 600`",
+            mode & 0o7777
+        ));
+    }
+    let mut text = String::new();
+    f.by_ref()
+        .take(MAX_TOKEN_FILE)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(text.lines().next().unwrap_or("").trim().to_owned())
+}
+
+/// The bytes of a token file read, at most: a token is one short line.
+const MAX_TOKEN_FILE: u64 = 64 * 1024;
+
+/// The name of the token the server makes, in the state directory.
+pub(super) const KEPT_TOKEN: &str = "token";
+
+/// The token the server keeps in `file` (in its state directory, which is
+/// its own): the one there if there is one, else a new one (32 random
+/// bytes in hex), written 0600. So a front end configured with it still
+/// gets in after a restart.
+pub(super) fn kept_token(file: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = file.display();
+    match std::fs::symlink_metadata(file) {
+        Ok(meta) => {
+            // SAFETY: geteuid cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if !meta.is_file() || meta.uid() != me {
+                return Err(format!(
+                    "{shown}: not a regular file of this user; remove it and a new token is made"
+                ));
+            }
+            let token = read_token_file(file).map_err(|e| format!("{shown}: {e}"))?;
+            token_ok(&token).map_err(|e| format!("{shown}: {e}"))?;
+            Ok(token)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 32];
+            crate::base::uuid::fill_random(&mut bytes)
+                .map_err(|e| format!("making a token: {e}"))?;
+            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            crate::base::files::write_atomic(file, format!("{token}\n").as_bytes())
+                .map_err(|e| format!("{shown}: {e}"))?;
+            Ok(token)
+        }
+        Err(e) => Err(format!("{shown}: {e}")),
+    }
 }
 
 /// Compares a secret in time that depends only on the length of `given`

@@ -25,12 +25,21 @@ const STALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// the thread that started it ends, not the server: a run that outlives
 /// its request (one that waits for decisions) is started by this thread,
 /// which lives as long as the server.
-pub(super) struct Spawner(
-    Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
-);
+pub(super) struct Spawner {
+    tx: Mutex<std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>>,
+    /// This program, opened at start: runs are started from it through
+    /// `/proc/self/fd`, so an upgrade that replaces the file on disk (a new
+    /// file renamed over it) leaves the running server able to start its
+    /// runs, with the code it started with.
+    exe: std::fs::File,
+    /// Its path, the runs' `argv[0]`.
+    exe_path: std::path::PathBuf,
+}
 
 impl Spawner {
     pub(super) fn new() -> io::Result<Spawner> {
+        let exe_path = std::env::current_exe()?;
+        let exe = std::fs::File::open(&exe_path)?;
         let (tx, rx) =
             std::sync::mpsc::channel::<(Command, std::sync::mpsc::Sender<io::Result<Child>>)>();
         std::thread::Builder::new().spawn(move || {
@@ -38,13 +47,27 @@ impl Spawner {
                 let _ = back.send(cmd.spawn());
             }
         })?;
-        Ok(Spawner(Mutex::new(tx)))
+        Ok(Spawner {
+            tx: Mutex::new(tx),
+            exe,
+            exe_path,
+        })
+    }
+
+    /// A command that runs this program as it was at start.
+    fn this_program(&self) -> Command {
+        use std::os::fd::AsRawFd;
+        // The child has the descriptor too (until its exec, which opens
+        // the path first).
+        let mut cmd = Command::new(format!("/proc/self/fd/{}", self.exe.as_raw_fd()));
+        cmd.arg0(&self.exe_path);
+        cmd
     }
 
     pub(super) fn spawn(&self, cmd: Command) -> io::Result<Child> {
         let (tx, rx) = std::sync::mpsc::channel();
         let gone = || io::Error::other("the thread that starts runs has ended");
-        self.0
+        self.tx
             .lock()
             .expect("not poisoned")
             .send((cmd, tx))
@@ -153,7 +176,11 @@ pub(super) fn run_one(
         file,
         since: Instant::now(),
     };
-    let streamed = stream_run(conn, pid, &mut w.stdout, cors, shared.ask);
+    // A run that fails before its first event (one that refuses its
+    // arguments) still ends its client's run.
+    let why = "the run ended without writing an event (its error is on the server's stderr)";
+    let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
+    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, shared.ask, &failed);
     settle(shared, &input.thread_id, w, streamed);
 }
 
@@ -179,7 +206,7 @@ fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> i
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
     }
-    let mut cmd = Command::new(std::env::current_exe()?);
+    let mut cmd = shared.spawner.this_program();
     cmd.args(&argv)
         // The token is the server's alone: not its runs', nor their CLIs'.
         .env_remove(TOKEN_VAR)
@@ -214,6 +241,12 @@ pub(super) fn answer_error(
     why: &str,
     code: &str,
 ) -> io::Result<()> {
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, &error_events(shared, input, why, code), STALL_TIMEOUT)
+}
+
+/// One run of `input` ending in RUN_ERROR, as server-sent events.
+fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
     let mut em = crate::agui::Emitter::new(
         crate::agui::Format::Sse,
         Some(input.thread_id.clone()),
@@ -225,8 +258,7 @@ pub(super) fn answer_error(
     em.start_run(None, None);
     em.fail_run(why, code, &[], None);
     em.end_of_input(true);
-    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
-    write_within(conn, em.output(), STALL_TIMEOUT)
+    em.output().to_vec()
 }
 
 /// The head of an SSE response.
@@ -249,6 +281,19 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
 ) -> Streamed {
+    stream_run_or(conn, pid, out, cors, marker, &[])
+}
+
+/// [`stream_run`], sending `if_empty` when the run writes nothing at all.
+fn stream_run_or(
+    conn: &mut TcpStream,
+    pid: u32,
+    out: &mut ChildStdout,
+    cors: &str,
+    marker: bool,
+    if_empty: &[u8],
+) -> Streamed {
+    let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
     if gone {
         terminate(pid);
@@ -273,6 +318,7 @@ pub(super) fn stream_run(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
+        empty = false;
         if !marker {
             send(&buf[..n]);
             continue;
@@ -290,6 +336,9 @@ pub(super) fn stream_run(
         held.drain(..upto);
     }
     send(&held);
+    if empty {
+        send(if_empty);
+    }
     // The watcher ends when the connection is shut down, after the run's
     // session is kept (see `serve_one`).
     done.store(true, Ordering::SeqCst);

@@ -99,6 +99,9 @@ pub struct Config {
     pub token: Option<String>,
     /// A file whose first line is the token (`--token-file`).
     pub token_file: Option<PathBuf>,
+    /// No token at all (`--no-token`, loopback only); without it and
+    /// without a token given, the server keeps one of its own.
+    pub no_token: bool,
     /// Origins whose web pages may call.
     pub allow_origin: Vec<String>,
     /// Host names besides the server's own.
@@ -131,6 +134,18 @@ pub fn main(
     let Some(state) = a.state_dir.clone().or_else(threads::default_dir) else {
         return usage("give --state-dir: neither XDG_STATE_HOME nor HOME is set");
     };
+    if let Err(msg) = threads::own_dir(&state) {
+        return usage(&format!("--state-dir {}: {msg}", state.display()));
+    }
+    let kept = state.join(access::KEPT_TOKEN);
+    let (token, kept) = match settings.token {
+        Some(t) => (Some(t), None),
+        None if a.no_token => (None, None),
+        None => match access::kept_token(&kept) {
+            Ok(t) => (Some(t), Some(kept)),
+            Err(msg) => return usage(&format!("the token: {msg}")),
+        },
+    };
     let threads = Threads::open(&state.join(a.cli.name()), MAX_THREADS)?;
     let addr = settings.addr;
     let listener = TcpListener::bind(addr).with_context(|| format!("--listen {addr}"))?;
@@ -140,7 +155,7 @@ pub fn main(
     let missing = cli_missing(cli, &a.run_options);
     let shared = Arc::new(Shared {
         cli,
-        token: settings.token.map(String::into_bytes),
+        token: token.map(String::into_bytes),
         access: Access::new(local, &a.allow_host, &a.allow_origin),
         run_options: a.run_options,
         session_dir: session_dir.0.clone(),
@@ -164,6 +179,22 @@ pub fn main(
         "agui-translate: serving {} on http://{local}/",
         cli.name()
     );
+    if let Some(file) = kept {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: serve: requests need `Authorization: Bearer TOKEN`, \
+             the token in {} (kept across restarts; --token-file to give one, \
+             --no-token for none)",
+            file.display()
+        );
+    } else if a.no_token {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: serve: warning: --no-token: any local user's programs \
+             (and any web page given with --allow-origin) can start runs, and approve \
+             their tool calls, as this user"
+        );
+    }
     if let Some(warning) = missing {
         let _ = writeln!(io::stderr(), "agui-translate: serve: warning: {warning}");
     }
@@ -214,6 +245,9 @@ fn settings(a: &Config) -> Result<Settings, String> {
         return Err(format!("--listen {:?}: not ADDR:PORT", a.listen));
     };
     let token = token_of(a)?;
+    if a.no_token && std::env::var_os(TOKEN_VAR).is_some() {
+        return Err(format!("--no-token and {TOKEN_VAR} both given: unset one"));
+    }
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(format!(
             "--listen {addr} is not a loopback address: give a token (--token-file, \

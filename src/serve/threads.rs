@@ -37,6 +37,36 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(xdg.or_else(home)?.join("agui-translate"))
 }
 
+/// Checks that `dir` (created 0700 when missing) is this user's and that
+/// no one else may write in it: whoever can put files there chooses the
+/// sessions the runs resume and the token the server takes. `Err` says
+/// what is wrong.
+pub fn own_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| e.to_string())?;
+    let meta = fs::metadata(dir).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "owned by user {}, not this one ({me}): the state directory must be this user's own",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "others may write in it (mode {:04o}): whoever can put files there chooses \
+             the sessions runs resume; make it private with `chmod 700`",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 /// The record of one thread.
 #[derive(Serialize, Deserialize)]
 struct Entry {
@@ -80,13 +110,17 @@ impl Threads {
             else {
                 continue;
             };
-            let Ok(text) = fs::read_to_string(e.path()) else {
+            let Ok(text) = crate::base::files::read_regular(&e.path(), MAX_FILE) else {
                 continue;
             };
-            let Ok(entry) = serde_json::from_str::<Entry>(&text) else {
+            let Ok(entry) = serde_json::from_slice::<Entry>(&text) else {
                 continue;
             };
             if stem != file_stem(&entry.thread) {
+                continue;
+            }
+            if !session_ok(&entry.session) {
+                warn_session(&e.path().display().to_string(), &entry.session);
                 continue;
             }
             let written = e.metadata().and_then(|m| m.modified()).ok();
@@ -131,6 +165,10 @@ impl Threads {
         if self.session(thread) == Some(session) {
             return Ok(());
         }
+        if !session_ok(session) {
+            warn_session(&format!("the run of thread {thread:?}"), session);
+            return Ok(());
+        }
         let stem = file_stem(thread);
         let entry = Entry {
             thread: thread.to_owned(),
@@ -157,6 +195,34 @@ impl Threads {
             remove(&self.dir.join(format!("{old}.plan.json")));
         }
     }
+}
+
+/// The most a thread's file is read of (a thread id and a session id).
+const MAX_FILE: u64 = 64 * 1024;
+
+/// The longest session id kept.
+const MAX_SESSION: usize = 1024;
+
+/// A session id a run can give its CLI: not empty, bounded, no control
+/// characters, and not beginning with `-` (which the CLI would take for an
+/// option, and which `run` refuses).
+pub fn session_ok(session: &str) -> bool {
+    !session.is_empty()
+        && session.len() <= MAX_SESSION
+        && !session.starts_with('-')
+        && !session.chars().any(char::is_control)
+}
+
+fn warn_session(whose: &str, session: &str) {
+    let shown: String = session.chars().take(80).collect();
+    let _ = std::io::Write::write_fmt(
+        &mut io::stderr(),
+        format_args!(
+            "agui-translate: serve: warning: {whose}: session id {shown:?} is not one a CLI \
+             can resume (empty, over {MAX_SESSION} bytes, a control character or a leading \
+             '-'): ignored, the thread starts a new session\n"
+        ),
+    );
 }
 
 fn remove(path: &Path) {

@@ -94,7 +94,9 @@ impl Drop for Server {
 /// `serve CLI --listen 127.0.0.1:0 ARGS -- --cli FAKE`, the fake driven by
 /// `env`; returns once the server says where it listens. Unless ARGS give
 /// `--state-dir`, the server keeps its threads in a fresh directory of its
-/// own.
+/// own. Unless ARGS or `env` give a token, the server is opened with
+/// `--no-token` (the tests that are about the token it makes by default
+/// use [`serve_default`]).
 pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
     serve_run(cli, args, &[], env)
 }
@@ -102,6 +104,18 @@ pub fn serve(cli: &str, args: &[&str], env: &[(&str, &Path)]) -> Server {
 /// [`serve`], with `run_args` for every run after `--cli FAKE`.
 #[allow(dead_code)]
 pub fn serve_run(cli: &str, args: &[&str], run_args: &[&str], env: &[(&str, &Path)]) -> Server {
+    let given = args.iter().any(|a| a.starts_with("--token"))
+        || env.iter().any(|(k, _)| *k == "AGUI_SERVE_TOKEN");
+    let mut args = args.to_vec();
+    if !given {
+        args.push("--no-token");
+    }
+    serve_default(cli, &args, run_args, env)
+}
+
+/// [`serve_run`] as a user starts it: without a token given, the server
+/// makes one of its own (in the state directory).
+pub fn serve_default(cli: &str, args: &[&str], run_args: &[&str], env: &[(&str, &Path)]) -> Server {
     static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut c = Command::new(env!("CARGO_BIN_EXE_agui-translate"));
     c.env_clear()
@@ -125,8 +139,11 @@ pub fn serve_run(cli: &str, args: &[&str], run_args: &[&str], env: &[(&str, &Pat
     }
     let mut child = c.spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
+    // Warnings about the state directory come before the address.
     let mut line = String::new();
-    err.read_line(&mut line).unwrap();
+    while err.read_line(&mut line).unwrap() > 0 && !line.contains(" on http://") {
+        line.clear();
+    }
     let addr = line
         .split("http://")
         .nth(1)
