@@ -1196,6 +1196,71 @@ fn slow_clients_hold_no_run_slot() {
 }
 
 #[test]
+fn half_sent_connections_cannot_lock_out_a_client() {
+    let server = serve(
+        "gemini",
+        &["--token", "s3cret"],
+        &[(
+            "FAKE_REPLAY",
+            &root().join("testdata/gemini/0.61.0/text.jsonl"),
+        )],
+    );
+    let addr = server.addr.clone();
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // 1,000 connections that begin a request and send no more, at most
+    // 400 held at once (the oldest dropped), sent in waves as an attacker
+    // who reconnects does.
+    let attacker = {
+        let (addr, opened, stop) = (addr.clone(), opened.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            for _ in 0..1000 {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut c) = TcpStream::connect(&addr) else {
+                    continue;
+                };
+                let _ = c.write_all(b"POST / HTTP/1.1\r\n");
+                held.push_back(c);
+                if held.len() > 400 {
+                    held.pop_front();
+                }
+                opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            held
+        })
+    };
+    let start = Instant::now();
+    while opened.load(std::sync::atomic::Ordering::SeqCst) < 300 {
+        assert!(start.elapsed() < Duration::from_secs(30), "cannot connect");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let auth = "Authorization: Bearer s3cret\r\nContent-Type: application/json\r\n";
+    for i in 0..3 {
+        let start = Instant::now();
+        let mut conn = TcpStream::connect(&addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.write_all(&request(&addr, auth, &body(&format!("t{i}"), "r", "Hello")))
+            .unwrap();
+        let mut first = [0u8; 12];
+        let got = conn.read_exact(&mut first);
+        let took = start.elapsed();
+        assert!(got.is_ok(), "no answer while half-sent connections wait");
+        assert_eq!(
+            String::from_utf8_lossy(&first),
+            "HTTP/1.1 200",
+            "request {i}, with {} half-sent connections opened",
+            opened.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        assert!(took < Duration::from_secs(2), "answered after {took:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(attacker.join().unwrap());
+}
+
+#[test]
 fn a_full_server_answers_503_with_retry_after() {
     let server = hanging_server(&tmp("full-pid"));
     let addr = &server.addr;

@@ -45,7 +45,10 @@ fn serve_with(run_args: &[&str], env: &[(&str, &Path)]) -> common::Server {
 }
 
 fn post(addr: &str, body: &Value) -> Vec<Value> {
-    let body = body.to_string();
+    post_text(addr, &body.to_string())
+}
+
+fn post_text(addr: &str, body: &str) -> Vec<Value> {
     let mut conn = TcpStream::connect(addr).unwrap();
     write!(
         conn,
@@ -423,4 +426,50 @@ fn codex_over_its_app_server_asks_the_page_and_gets_the_answer() {
     assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED");
     assert_eq!(answered(&sent(&sent_file)), Some(json!("decline")));
     assert_valid(&[&one, &two]);
+}
+
+/// The peak resident memory of a process, in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+const MIB: u64 = 1024 * 1024;
+
+#[test]
+fn a_large_resume_costs_a_small_multiple_of_its_size() {
+    let sent_file = tmp("large-resume-sent");
+    let s = server("approve.jsonl", &sent_file, &[]);
+    interrupts(&post(&s.addr, &first("th", "r1", true)));
+    let before = peak_memory(s.child.id());
+    // Nearly 16 MiB (the largest body) of tiny values in the payload: a
+    // tree of them would be many times that.
+    let mut body = resume(
+        "th",
+        "r2",
+        &[(ASK, "resolved", json!({"approved": true, "note": []}))],
+    )
+    .to_string();
+    let at = body.find("\"note\":[").unwrap() + "\"note\":[".len();
+    let room = 16 * MIB as usize - body.len() - 1;
+    let mut filler = "0,".repeat(room / 2);
+    filler.pop();
+    body.insert_str(at, &filler);
+    let start = Instant::now();
+    let two = post_text(&s.addr, &body);
+    let took = start.elapsed();
+    assert!(
+        two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "{two:?}"
+    );
+    assert_eq!(answer_for(&sent(&sent_file), ASK)["behavior"], "allow");
+    let grew = peak_memory(s.child.id()) - before;
+    eprintln!("a 16 MiB resume: serve grew {} MiB, {took:?}", grew / MIB);
+    assert!(grew < 48 * MIB, "a 16 MiB resume took {} MiB", grew / MIB);
 }

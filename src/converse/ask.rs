@@ -14,6 +14,7 @@
 //! and nothing reaches the CLI. No decision within the approval timeout,
 //! or the end of our input, denies what is pending.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -203,7 +204,7 @@ impl<T> Pending<T> {
                 format!("not a resume (a JSON object with runId and resume): {e}"),
             )
         })?;
-        let run_id = r.run_id.filter(|r| !r.is_empty());
+        let run_id = r.run_id.filter(|r| !r.is_empty()).map(Cow::into_owned);
         let fail = |why: String| Err((run_id.clone(), why));
         // A refusal never names a pending interrupt the line did not name:
         // the ids are what answers them.
@@ -392,31 +393,36 @@ pub fn wait<A: Asker>(
 /// tool call's, the status (`approved`, `denied`, `cancelled`) and, when
 /// the arguments were edited, the arguments that run.
 fn decided<T>(em: &mut Emitter, ask: &Ask<T>, verdict: &Verdict) {
-    let mut value = serde_json::Map::new();
-    value.insert("interruptId".into(), ask.id.clone().into());
-    if let Some(call) = &ask.tool_call_id {
-        value.insert("toolCallId".into(), call.clone().into());
+    /// The event's value; the edited arguments are copied as they came.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    // In the order of its keys, as before.
+    struct Decided<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        edited_args: Option<&'a RawValue>,
+        interrupt_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a str>,
+        status: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        withdrawn: bool,
     }
-    let status = match verdict {
-        Verdict::Allow(_) => "approved",
-        Verdict::Deny(_, false) => "denied",
-        Verdict::Deny(_, true) => "cancelled",
+    let (status, edited_args, message) = match verdict {
+        Verdict::Allow(args) => ("approved", args.as_deref(), None),
+        Verdict::Deny(why, false) => ("denied", None, Some(why.as_str())),
+        Verdict::Deny(why, true) => ("cancelled", None, Some(why.as_str())),
     };
-    value.insert("status".into(), status.into());
-    match verdict {
-        Verdict::Allow(Some(args)) => {
-            let args = serde_json::from_str(args.get()).expect("an object");
-            value.insert("editedArgs".into(), args);
-        }
-        Verdict::Deny(why, _) => {
-            value.insert("message".into(), why.clone().into());
-        }
-        Verdict::Allow(None) => {}
-    }
-    if ask.withdrawn {
-        value.insert("withdrawn".into(), true.into());
-    }
-    let value = serde_json::value::to_raw_value(&value).expect("serializable");
+    let value = serde_json::value::to_raw_value(&Decided {
+        interrupt_id: &ask.id,
+        tool_call_id: ask.tool_call_id.as_deref(),
+        status,
+        edited_args,
+        message,
+        withdrawn: ask.withdrawn,
+    })
+    .expect("serializable");
     em.custom("approval_response", MetaValue::Json(&value));
 }
 
@@ -440,23 +446,40 @@ pub fn deny_all<A: Asker>(s: &mut A, cli_in: &mut dyn Write, why: &str) -> io::R
     Ok(())
 }
 
-/// A resume line.
+/// A resume line, borrowed from it: nothing of a payload is parsed but the
+/// fields a decision reads, so that a large resume costs little more than
+/// its line.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Resume {
-    #[serde(default)]
-    run_id: Option<String>,
-    #[serde(default)]
-    resume: Option<Vec<Answer>>,
+struct Resume<'a> {
+    #[serde(default, borrow)]
+    run_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    resume: Option<Vec<Answer<'a>>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Answer {
-    interrupt_id: String,
-    status: String,
-    #[serde(default)]
-    payload: Option<serde_json::Value>,
+struct Answer<'a> {
+    #[serde(borrow)]
+    interrupt_id: Cow<'a, str>,
+    #[serde(borrow)]
+    status: Cow<'a, str>,
+    #[serde(default, borrow)]
+    payload: Option<&'a RawValue>,
+}
+
+/// The fields of a payload a decision reads, each left unparsed until
+/// read; any others are skipped.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Payload<'a> {
+    #[serde(default, borrow)]
+    approved: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    edited_args: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    message: Option<&'a RawValue>,
 }
 
 /// What the client may send back for a tool-call interrupt.
@@ -539,16 +562,21 @@ type Resumed = Result<(Option<String>, Vec<Verdict>), (Option<String>, String)>;
 /// allows (with `editedArgs`, an object, as the tool's input), `resolved`
 /// otherwise denies, `cancelled` denies and ends the turn.
 fn verdict(a: &Answer) -> Result<Verdict, String> {
-    let payload = a.payload.as_ref();
-    let field = |k: &str| payload.and_then(|p| p.get(k));
-    let message = field("message").and_then(|m| m.as_str());
-    match a.status.as_str() {
-        "resolved" if field("approved").and_then(|v| v.as_bool()) == Some(true) => {
-            let edited = match field("editedArgs") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(v @ serde_json::Value::Object(_)) => {
-                    Some(serde_json::value::to_raw_value(v).expect("serializable"))
-                }
+    // A payload that is not an object has none of the fields.
+    let payload: Payload = a
+        .payload
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let message = payload
+        .message
+        .and_then(|m| serde_json::from_str::<Cow<str>>(m.get()).ok());
+    let approved = payload.approved.is_some_and(|v| v.get() == "true");
+    match &*a.status {
+        "resolved" if approved => {
+            let edited = match payload.edited_args {
+                None => None,
+                Some(v) if v.get() == "null" => None,
+                Some(v) if v.get().starts_with('{') => Some(one_line(v)),
                 Some(_) => {
                     return Err(format!(
                         "interrupt {:?}: editedArgs must be an object (the tool's arguments)",
@@ -560,12 +588,14 @@ fn verdict(a: &Answer) -> Result<Verdict, String> {
         }
         "resolved" => Ok(Verdict::Deny(
             message
+                .as_deref()
                 .unwrap_or("The user denied this tool call.")
                 .to_owned(),
             false,
         )),
         "cancelled" => Ok(Verdict::Deny(
             message
+                .as_deref()
                 .unwrap_or("The user cancelled this tool call.")
                 .to_owned(),
             true,
@@ -575,6 +605,16 @@ fn verdict(a: &Answer) -> Result<Verdict, String> {
             a.interrupt_id
         )),
     }
+}
+
+/// A JSON value on one line: a line break in JSON is whitespace between
+/// tokens (strings hold theirs escaped), so it becomes a space.
+pub fn one_line(v: &RawValue) -> Box<RawValue> {
+    let text = v.get();
+    if !text.contains(['\n', '\r']) {
+        return v.to_owned();
+    }
+    RawValue::from_string(text.replace(['\n', '\r'], " ")).expect("still JSON")
 }
 
 /// A duration as `--approval-timeout` takes it: `10m`, `90s`, `250ms`.

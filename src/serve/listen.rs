@@ -19,8 +19,9 @@ use crate::serve::{access, waiting, Shared};
 /// each.
 pub(super) const MAX_RUNS: usize = 32;
 
-/// Connections still sending their request, at most; more are answered 503
-/// at once. They hold no run slot, and each has [`REQUEST_TIMEOUT`].
+/// Connections still sending their request, at most; one more closes the
+/// one that has sent the least for the longest (see [`accept`]). They hold
+/// no run slot, and each has [`REQUEST_TIMEOUT`].
 const MAX_PENDING: usize = 256;
 
 /// How long a client may take to send its whole request, head and body.
@@ -97,45 +98,78 @@ fn stop_all(shared: &Shared) {
     }
 }
 
-/// A new connection: a thread of its own, unless too many are still
-/// sending their requests.
-pub(super) fn accept(mut conn: TcpStream, shared: &Arc<Shared>) {
+/// A new connection: a thread of its own. When [`MAX_PENDING`]
+/// connections are still sending their requests, the one that has sent
+/// the least for the longest (no whole head, the oldest first) is closed
+/// to make room: connections that send part of a request and wait cannot
+/// keep others out.
+pub(super) fn accept(conn: TcpStream, shared: &Arc<Shared>) {
     let _ = conn.set_nonblocking(false);
-    if shared.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
-        shared.pending.fetch_sub(1, Ordering::SeqCst);
-        // Answered here, without waiting for the request: the loop that
-        // accepts connections must not wait on any one of them.
-        let body = br#"{"error":"too many requests at once"}"#;
-        let retry = format!("Retry-After: {RETRY_AFTER_SECS}\r\n");
-        let _ = conn.set_nonblocking(true);
-        let _ = http::respond(&mut conn, 503, &retry, "application/json", body);
-        let _ = conn.shutdown(Shutdown::Write);
-        return;
-    }
     let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
     if let Ok(clone) = conn.try_clone() {
         shared.open.lock().expect("not poisoned").insert(id, clone);
     }
+    {
+        let mut pool = shared.pending.lock().expect("not poisoned");
+        if pool.0.len() >= MAX_PENDING {
+            let victim = pool
+                .0
+                .iter()
+                .min_by_key(|(_, p)| (p.admitted, p.since))
+                .map(|(v, _)| *v);
+            if let Some(v) = victim {
+                pool.0.remove(&v);
+                if let Some(c) = shared.open.lock().expect("not poisoned").get(&v) {
+                    let _ = c.shutdown(Shutdown::Both);
+                }
+            }
+        }
+        pool.0.insert(
+            id,
+            PendingConn {
+                since: Instant::now(),
+                admitted: false,
+            },
+        );
+    }
     let worker = shared.clone();
     let spawned = std::thread::Builder::new().spawn(move || {
-        let mut pending = Pending(Some(&worker.pending));
+        let mut pending = Pending(Some((&worker.pending, id)));
         serve_one(conn, &worker, &mut pending);
         drop(pending);
         worker.open.lock().expect("not poisoned").remove(&id);
     });
     if spawned.is_err() {
-        shared.pending.fetch_sub(1, Ordering::SeqCst);
+        shared.pending.lock().expect("not poisoned").0.remove(&id);
         shared.open.lock().expect("not poisoned").remove(&id);
     }
 }
 
+/// The connections still sending their request, by id.
+#[derive(Default)]
+pub(super) struct PendingPool(std::collections::HashMap<u64, PendingConn>);
+
+pub(super) struct PendingConn {
+    since: Instant,
+    /// Its head has come and is admitted: it sends its body.
+    admitted: bool,
+}
+
 /// A connection counted as still sending its request, until it has.
-struct Pending<'a>(Option<&'a AtomicUsize>);
+struct Pending<'a>(Option<(&'a std::sync::Mutex<PendingPool>, u64)>);
 
 impl Pending<'_> {
+    fn admitted(&self) {
+        if let Some((pool, id)) = self.0 {
+            if let Some(p) = pool.lock().expect("not poisoned").0.get_mut(&id) {
+                p.admitted = true;
+            }
+        }
+    }
+
     fn done(&mut self) {
-        if let Some(n) = self.0.take() {
-            n.fetch_sub(1, Ordering::SeqCst);
+        if let Some((pool, id)) = self.0.take() {
+            pool.lock().expect("not poisoned").0.remove(&id);
         }
     }
 }
@@ -217,6 +251,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
     let Some(cors) = access::admit(&mut conn, &head, shared) else {
         return;
     };
+    pending.admitted();
     let Some(body) = input::read_body(&mut conn, &mut head, &cors, deadline) else {
         return;
     };

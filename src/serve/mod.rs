@@ -80,7 +80,7 @@ struct Shared {
     /// Run slots taken.
     running: AtomicUsize,
     /// Connections still sending their request.
-    pending: AtomicUsize,
+    pending: Mutex<listen::PendingPool>,
     /// Every open connection, to be closed when the server stops.
     open: Mutex<HashMap<u64, TcpStream>>,
     next_conn: AtomicU64,
@@ -168,7 +168,7 @@ pub fn main(
         spawner: Spawner::new()?,
         runs: Mutex::default(),
         running: AtomicUsize::new(0),
-        pending: AtomicUsize::new(0),
+        pending: Mutex::default(),
         open: Mutex::default(),
         next_conn: AtomicU64::new(0),
         next_file: AtomicUsize::new(0),

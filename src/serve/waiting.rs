@@ -79,14 +79,9 @@ pub(super) fn resume_run(
     cors: &str,
 ) {
     let pid = w.child.id();
-    let mut line = serde_json::json!({ "runId": input.run_id });
-    if let Some(r) = input.resume {
-        line["resume"] = serde_json::from_str(r.get()).unwrap_or(serde_json::Value::Null);
-    }
+    let line = resume_line(input);
     let alive = matches!(w.child.try_wait(), Ok(None))
-        && w.stdin
-            .as_mut()
-            .is_some_and(|p| writeln!(p, "{line}").and_then(|()| p.flush()).is_ok());
+        && w.stdin.as_mut().is_some_and(|p| p.write_all(&line).is_ok());
     if !alive {
         let why = match w.child.wait().ok().and_then(|s| s.code()) {
             Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => {
@@ -100,6 +95,26 @@ pub(super) fn resume_run(
     }
     let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
     settle(shared, &input.thread_id, w, streamed);
+}
+
+/// The line a waiting run reads: `{"runId": …, "resume": …}`, the
+/// `resume` copied as the request's body holds it (no tree of it is made),
+/// its line breaks (whitespace between tokens) made spaces, and a newline
+/// at the end: written with one `write`.
+fn resume_line(input: &RunAgentInput) -> Vec<u8> {
+    let run_id = serde_json::to_string(&input.run_id).expect("a string or null");
+    let resume = input.resume.map_or("null", |r| r.get());
+    let mut line = Vec::with_capacity(resume.len() + run_id.len() + 24);
+    line.extend_from_slice(b"{\"runId\":");
+    line.extend_from_slice(run_id.as_bytes());
+    line.extend_from_slice(b",\"resume\":");
+    line.extend(
+        resume
+            .bytes()
+            .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+    );
+    line.extend_from_slice(b"}\n");
+    line
 }
 
 /// A run whose response has ended: kept if it waits for decisions (the
@@ -143,5 +158,24 @@ pub(super) fn settle(shared: &Shared, thread: &str, mut w: Waiting, streamed: St
             io::stderr(),
             "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_line_is_one_line_of_the_request_s_parts() {
+        let body = "{\"threadId\":\"t\",\"runId\":\"r\\\"1\",\"resume\":[\n {\"interruptId\":\"a\",\r\n\"status\":\"resolved\",\"payload\":{\"message\":\"x\\ny\"}}]}";
+        let input: RunAgentInput = serde_json::from_str(body).unwrap();
+        let line = resume_line(&input);
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert!(line.ends_with(b"}\n"));
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["runId"], "r\"1");
+        assert_eq!(v["resume"][0]["payload"]["message"], "x\ny");
+        let none: RunAgentInput = serde_json::from_str(r#"{"threadId":"t"}"#).unwrap();
+        assert_eq!(resume_line(&none), b"{\"runId\":null,\"resume\":null}\n");
     }
 }
