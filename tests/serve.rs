@@ -810,7 +810,13 @@ fn a_server_makes_a_token_by_default_and_keeps_it() {
     assert!(!said.contains(&token), "the token is not printed: {said}");
     let server = common::serve_default("gemini", &args, &[], &[("FAKE_REPLAY", &recording)]);
     let req = body("t", "r", "Hello");
-    assert_eq!(post(&server.addr, &req, None).0, 401);
+    let (code, mut r) = post(&server.addr, &req, None);
+    assert_eq!(code, 401);
+    // A front end that worked before is told what to send, and how to open.
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut r, &mut answer).unwrap();
+    assert!(answer.contains("Authorization: Bearer"), "{answer}");
+    assert!(answer.contains("--no-token"), "{answer}");
     let (code, r) = post(&server.addr, &req, Some(&token));
     assert_eq!(code, 200);
     assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");

@@ -49,7 +49,9 @@ pub(super) fn admit(conn: &mut TcpStream, head: &Head, shared: &Shared) -> Optio
     if let Some(token) = &shared.token {
         let given = head.header("authorization").and_then(bearer).unwrap_or("");
         if !same_secret(given.as_bytes(), token) {
-            let why = "a wrong or missing bearer token";
+            // A front end that worked before tokens were the default is
+            // told what to send and where the token is.
+            let why = "a wrong or missing bearer token: send Authorization: Bearer TOKEN, with the token serve keeps in the file it names at start (or start serve with --token-file, or --no-token on loopback)";
             let _ = refuse(conn, &cors, Refused(401, why));
             return None;
         }
