@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
 use crate::base::json;
-use crate::converse::ask::{self, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
 use crate::dialect::request::Approval;
 use crate::source::Translate;
 
@@ -553,25 +553,13 @@ impl Asker for Session<'_> {
     /// there.
     fn take(
         &mut self,
-        mut line: Vec<u8>,
+        line: Vec<u8>,
         server_in: &mut dyn Write,
         tr: &mut dyn Translate,
         em: &mut Emitter,
     ) -> io::Result<bool> {
         let end = self.answer(&line, server_in, em)?;
-        let text = line.trim_ascii_end().len();
-        if text > 0 {
-            // A line the translator rejects still goes out as RAW.
-            em.begin_line();
-            if tr.line(&mut line[..text], em).is_err() {
-                crate::source::passthrough(em, tr.source(), 0, &line[..text]);
-            }
-            em.end_line();
-        }
-        line.clear();
-        if self.line.is_empty() {
-            self.line = line;
-        }
+        translate_line(line, &mut self.line, tr, em);
         if let Some(value) = self.answered.take() {
             em.custom("approval_response", crate::agui::MetaValue::Json(&value));
         }

@@ -282,6 +282,29 @@ pub trait Asker {
     ) -> io::Result<()>;
 }
 
+/// Translate a line the CLI wrote while its session talks with it (a line
+/// the translator rejects still goes out as RAW), then give its buffer back
+/// to `keep` for the next read when that holds none.
+pub fn translate_line(
+    mut line: Vec<u8>,
+    keep: &mut Vec<u8>,
+    tr: &mut dyn Translate,
+    em: &mut Emitter,
+) {
+    let text = line.trim_ascii_end().len();
+    if text > 0 {
+        em.begin_line();
+        if tr.line(&mut line[..text], em).is_err() {
+            crate::source::passthrough(em, tr.source(), 0, &line[..text]);
+        }
+        em.end_line();
+    }
+    line.clear();
+    if keep.is_empty() {
+        *keep = line;
+    }
+}
+
 /// How a [`wait`] ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Waited {

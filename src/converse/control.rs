@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::agui::Emitter;
-use crate::converse::ask::{self, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting};
+use crate::converse::ask::{
+    self, translate_line, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting,
+};
 use crate::source::Translate;
 
 /// What the session is given.
@@ -266,7 +268,7 @@ impl Asker for Session<'_> {
     /// Act on one CLI line and translate it; whether it is the `result`.
     fn take(
         &mut self,
-        mut line: Vec<u8>,
+        line: Vec<u8>,
         cli_in: &mut dyn Write,
         tr: &mut dyn Translate,
         em: &mut Emitter,
@@ -287,18 +289,7 @@ impl Asker for Session<'_> {
                 _ => {}
             }
         }
-        if text > 0 {
-            // A line the translator rejects still goes out as RAW.
-            em.begin_line();
-            if tr.line(&mut line[..text], em).is_err() {
-                crate::source::passthrough(em, tr.source(), 0, &line[..text]);
-            }
-            em.end_line();
-        }
-        line.clear();
-        if self.line.is_empty() {
-            self.line = line;
-        }
+        translate_line(line, &mut self.line, tr, em);
         Ok(result)
     }
 
