@@ -673,10 +673,13 @@ impl<E: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for Values<E
 
 /// How `run` starts each CLI, for `run --help`.
 pub const RUN_COMMAND_LINES: &[(&str, &str)] = &[
-    ("gemini", "gemini -p PROMPT --output-format stream-json"),
+    (
+        "gemini",
+        "gemini -p PROMPT --output-format stream-json, or gemini --acp (--transport acp; agui-translate is its ACP client)",
+    ),
     (
         "codex",
-        "codex app-server (agui-translate is its JSON-RPC client), or codex exec --json --skip-git-repo-check -- PROMPT (--codex-transport)",
+        "codex app-server (agui-translate is its JSON-RPC client), or codex exec --json --skip-git-repo-check -- PROMPT (--transport)",
     ),
     (
         "claude",
@@ -684,10 +687,16 @@ pub const RUN_COMMAND_LINES: &[(&str, &str)] = &[
     ),
     (
         "qwen",
-        "qwen -p PROMPT --output-format stream-json --include-partial-messages",
+        "qwen -p PROMPT --output-format stream-json --include-partial-messages, or qwen --acp",
     ),
-    ("copilot", "copilot --prompt=PROMPT --output-format json"),
-    ("opencode", "opencode run --format json --thinking [--] PROMPT"),
+    (
+        "copilot",
+        "copilot --prompt=PROMPT --output-format json, or copilot --acp",
+    ),
+    (
+        "opencode",
+        "opencode run --format json --thinking [--] PROMPT, or opencode acp",
+    ),
 ];
 
 /// `run`'s description: a paragraph, the command line of each CLI (as
@@ -712,8 +721,12 @@ input (the way to give one that begins with `-`). Options are mapped to each \
 CLI's own flags; anything after `--` goes to the CLI untouched. The CLI's \
 stderr is passed through, and when the run fails its last lines say why in \
 RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to \
-the CLI's process group (over the Codex app-server, they interrupt the turn) \
-and the stream ends as a cancelled run.",
+the CLI's process group (over the Codex app-server, they interrupt the turn; \
+over ACP, they cancel it) and the stream ends as a cancelled run.
+
+`run acp -- COMMAND ARGS…` runs any agent that speaks the Agent Client \
+Protocol (ACP) on stdio, agui-translate its client; so does `run gemini|qwen|\
+copilot|opencode --transport acp`, and `--approval ask` picks it for them.",
         rows.join("\n")
     )
 }
@@ -798,20 +811,24 @@ pub struct RunArgs {
     )]
     pub approval: crate::dialect::request::Approval,
 
-    /// How `run codex` talks to Codex: `app-server` streams text and
-    /// command output as they come, `exec` is `codex exec --json` (each
-    /// message only when complete); `auto` uses the app-server when the
-    /// installed version is 0.169.0 or later and the arguments after `--`
-    /// are ones it takes (`-c key=value`).
+    /// How `run` talks to a CLI that has two ways. Codex: `app-server`
+    /// streams text and command output as they come, `exec` (or `stream`)
+    /// is `codex exec --json` (each message only when complete); `auto`
+    /// uses the app-server when the installed version is 0.169.0 or later
+    /// and the arguments after `--` are ones it takes (`-c key=value`).
+    /// Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client
+    /// Protocol with them (`gemini --acp`, `opencode acp`, …), `stream` is
+    /// their JSON mode; `auto` uses ACP with `--approval ask`.
     #[arg(
-        long,
+        long = "transport",
+        alias = "codex-transport",
         value_enum,
         value_parser = values::<crate::dialect::request::Transport>(),
         default_value_t = crate::dialect::request::Transport::Auto,
         value_name = "HOW",
         help_heading = RUN
     )]
-    pub codex_transport: crate::dialect::request::Transport,
+    pub transport: crate::dialect::request::Transport,
 
     /// With `--approval ask`: how long the tool calls asked about wait for
     /// a decision before they are denied and the CLI is stopped (exit

@@ -56,7 +56,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
             extra: a.extra,
         },
         cli_path: a.cli_path,
-        transport: a.codex_transport,
+        transport: a.transport,
         timeout: a.timeout,
         session_file: a.session_file,
         plan_file: a.plan_file,

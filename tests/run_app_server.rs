@@ -421,16 +421,18 @@ fn auto_keeps_exec_for_exec_options() {
 }
 
 #[test]
-fn only_codex_has_a_second_transport() {
-    Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .args(["run", "gemini", "--codex-transport", "app-server", "--cli"])
-        .arg(fake())
-        .arg("hi")
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--codex-transport"));
+fn a_transport_is_one_the_cli_has() {
+    for (cli, transport) in [("gemini", "app-server"), ("claude", "acp"), ("codex", "acp")] {
+        Command::new(BIN)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["run", cli, "--transport", transport, "--cli"])
+            .arg(fake())
+            .arg("hi")
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--transport"));
+    }
     // The server's dialect is not a CLI of its own for run.
     Command::new(BIN)
         .args(["run", "codex-app-server", "hi"])

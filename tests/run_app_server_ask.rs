@@ -166,7 +166,7 @@ fn auto_picks_the_app_server_to_ask_and_exec_cannot() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--codex-transport exec"), "{err}");
+    assert!(err.contains("--transport exec"), "{err}");
 }
 
 /// Codex runs a command only as it asked: the interrupt offers no edit, a

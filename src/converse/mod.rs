@@ -1,12 +1,14 @@
 //! What is said with a running CLI, beyond reading its stream: Claude Code's
 //! control protocol ([`control`]), the client of `codex app-server`
-//! ([`appserver`]), and the approval requests of either as AG-UI interrupts
-//! answered by resume lines ([`ask`]).
+//! ([`appserver`]), the client of an Agent Client Protocol agent ([`acp`]),
+//! and the approval requests of each as AG-UI interrupts answered by resume
+//! lines ([`ask`]).
 //!
 //! Each conversation writes events through the writer and the translators;
 //! it never starts or stops a process (that is [`crate::process`]) and
 //! never speaks HTTP (that is [`crate::serve`]).
 
+pub mod acp;
 pub mod appserver;
 pub mod ask;
 pub mod control;

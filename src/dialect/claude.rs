@@ -20,6 +20,7 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status: |_| None,
     tools: crate::agui::tools::CLAUDE,
+    acp: None,
 };
 
 /// `system` (but Qwen Code's `init`), `assistant`, `user`, `stream_event`,

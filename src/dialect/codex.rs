@@ -20,6 +20,7 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status: |_| None,
     tools: crate::agui::tools::CODEX,
+    acp: None,
 };
 
 /// A `type` with a dot (`thread.started`, `item.completed`), `error` without
@@ -61,7 +62,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::AutoEdit => v.push(s("--full-auto")),
         Approval::Yolo => v.push(s("--dangerously-bypass-approvals-and-sandbox")),
         Approval::Ask => anyhow::bail!(
-            "--approval ask: {} cannot ask over `codex exec --json` (--codex-transport exec); its app-server can (--codex-transport app-server or auto)",
+            "--approval ask: {} cannot ask over `codex exec --json` (--transport exec); its app-server can (--transport app-server or auto)",
             SPEC.title
         ),
     }

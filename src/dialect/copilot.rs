@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, Exec, Probe, Spec};
+use super::{AcpStart, Command, Exec, Probe, Spec, VersionProbe};
 use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
@@ -20,6 +20,10 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status: |_| None,
     tools: crate::agui::tools::COPILOT,
+    acp: Some(AcpStart {
+        argv: acp_argv,
+        ask_env: None,
+    }),
 };
 
 /// Its session events, `{type, data, id, timestamp, …}` (Codex's event
@@ -31,6 +35,22 @@ pub(super) fn writes(p: &Probe) -> bool {
         Some(_) => p.has("data") && p.has("id") && p.has("timestamp"),
         None => false,
     }
+}
+
+/// `copilot --acp`, with the model and the tools on its command line; the
+/// approvals are the client's ([`crate::converse::acp`]).
+fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
+    let mut v = vec!["--acp".to_owned()];
+    if let Some(m) = &a.model {
+        v.push(format!("--model={m}"));
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!("copilot has no option that limits the number of turns");
+    }
+    v.extend(a.allow_tool.iter().map(|t| format!("--allow-tool={t}")));
+    v.extend(a.deny_tool.iter().map(|t| format!("--deny-tool={t}")));
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
 }
 
 fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
@@ -65,7 +85,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Ask => {
             return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
-                "its JSON mode has no approval channel",
+                "its JSON mode has no approval channel; its approvals need ACP: --transport acp",
             ))
         }
     }

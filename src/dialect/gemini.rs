@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, DenyFile, Exec, Probe, Spec};
+use super::{AcpStart, Command, DenyFile, Exec, Probe, Spec, VersionProbe};
 use crate::agui::code;
 use crate::dialect::request::{Approval, RunRequest};
 
@@ -24,6 +24,10 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status,
     tools: crate::agui::tools::GEMINI,
+    acp: Some(AcpStart {
+        argv: acp_argv,
+        ask_env: None,
+    }),
 };
 
 /// `{"type":"init","session_id":…}`, `message`/`tool_use`/`tool_result`
@@ -64,12 +68,38 @@ fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<V
         Approval::Default => {}
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto_edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
-        Approval::Ask => {
-            return Err(crate::dialect::request::cannot_ask(
-                SPEC.title,
-                "its stream-json mode has no approval channel; its approvals need ACP",
-            ))
-        }
+        Approval::Ask => return Err(crate::dialect::request::cannot_ask(
+            SPEC.title,
+            "its stream-json mode has no approval channel; its approvals need ACP: --transport acp",
+        )),
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!(
+            "gemini has no flag for a turn limit: set model.maxSessionTurns in its settings.json"
+        );
+    }
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
+}
+
+/// `gemini --acp` (`--experimental-acp` before 0.34, an alias after), with
+/// the model and the tools allowed on its command line; the approval
+/// policy is the client's ([`crate::converse::acp`]).
+fn acp_argv(a: &RunRequest, version: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
+    let s = |x: &str| x.to_owned();
+    let flag = match version() {
+        Some(v) if v < (0, 34, 0) => "--experimental-acp",
+        _ => "--acp",
+    };
+    let mut v = vec![s(flag)];
+    if let Some(m) = &a.model {
+        v.extend([s("--model"), m.clone()]);
+    }
+    if !a.allow_tool.is_empty() {
+        v.extend([s("--allowed-tools"), a.allow_tool.join(",")]);
+    }
+    if !a.deny_tool.is_empty() {
+        anyhow::bail!("gemini over ACP: --deny-tool is written as a policy file for --transport stream only; use that transport, or --approval default (every tool that asks is refused)");
     }
     if a.max_turns.is_some() {
         anyhow::bail!(

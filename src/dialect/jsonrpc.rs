@@ -4,7 +4,7 @@
 //! Agent Client Protocol (ACP: every message says `"jsonrpc":"2.0"`), whose
 //! transcripts hold both directions of a connection.
 
-use super::{Client, Command, Probe, Spec};
+use super::{AcpStart, Client, Command, Probe, Spec, VersionProbe};
 use crate::dialect::request::RunRequest;
 
 pub static CODEX_APP_SERVER: Spec = Spec {
@@ -29,6 +29,7 @@ pub static CODEX_APP_SERVER: Spec = Spec {
     })),
     exit_status: |_| None,
     tools: crate::agui::tools::CODEX,
+    acp: None,
 };
 
 /// No `type` and no `jsonrpc`: a notification or request (`method`), or a
@@ -44,8 +45,9 @@ fn is_message(p: &Probe) -> bool {
 }
 
 /// The Agent Client Protocol: a transcript of both directions of a
-/// connection (see `docs/acp.md`). A protocol rather than a CLI: `run`
-/// does not start it, and it is in none of the lists of CLIs.
+/// connection (see `docs/acp.md`). A protocol rather than a CLI: it has no
+/// program and is in none of the lists of CLIs; `run acp -- COMMAND ARGS…`
+/// starts any agent that speaks it.
 pub static ACP: Spec = Spec {
     name: "acp",
     title: "Agent Client Protocol",
@@ -58,11 +60,39 @@ pub static ACP: Spec = Spec {
     command: None,
     exit_status: |_| None,
     tools: crate::agui::tools::ACP,
+    acp: Some(AcpStart {
+        argv: any_agent,
+        ask_env: None,
+    }),
 };
 
 /// `"jsonrpc":"2.0"` on a message (Codex's app-server leaves it out).
 fn detect_acp(p: &Probe) -> bool {
     !p.has("type") && p.has("jsonrpc") && is_message(p)
+}
+
+/// `run acp -- COMMAND ARGS…`: the agent is the command after `--` (`run`
+/// takes its program from there); these are its arguments. What an agent
+/// is told on its own command line is its own: `run`'s options for it are
+/// refused, and go after the command instead.
+fn any_agent(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
+    let given = [
+        ("--model", a.model.is_some()),
+        ("--max-turns", a.max_turns.is_some()),
+        ("--allow-tool", !a.allow_tool.is_empty()),
+        ("--deny-tool", !a.deny_tool.is_empty()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+        anyhow::bail!(
+            "run acp: {flag} has no meaning the Agent Client Protocol defines: give the agent's own option after its command"
+        );
+    }
+    match a.extra.split_first() {
+        Some((_, args)) => Ok(args.to_vec()),
+        None => anyhow::bail!(
+            "run acp needs the agent's command after `--` (agui-translate run acp -- COMMAND ARGS…)"
+        ),
+    }
 }
 
 /// `codex app-server`, with the arguments after `--` (`-c key=value`

@@ -108,7 +108,28 @@ pub struct Spec {
     /// Its tool names (and item types that are tool calls), each with its
     /// canonical name: its table in [`crate::agui::tools`].
     pub tools: &'static [(&'static str, &'static str)],
+    /// How it starts as an Agent Client Protocol agent, if it can
+    /// (`run --transport acp`; [`crate::converse::acp`] is its client).
+    pub acp: Option<AcpStart>,
 }
+
+/// A CLI started as an Agent Client Protocol agent on stdio, this program
+/// its client. The stream is an ACP transcript (the `acp` dialect's).
+pub struct AcpStart {
+    /// The argument list that starts the agent (the arguments after `--`
+    /// last), or why the options cannot be expressed for it. `version`
+    /// gives the installed version, for a CLI whose option changed name.
+    pub argv: fn(&RunRequest, &VersionProbe<'_>) -> anyhow::Result<Vec<String>>,
+    /// An environment variable set (unless already set) when the run asks
+    /// (`--approval ask`), for a CLI that asks only when configured to.
+    pub ask_env: Option<(&'static str, &'static str)>,
+}
+
+/// A CLI's version: major, minor, patch.
+pub type Version = (u64, u64, u64);
+
+/// The installed CLI's version, asked for when needed (`PROGRAM --version`).
+pub type VersionProbe<'a> = dyn Fn() -> Option<Version> + 'a;
 
 /// How `run` starts a CLI.
 pub enum Command {
@@ -133,7 +154,7 @@ pub struct Exec {
 /// A CLI started as a server that this program talks to.
 pub struct Client {
     /// The dialect `run` names it by: this is another transport of that
-    /// CLI, picked by `--codex-transport`.
+    /// CLI, picked by `--transport`.
     pub transport_of: &'static str,
     /// The argument list that starts the server, or why the options cannot
     /// be expressed for it.
@@ -194,6 +215,17 @@ impl Dialect {
         }
     }
 
+    /// How it starts as an Agent Client Protocol agent, if it can.
+    pub fn acp(self) -> Option<&'static AcpStart> {
+        self.0.acp.as_ref()
+    }
+
+    /// Whether `run` starts it: a CLI's command line, or any ACP agent
+    /// (`run acp -- COMMAND`, the one dialect with no program of its own).
+    pub fn runnable(self) -> bool {
+        self.exec().is_some() || (self.0.program.is_empty() && self.0.acp.is_some())
+    }
+
     /// The server transport of this dialect's CLI, if it has one: the
     /// dialect of the server's stream, and how to start it.
     pub fn client(self) -> Option<(Dialect, &'static Client)> {
@@ -232,11 +264,12 @@ impl fmt::Display for Dialect {
 }
 
 /// The dialects `run` can start, as `run`'s first argument (a server
-/// transport is reached through the dialect it belongs to).
+/// transport is reached through the dialect it belongs to; `acp` runs the
+/// agent named after `--`).
 impl clap::ValueEnum for Dialect {
     fn value_variants<'a>() -> &'a [Self] {
         static RUNNABLE: std::sync::LazyLock<Vec<Dialect>> =
-            std::sync::LazyLock::new(|| Dialect::all().filter(|d| d.exec().is_some()).collect());
+            std::sync::LazyLock::new(|| Dialect::all().filter(|d| d.runnable()).collect());
         &RUNNABLE
     }
 
@@ -408,7 +441,7 @@ mod tests {
             .collect();
         assert_eq!(
             runnable,
-            ["gemini", "codex", "claude", "qwen", "copilot", "opencode"]
+            ["gemini", "codex", "claude", "qwen", "copilot", "opencode", "acp"]
         );
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, Exec, Probe, Spec};
+use super::{AcpStart, Command, Exec, Probe, Spec, VersionProbe};
 use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
@@ -20,6 +20,11 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status: |_| None,
     tools: crate::agui::tools::OPENCODE,
+    acp: Some(AcpStart {
+        argv: acp_argv,
+        // It allows commands and edits unless its configuration says ask.
+        ask_env: Some(("OPENCODE_PERMISSION", r#"{"bash":"ask","edit":"ask"}"#)),
+    }),
 };
 
 /// Every record: `{type, timestamp, sessionID, …}` (no other CLI writes a
@@ -27,6 +32,26 @@ pub static SPEC: Spec = Spec {
 /// with two of them).
 pub(super) fn writes(p: &Probe) -> bool {
     p.kind().is_some() && p.has("sessionID") && p.has("timestamp")
+}
+
+/// `opencode acp`: the model and the tools' permissions are its
+/// configuration's; the approvals are the client's
+/// ([`crate::converse::acp`]).
+fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
+    if a.model.is_some() {
+        anyhow::bail!("opencode acp takes its model from its configuration (the `model` of opencode.json), not from its command line");
+    }
+    if a.max_turns.is_some() {
+        anyhow::bail!("opencode has no option that limits the number of turns");
+    }
+    if !a.allow_tool.is_empty() || !a.deny_tool.is_empty() {
+        anyhow::bail!(
+            "opencode takes its tool permissions from its configuration (the `permission` of opencode.json), not from its command line"
+        );
+    }
+    let mut v = vec!["acp".to_owned()];
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
 }
 
 fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
@@ -57,7 +82,7 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         Approval::Ask => {
             return Err(crate::dialect::request::cannot_ask(
                 SPEC.title,
-                "`opencode run` refuses whatever it would ask about: it has no approval channel",
+                "`opencode run` refuses whatever it would ask about: it has no approval channel; its approvals need ACP: --transport acp",
             ))
         }
     }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Command, Exec, Probe, Spec};
+use super::{AcpStart, Command, Exec, Probe, Spec, VersionProbe};
 use crate::agui::code;
 use crate::dialect::request::{Approval, RunRequest};
 
@@ -21,12 +21,54 @@ pub static SPEC: Spec = Spec {
     })),
     exit_status,
     tools: crate::agui::tools::QWEN,
+    acp: Some(AcpStart {
+        argv: acp_argv,
+        ask_env: None,
+    }),
 };
 
 /// Its `system` `init` record, the only one Claude Code's records do not
 /// share: it names the version (`qwen_code_version`).
 pub(super) fn writes(p: &Probe) -> bool {
     p.kind() == Some("system") && p.has("qwen_code_version")
+}
+
+/// `qwen --acp`: its model, turn limit and tools on its command line; with
+/// `--approval ask`, `--approval-mode default` (its ACP mode otherwise
+/// lets a classifier decide instead of asking).
+fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
+    let s = |x: &str| x.to_owned();
+    let mut v = vec![s("--acp")];
+    if let Some(m) = &a.model {
+        v.extend([s("--model"), m.clone()]);
+    }
+    if let Some(n) = a.max_turns {
+        v.extend([s("--max-session-turns"), n.to_string()]);
+    }
+    tool_lists(&mut v, a)?;
+    if a.approval == Approval::Ask {
+        v.extend([s("--approval-mode"), s("default")]);
+    }
+    v.extend(a.extra.iter().cloned());
+    Ok(v)
+}
+
+/// `--allowed-tools=T` and `--exclude-tools=T`, one name each.
+fn tool_lists(v: &mut Vec<String>, a: &RunRequest) -> anyhow::Result<()> {
+    // Both options are lists that split their values at commas: one name
+    // each, in the `=` form, which takes nothing after it.
+    for (option, tools) in [
+        ("--allowed-tools", &a.allow_tool),
+        ("--exclude-tools", &a.deny_tool),
+    ] {
+        for t in tools {
+            if t.contains(',') {
+                anyhow::bail!("qwen cannot take a tool name with a comma ({t:?})");
+            }
+            v.push(format!("{option}={t}"));
+        }
+    }
+    Ok(())
 }
 
 fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
@@ -47,29 +89,15 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     if let Some(r) = &a.resume {
         v.extend([s("--resume"), r.clone()]);
     }
-    // Both options are lists that split their values at commas: one name
-    // each, in the `=` form, which takes nothing after it.
-    for (option, tools) in [
-        ("--allowed-tools", &a.allow_tool),
-        ("--exclude-tools", &a.deny_tool),
-    ] {
-        for t in tools {
-            if t.contains(',') {
-                anyhow::bail!("qwen cannot take a tool name with a comma ({t:?})");
-            }
-            v.push(format!("{option}={t}"));
-        }
-    }
+    tool_lists(&mut v, a)?;
     match a.approval {
         Approval::Default => {}
         Approval::AutoEdit => v.extend([s("--approval-mode"), s("auto-edit")]),
         Approval::Yolo => v.extend([s("--approval-mode"), s("yolo")]),
-        Approval::Ask => {
-            return Err(crate::dialect::request::cannot_ask(
-                SPEC.title,
-                "its stream-json mode has no approval channel",
-            ))
-        }
+        Approval::Ask => return Err(crate::dialect::request::cannot_ask(
+            SPEC.title,
+            "its stream-json mode has no approval channel; its approvals need ACP: --transport acp",
+        )),
     }
     v.extend(a.extra.iter().cloned());
     Ok(v)

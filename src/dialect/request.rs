@@ -40,23 +40,32 @@ pub enum Approval {
     Yolo,
     /// Ask the person at the other end: a tool call the CLI asks about ends
     /// the run with an AG-UI interrupt, and the next input resumes it
-    /// (claude only).
+    /// (claude, codex over its app-server, and the CLIs over ACP).
     Ask,
 }
 
 /// The refusal of `--approval ask` by a CLI that cannot ask (`title`),
 /// with the CLIs that can.
 pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
-    anyhow::anyhow!("--approval ask: {title} cannot ask ({why}); only claude and codex can")
+    anyhow::anyhow!(
+        "--approval ask: {title} cannot ask ({why}); claude, codex and the CLIs that speak ACP (gemini, qwen, copilot, opencode) can"
+    )
 }
 
-/// How `run codex` talks to Codex.
+/// How `run` talks to a CLI that has more than one way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Transport {
-    /// `app-server` when the installed version is one it is known to work
-    /// with (or with --approval ask), else `exec`.
+    /// codex: `app-server` when the installed version is one it is known to
+    /// work with (or with --approval ask), else `exec`; gemini, qwen,
+    /// copilot, opencode: `acp` with --approval ask, else `stream`.
     #[default]
     Auto,
+    /// The CLI's headless JSON stream (`codex exec --json` for codex).
+    Stream,
+    /// The Agent Client Protocol (gemini, qwen, copilot, opencode): text
+    /// and reasoning stream, approvals are answered by --approval (or
+    /// asked, with --approval ask).
+    Acp,
     /// `codex exec --json`: messages arrive only when complete.
     Exec,
     /// `codex app-server`, agui-translate its client: text, reasoning and

@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::agui::{code, Outcome};
+use crate::converse::acp;
 use crate::converse::appserver;
 use crate::converse::ask;
 use crate::converse::control;
 use crate::dialect::request::{Approval, RunRequest, Transport};
-use crate::dialect::{Client, Dialect};
+use crate::dialect::{AcpStart, Client, Dialect};
 use crate::process::redact::Redactor;
 use crate::process::stderr::Tail;
 use crate::process::supervise::{self, Exit, Output, Signals};
@@ -202,6 +203,10 @@ pub fn ask_refused(cli: Dialect) -> Option<anyhow::Error> {
         approval: Approval::Ask,
         ..RunRequest::default()
     };
+    if cli.acp().is_some() {
+        // `auto` picks ACP when the run asks.
+        return None;
+    }
     let exec = cli.exec().map(|e| (e.argv)(&req, "", None).err());
     let client = cli.client().map(|(_, c)| (c.argv)(&req).err());
     match (exec, client) {
@@ -219,31 +224,59 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
     let asking = a.request.approval == Approval::Ask;
     let prompt = checked_prompt(&a, asking)?;
-    let exe = executable(cli, a.cli_path.as_deref());
-    let client = transport(
-        cli,
-        a.transport,
-        exe.as_deref().ok(),
-        &a.request.extra,
-        asking,
-    )?;
+    let exe = match cli.program {
+        // `run acp -- COMMAND ARGS…`
+        "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
+        _ => executable(cli, a.cli_path.as_deref()),
+    };
+    let agent = acp_transport(cli, a.transport, asking)?;
+    let client = match agent {
+        Some(_) => None,
+        None => transport(
+            cli,
+            a.transport,
+            exe.as_deref().ok(),
+            &a.request.extra,
+            asking,
+        )?,
+    };
     // Claude Code in control-protocol mode: the prompt and the decisions
     // go in on its stdin (its table refuses `ask` for a CLI that cannot).
-    // Over a server, the decisions go in its client's requests.
+    // Over a server or an ACP agent, the decisions go in its client's
+    // requests.
     let lines = asking.then(ask::input_lines);
-    let asking = asking && client.is_none();
+    let control = asking && client.is_none() && agent.is_none();
+    let server = client.is_some() || agent.is_some();
     // The policy file lives until the CLI has exited.
-    let (args, _policy) = arguments(&a, client, &prompt)?;
-    let cwd = server_cwd(&a.request, client.is_some())?;
+    let (args, _policy) = match agent {
+        Some(start) => {
+            let version = || {
+                exe.as_deref()
+                    .ok()
+                    .and_then(probe_version)
+                    .and_then(|v| any_version(&v))
+            };
+            ((start.argv)(&a.request, &version)?, None)
+        }
+        None => arguments(&a, client, &prompt)?,
+    };
+    let cwd = server_cwd(&a.request, server)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
 
-    let stdin = client.is_some() || asking;
-    let mut child = match start(&a, exe, &args, stdin, client.is_some(), &prompt)? {
+    let env = agent
+        .and_then(|s| s.ask_env)
+        .filter(|(var, _)| asking && std::env::var_os(var).is_none());
+    let mut child = match start(&a, exe, &args, control || server, server, env, &prompt)? {
         Ok(child) => child,
         Err(not) => return cannot_start(&mut em, &mut out, &not.msg, not.code, not.status),
     };
-    let stream = client.map_or(cli, |(d, _)| d);
+    let stream = match (agent, client) {
+        (Some(_), _) => Dialect::named("acp").expect("a dialect"),
+        (None, Some((d, _))) => d,
+        (None, None) => cli,
+    };
+    let name = agent_name(cli, &a);
     let mut tr = translator(&a, stream)?;
     let mut talk = Talk {
         prompt: &prompt,
@@ -252,8 +285,10 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         em: &mut em,
         out: &mut out,
     };
-    let conversed = if asking {
+    let conversed = if control {
         child.control(&a, &mut talk)
+    } else if agent.is_some() {
+        child.agent(&a, cwd.as_deref(), &name, &mut talk)
     } else {
         child.server(&a, cwd.as_deref(), &mut talk)
     }?;
@@ -273,7 +308,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         &mut stats,
     );
     let saw_input = match pumped {
-        Ok(saw) => saw || conversed.session_end.is_some(),
+        Ok(saw) => saw || conversed.session,
         Err(e) => {
             // Our stdout went away (or the pipe failed): stop the CLI too.
             supervise::stop(child.group, &child.exit);
@@ -281,7 +316,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         }
     };
     let ended = child.wait();
-    end_run(cli, stream, &ended, &conversed, &mut em);
+    end_run(cli, &name, &ended, &conversed, &mut em);
     run::settle(
         stream.name(),
         tr.as_mut(),
@@ -412,18 +447,21 @@ fn start(
     args: &[String],
     stdin: bool,
     server: bool,
+    env: Option<(&str, &str)>,
     prompt: &str,
 ) -> anyhow::Result<Result<Started, NotStarted>> {
     let cli = a.cli;
     let missing = |exe: &Path| {
         NotStarted {
-        msg: format!(
-            "{} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
-            cli.program,
-            exe.display(),
-            cli.package,
-            cli.env_var
-        ),
+        msg: match cli.program {
+            "" => format!("the ACP agent {} was not found", exe.display()),
+            program => format!(
+                "{program} is not installed: no executable {} found (install it with `npm install -g {}`, or name it with --cli or {})",
+                exe.display(),
+                cli.package,
+                cli.env_var
+            ),
+        },
         code: code::CLI_MISSING,
         status: 127,
     }
@@ -439,6 +477,9 @@ fn start(
         .stderr(Stdio::piped());
     if let Some(d) = &a.request.cwd {
         cmd.current_dir(d);
+    }
+    if let Some((var, value)) = env {
+        cmd.env(var, value);
     }
     let signals = Arc::new(Signals::install()?);
     supervise::become_subreaper().context("cannot supervise the CLI's processes")?;
@@ -533,8 +574,14 @@ struct Conversed {
     /// Whether the user cancelled a tool call (`--approval ask`): the CLI
     /// then ends its turn, and exits with a failure, as asked.
     user_cancelled: bool,
-    /// How a session with a server ended.
-    session_end: Option<appserver::End>,
+    /// Whether a session with a server or an agent ran.
+    session: bool,
+    /// Why that session left the run unfinished, if it did: the run's
+    /// error unless it has ended.
+    unfinished: Option<String>,
+    /// Why the run fails although its turn ended (the end it had is
+    /// replaced).
+    failed: Option<String>,
 }
 
 /// How the CLI ended, once it is waited for.
@@ -592,7 +639,7 @@ impl Started {
             }
             Ok(_) => Ok(Some(Conversed {
                 user_cancelled: session.user_cancelled(),
-                session_end: None,
+                ..Conversed::default()
             })),
             Err(e) => {
                 supervise::stop(self.group, &self.exit);
@@ -637,16 +684,8 @@ impl Started {
             ask,
         );
         output.get_mut().set_tick(false);
-        // The session is over: the server's stdin is closed, and it has the
-        // usual grace to exit before it is stopped.
-        drop(server_in);
-        let (e, l, group) = (self.exit.clone(), self.lingered.clone(), self.group);
-        std::thread::spawn(move || {
-            if e.wait_for(supervise::KILL_GRACE).is_none() {
-                l.store(true, Ordering::SeqCst);
-                supervise::stop(group, &e);
-            }
-        });
+        self.closed(server_in);
+        let name = a.cli.client().map_or(a.cli.name(), |(d, _)| d.name());
         match ran {
             Ok(appserver::End::Expired(why)) => {
                 // As with Claude Code: the decisions never came.
@@ -654,14 +693,99 @@ impl Started {
                 Ok(None)
             }
             Ok(end) => Ok(Some(Conversed {
-                user_cancelled: false,
-                session_end: Some(end),
+                session: true,
+                unfinished: unfinished(&end).map(|why| format!("{name} {why}")),
+                ..Conversed::default()
             })),
             Err(e) => {
                 supervise::stop(self.group, &self.exit);
                 Err(e).context("writing stdout")
             }
         }
+    }
+
+    /// The session is over: the server's (or agent's) stdin is closed, and
+    /// it has the usual grace to exit before it is stopped.
+    fn closed(&self, input: ServerInput) {
+        drop(input);
+        let (e, l, group) = (self.exit.clone(), self.lingered.clone(), self.group);
+        std::thread::spawn(move || {
+            if e.wait_for(supervise::KILL_GRACE).is_none() {
+                l.store(true, Ordering::SeqCst);
+                supervise::stop(group, &e);
+            }
+        });
+    }
+
+    /// The session with an Agent Client Protocol agent: its client sends
+    /// the prompt, and the decisions. `None` when the run has ended waiting
+    /// for decisions (the agent stopped).
+    fn agent(
+        &mut self,
+        a: &Run,
+        cwd: Option<&str>,
+        name: &str,
+        talk: &mut Talk,
+    ) -> anyhow::Result<Option<Conversed>> {
+        let (Some(agent_in), Some(ask)) = (self.input.take(), &self.ask) else {
+            return Ok(Some(Conversed::default()));
+        };
+        // ACP wants an absolute directory: --cwd's, else ours.
+        let here = std::env::current_dir()
+            .ok()
+            .and_then(|d| d.to_str().map(str::to_owned))
+            .context("the current directory is not a UTF-8 path: give --cwd")?;
+        let opts = acp::Options {
+            prompt: talk.prompt,
+            cwd: cwd.unwrap_or(&here),
+            resume: a.request.resume.as_deref(),
+            approval: a.request.approval,
+            ask: talk.lines.map(|input| ask::Waiting {
+                input,
+                timeout: a.approval_timeout,
+                marker: a.input_marker,
+            }),
+            agent: name,
+        };
+        let output = self.output.as_mut().expect("not pumped");
+        output.get_mut().set_tick(true);
+        let mut agent_in = ServerInput(Some(agent_in));
+        let stop = || ask.load(Ordering::SeqCst);
+        let mut session = acp::Session::new(opts);
+        let ran = session.run(
+            output,
+            &mut agent_in,
+            &mut *talk.tr,
+            talk.em,
+            &mut *talk.out,
+            &stop,
+        );
+        output.get_mut().set_tick(false);
+        self.closed(agent_in);
+        let unfinished = match ran {
+            Ok(acp::End::Expired(why)) => {
+                self.expired(&why, "the pending requests were cancelled", a.cli);
+                return Ok(None);
+            }
+            Ok(acp::End::TurnEnded | acp::End::Stopped) => None,
+            Ok(acp::End::Failed(why)) => Some(why),
+            Ok(acp::End::Eof(false)) => Some(format!(
+                "{name} ended its output without answering initialize: it does not speak the Agent Client Protocol (ACP) on stdio, or it failed to start"
+            )),
+            Ok(acp::End::Eof(true)) => {
+                Some(format!("{name} ended its output before the turn ended"))
+            }
+            Err(e) => {
+                supervise::stop(self.group, &self.exit);
+                return Err(e).context("writing stdout");
+            }
+        };
+        Ok(Some(Conversed {
+            user_cancelled: session.user_cancelled(),
+            session: true,
+            unfinished,
+            failed: session.failure().map(str::to_owned),
+        }))
     }
 
     /// The run has ended waiting for decisions: the CLI has the usual
@@ -711,7 +835,7 @@ impl Started {
 /// failed by its exit status, or left unfinished by its server.
 fn end_run(
     cli: Dialect,
-    stream: Dialect,
+    name: &str,
     ended: &Ended,
     conversed: &Conversed,
     em: &mut crate::agui::Emitter,
@@ -730,7 +854,7 @@ fn end_run(
         .filter(|_| !(conversed.user_cancelled && em.run_ended() && !em.terminal_is_error()))
     {
         let (code, why) = meaning(cli, code_num);
-        let mut msg = format!("{} exited with status {code_num}: {why}", cli.name());
+        let mut msg = format!("{name} exited with status {code_num}: {why}");
         if !tail.is_empty() {
             msg.push_str(": ");
             msg.push_str(tail);
@@ -743,14 +867,20 @@ fn end_run(
         } else {
             em.fail_run(&msg, code, &[], None);
         }
-    } else if let Some(why) = conversed.session_end.as_ref().and_then(unfinished) {
+    } else if let Some(why) = &conversed.unfinished {
         if !em.run_ended() {
-            let mut msg = format!("{} {why}", stream.name());
+            let mut msg = why.clone();
             if !tail.is_empty() {
                 msg.push_str(": ");
                 msg.push_str(tail);
             }
             em.fail_run(&msg, code::CLI_ERROR, &[], None);
+        }
+    } else if let Some(why) = &conversed.failed {
+        if !em.run_ended() {
+            em.fail_run(why, code::CLI_ERROR, &[], None);
+        } else if !em.terminal_is_error() {
+            em.refail_run(why, code::CLI_ERROR, &[], None);
         }
     }
 }
@@ -881,10 +1011,11 @@ fn transport(
 ) -> anyhow::Result<Option<(Dialect, &'static Client)>> {
     let client = cli.client();
     if choice != Transport::Auto && client.is_none() {
-        anyhow::bail!("--codex-transport: {cli} has a single transport");
+        anyhow::bail!("--transport: {cli} has a single transport");
     }
     Ok(match choice {
-        Transport::Exec => None,
+        Transport::Acp => anyhow::bail!("--transport acp: {cli} does not speak the Agent Client Protocol (its transports are stream and app-server)"),
+        Transport::Exec | Transport::Stream => None,
         Transport::AppServer => client,
         // Only the server can ask.
         Transport::Auto if asking => client,
@@ -910,6 +1041,75 @@ fn transport(
             );
             false
         }),
+    })
+}
+
+/// Whether `run` talks to `cli` over the Agent Client Protocol, and how it
+/// starts it then: `acp` always; the CLIs that also have a stream mode
+/// when asked (`--transport acp`), or with `auto` when the run asks
+/// (their stream modes cannot).
+fn acp_transport(
+    cli: Dialect,
+    choice: Transport,
+    asking: bool,
+) -> anyhow::Result<Option<&'static AcpStart>> {
+    let Some(start) = cli.acp() else {
+        return Ok(None);
+    };
+    Ok(match choice {
+        Transport::Acp => Some(start),
+        _ if cli.exec().is_none() => match choice {
+            Transport::Auto => Some(start),
+            _ => anyhow::bail!("--transport: run acp speaks the Agent Client Protocol only"),
+        },
+        Transport::Auto if asking => Some(start),
+        Transport::Auto | Transport::Stream => None,
+        Transport::Exec | Transport::AppServer => {
+            anyhow::bail!("--transport: {cli}'s transports are stream (its JSON mode) and acp")
+        }
+    })
+}
+
+/// `run acp -- COMMAND ARGS…`: the agent's executable, `--cli` or COMMAND,
+/// found as [`executable`] finds a CLI's.
+fn agent_executable(cli_path: Option<&Path>, extra: &[String]) -> Result<PathBuf, PathBuf> {
+    let exe = cli_path
+        .map(Path::to_path_buf)
+        .or_else(|| extra.first().map(PathBuf::from))
+        .unwrap_or_default();
+    if exe.components().count() > 1 {
+        Ok(std::path::absolute(&exe).unwrap_or(exe))
+    } else {
+        find_on_path(&exe).ok_or(exe)
+    }
+}
+
+/// How the run's messages name the CLI: its name, or for `run acp` the
+/// agent's command.
+fn agent_name(cli: Dialect, a: &Run) -> String {
+    match cli.program {
+        "" => {
+            let command = a
+                .cli_path
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .or_else(|| a.request.extra.first().cloned())
+                .unwrap_or_default();
+            format!("the ACP agent {command}")
+        }
+        _ => cli.name().to_owned(),
+    }
+}
+
+/// The first word of `--version` output that is a version (`0.61.0`,
+/// `v1.2.3`, `gemini 0.33.1`).
+fn any_version(text: &str) -> Option<(u64, u64, u64)> {
+    text.split_whitespace().find_map(|w| {
+        let w = w.strip_prefix('v').unwrap_or(w);
+        let core = w.split(['-', '+']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+        let v = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(v)
     })
 }
 

@@ -1,0 +1,791 @@
+//! The client side of the Agent Client Protocol (ACP): the JSON-RPC
+//! messages this program sends an agent (`gemini --acp`, `opencode acp`, any
+//! agent `run acp -- COMMAND` names), and the loop that reads the agent's
+//! stdout, translates it as it arrives and answers the agent's requests.
+//!
+//! One session is one prompt: `initialize` (no `fs` and no `terminal`
+//! capability: the agent reads, writes and runs commands itself),
+//! `session/new` in the run's directory (or `session/load` of the session
+//! to resume), then `session/prompt`; the prompt's answer ends the session,
+//! and the caller closes the agent's stdin. Every message of both
+//! directions goes through the `acp` translator in the order it went over
+//! the wire, so the events are those `--from acp` makes of the transcript.
+//!
+//! `session/request_permission` is answered by the `--approval` policy, the
+//! option chosen by its `kind` (`allow_once`, `reject_once`; ids differ
+//! from agent to agent); with `--approval ask` it becomes an interrupt and
+//! the decision comes back as [`crate::converse::ask`] says: approve → the
+//! `allow_once` option, deny → `reject_once`, cancel → `session/cancel` and
+//! the `cancelled` outcome. ACP cannot change a tool call's input, so an
+//! edited approval is refused. A request with no option of the kind chosen
+//! is cancelled, and the run ends in an error that says so. A stop request
+//! (SIGINT, SIGTERM, `--timeout`) sends `session/cancel`.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, Write};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::agui::Emitter;
+use crate::base::json;
+use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::dialect::request::Approval;
+use crate::source::Translate;
+
+/// What one session asks of the agent.
+pub struct Options<'a> {
+    pub prompt: &'a str,
+    /// The session's directory (absolute, as ACP asks).
+    pub cwd: &'a str,
+    /// A session to load (`--resume`), else a new one.
+    pub resume: Option<&'a str>,
+    pub approval: Approval,
+    /// With `--approval ask`: where the decisions come from.
+    pub ask: Option<Waiting<'a>>,
+    /// How messages name the agent (`Gemini CLI`, `the ACP agent x`).
+    pub agent: &'a str,
+}
+
+/// How a session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// The prompt was answered (the stream says how).
+    TurnEnded,
+    /// The agent refused a request of this client: why.
+    Failed(String),
+    /// The agent's stdout ended first; whether it had answered `initialize`.
+    Eof(bool),
+    /// A stop was asked for before the session was open, or while the run
+    /// waited for decisions.
+    Stopped,
+    /// No decision came: the pending requests were cancelled with this
+    /// reason.
+    Expired(String),
+}
+
+/// Request ids of this client.
+const INITIALIZE: u64 = 0;
+const SESSION: u64 = 1;
+const PROMPT: u64 = 2;
+
+/// How long a loaded session's agent stays quiet before the prompt goes:
+/// some replay part of the history after answering `session/load`.
+const SETTLE: Duration = Duration::from_millis(300);
+
+#[derive(Serialize)]
+struct Request<'a, P: Serialize> {
+    jsonrpc: &'a str,
+    id: u64,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct Notification<'a, P: Serialize> {
+    jsonrpc: &'a str,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct Response<'a, R: Serialize> {
+    jsonrpc: &'a str,
+    id: &'a RawValue,
+    result: R,
+}
+
+#[derive(Serialize)]
+struct ErrorResponse<'a> {
+    jsonrpc: &'a str,
+    id: &'a RawValue,
+    error: RpcError<'a>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RpcError<'a> {
+    #[serde(default)]
+    code: i64,
+    #[serde(borrow, default)]
+    message: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams<'a> {
+    protocol_version: u64,
+    client_capabilities: ClientCapabilities,
+    client_info: ClientInfo<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClientCapabilities {
+    fs: FsCapabilities,
+    terminal: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FsCapabilities {
+    read_text_file: bool,
+    write_text_file: bool,
+}
+
+#[derive(Serialize)]
+struct ClientInfo<'a> {
+    name: &'a str,
+    title: &'a str,
+    version: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    cwd: &'a str,
+    mcp_servers: [(); 0],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptParams<'a> {
+    session_id: &'a str,
+    prompt: [TextBlock<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelParams<'a> {
+    session_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct PermissionResult<'a> {
+    outcome: PermissionOutcome<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PermissionOutcome<'a> {
+    outcome: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    option_id: Option<&'a str>,
+}
+
+/// What the client needs from an agent line.
+#[derive(Deserialize)]
+struct AgentLine<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// The parts of `session/request_permission` the client reads.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PermissionParams {
+    #[serde(default)]
+    tool_call: Option<ToolCall>,
+    #[serde(default)]
+    options: Vec<PermissionOption>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ToolCall {
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// One option of a permission request.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    #[serde(default)]
+    option_id: String,
+    #[serde(default)]
+    kind: String,
+}
+
+/// A permission request of the agent waiting for a decision: its JSON-RPC
+/// id, its options and what it is about.
+pub struct Asked {
+    id: Box<RawValue>,
+    options: Vec<PermissionOption>,
+    what: String,
+}
+
+/// Where the session is.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum Stage {
+    /// `initialize` sent.
+    Initializing,
+    /// `session/new` sent.
+    Opening,
+    /// `session/load` sent: the history it replays is not this run's.
+    Loading,
+    /// Loaded; the prompt goes once the agent has been quiet since then.
+    Settling(Instant),
+    /// `session/prompt` sent.
+    Prompting,
+}
+
+/// One session with an agent.
+pub struct Session<'a> {
+    opts: Options<'a>,
+    stage: Stage,
+    session: Option<String>,
+    /// Whether `session/cancel` was sent.
+    cancelled: bool,
+    /// With `--approval ask`: the permission requests waiting for decisions.
+    pending: Pending<Asked>,
+    /// How the session ended, when a line taken ended it.
+    ended: Option<End>,
+    /// Why the run fails although the turn ended (a permission request
+    /// that offered no option of the kind chosen).
+    failure: Option<String>,
+    /// Lines sent that the translator has yet to see (it sees them before
+    /// the agent's next line).
+    sent: Vec<Vec<u8>>,
+    line: Vec<u8>,
+    msg: Vec<u8>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(opts: Options<'a>) -> Self {
+        Session {
+            opts,
+            stage: Stage::Initializing,
+            session: None,
+            cancelled: false,
+            pending: Pending::default(),
+            ended: None,
+            failure: None,
+            sent: Vec::new(),
+            line: Vec::new(),
+            msg: Vec::new(),
+        }
+    }
+
+    /// Why the run fails although the agent ended its turn, if it does.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// Whether a resume cancelled a tool call.
+    pub fn user_cancelled(&self) -> bool {
+        self.pending.user_cancelled()
+    }
+
+    /// Run the session: send `initialize` to `agent_in`, then translate
+    /// `agent_out` into `out` line by line, answering requests, until the
+    /// prompt is answered. `stop` asks for `session/cancel`. The caller
+    /// then closes the agent's stdin and translates what it still writes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
+        let init = InitializeParams {
+            protocol_version: 1,
+            client_capabilities: ClientCapabilities {
+                fs: FsCapabilities {
+                    read_text_file: false,
+                    write_text_file: false,
+                },
+                terminal: false,
+            },
+            client_info: ClientInfo {
+                name: "agui-translate",
+                title: "agui-translate",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+        };
+        self.request(agent_in, INITIALIZE, "initialize", init)?;
+        let end = self.converse(agent_out, agent_in, tr, em, out, stop);
+        self.flush_sent(tr, em);
+        em.drain_to(out)?;
+        out.flush()?;
+        end
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn converse(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
+        loop {
+            if stop() && !self.cancelled {
+                if self.session.is_none() || self.stage != Stage::Prompting {
+                    return Ok(End::Stopped);
+                }
+                // The agent ends the turn, `cancelled`.
+                ask::deny_all(self, agent_in, "stopped")?;
+                self.cancel(agent_in)?;
+            }
+            match agent_out.read_until(b'\n', &mut self.line) {
+                Ok(0) if self.line.is_empty() => {
+                    return Ok(End::Eof(self.stage != Stage::Initializing))
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Stage::Settling(since) = self.stage {
+                        if since.elapsed() >= SETTLE {
+                            self.prompt(agent_in)?;
+                        }
+                    }
+                    if let Some(w) = self.opts.ask.take() {
+                        let waited = if self.pending.due() {
+                            Some(ask::wait(self, &w, agent_out, agent_in, tr, em, out, stop)?)
+                        } else {
+                            None
+                        };
+                        self.opts.ask = Some(w);
+                        match waited {
+                            None | Some(Waited::Resumed) => {}
+                            Some(Waited::Over) => {
+                                return Ok(self.ended.take().unwrap_or(End::TurnEnded))
+                            }
+                            Some(Waited::Eof) => return Ok(End::Eof(true)),
+                            Some(Waited::Stopped) => {
+                                ask::deny_all(
+                                    self,
+                                    agent_in,
+                                    "stopped while waiting for decisions",
+                                )?;
+                                return Ok(End::Stopped);
+                            }
+                            Some(Waited::Expired(why)) => return Ok(End::Expired(why)),
+                        }
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+            let line = std::mem::take(&mut self.line);
+            let over = self.take(line, agent_in, tr, em)?;
+            em.drain_to(out)?;
+            out.flush()?;
+            if over {
+                return Ok(self.ended.take().unwrap_or(End::TurnEnded));
+            }
+        }
+    }
+
+    /// React to an agent line: the next request, an answer to the agent,
+    /// or the end of the session.
+    fn react(
+        &mut self,
+        msg: &AgentLine,
+        agent_in: &mut dyn Write,
+        em: &Emitter,
+    ) -> io::Result<Option<End>> {
+        match (msg.method.as_deref(), msg.id) {
+            // An answer to one of our requests (the agent answers no other).
+            (None, Some(id)) => {
+                let id = id.get().parse::<u64>();
+                if let Some(e) = msg.error {
+                    let what = match (id, self.stage) {
+                        (Ok(INITIALIZE), _) => "initialize",
+                        (Ok(SESSION), Stage::Loading) => "session/load",
+                        (Ok(SESSION), _) => "session/new",
+                        // The translator makes the prompt's error a RUN_ERROR.
+                        (Ok(PROMPT), _) => return Ok(Some(End::TurnEnded)),
+                        _ => return Ok(None),
+                    };
+                    let (agent, err) = (self.opts.agent, rpc_error(e));
+                    return Ok(Some(End::Failed(format!("{agent} refused {what}: {err}"))));
+                }
+                match (id, self.stage) {
+                    (Ok(INITIALIZE), Stage::Initializing) => self.open(msg.result, agent_in),
+                    (Ok(SESSION), Stage::Opening) => {
+                        let session = msg.result.and_then(session_id);
+                        let Some(session) = session else {
+                            let agent = self.opts.agent;
+                            return Ok(Some(End::Failed(format!(
+                                "{agent} answered session/new with no sessionId"
+                            ))));
+                        };
+                        self.session = Some(session);
+                        self.prompt(agent_in).map(|()| None)
+                    }
+                    (Ok(SESSION), Stage::Loading) => {
+                        self.stage = Stage::Settling(Instant::now());
+                        Ok(None)
+                    }
+                    (Ok(PROMPT), Stage::Prompting) => Ok(Some(End::TurnEnded)),
+                    _ => Ok(None),
+                }
+            }
+            (Some("session/request_permission"), Some(id)) => {
+                self.permission(id, msg.params, agent_in, em)?;
+                Ok(None)
+            }
+            // Nothing else was advertised (no file system, no terminal).
+            (Some(_), Some(id)) => {
+                let refusal = ErrorResponse {
+                    jsonrpc: "2.0",
+                    id,
+                    error: RpcError {
+                        code: -32601,
+                        message: "agui-translate does not answer this request".into(),
+                    },
+                };
+                self.send(agent_in, &to_vec(&refusal), true).map(|()| None)
+            }
+            _ => {
+                if let Stage::Settling(_) = self.stage {
+                    // The history still comes.
+                    self.stage = Stage::Settling(Instant::now());
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// `initialize` was answered: open the session (new, or loaded when the
+    /// agent can load one).
+    fn open(
+        &mut self,
+        result: Option<&RawValue>,
+        agent_in: &mut dyn Write,
+    ) -> io::Result<Option<End>> {
+        let Some(resume) = self.opts.resume else {
+            self.stage = Stage::Opening;
+            let params = SessionParams {
+                session_id: None,
+                cwd: self.opts.cwd,
+                mcp_servers: [],
+            };
+            return self
+                .request(agent_in, SESSION, "session/new", params)
+                .map(|()| None);
+        };
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Init {
+            #[serde(default)]
+            agent_capabilities: Option<Caps>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Caps {
+            #[serde(default)]
+            load_session: Option<bool>,
+        }
+        let loads = result
+            .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
+            .and_then(|i| i.agent_capabilities)
+            .and_then(|c| c.load_session)
+            .unwrap_or(false);
+        if !loads {
+            let agent = self.opts.agent;
+            return Ok(Some(End::Failed(format!(
+                "{agent} cannot load session {resume} (its initialize answer has no loadSession capability): the thread cannot go on"
+            ))));
+        }
+        self.stage = Stage::Loading;
+        self.session = Some(resume.to_owned());
+        let params = SessionParams {
+            session_id: Some(resume),
+            cwd: self.opts.cwd,
+            mcp_servers: [],
+        };
+        self.request(agent_in, SESSION, "session/load", params)
+            .map(|()| None)
+    }
+
+    /// Send the prompt.
+    fn prompt(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
+        self.stage = Stage::Prompting;
+        let session = self.session.clone().unwrap_or_default();
+        let params = PromptParams {
+            session_id: &session,
+            prompt: [TextBlock {
+                kind: "text",
+                text: self.opts.prompt,
+            }],
+        };
+        self.request(agent_in, PROMPT, "session/prompt", params)
+    }
+
+    /// `session/cancel`, once.
+    fn cancel(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
+        let Some(session) = self.session.clone().filter(|_| !self.cancelled) else {
+            return Ok(());
+        };
+        self.cancelled = true;
+        let note = Notification {
+            jsonrpc: "2.0",
+            method: "session/cancel",
+            params: CancelParams {
+                session_id: &session,
+            },
+        };
+        self.send(agent_in, &to_vec(&note), true)
+    }
+
+    /// A permission request: asked (`--approval ask`), or answered by the
+    /// policy.
+    fn permission(
+        &mut self,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        agent_in: &mut dyn Write,
+        em: &Emitter,
+    ) -> io::Result<()> {
+        let params = params.map_or_else(
+            || RawValue::from_string("{}".into()).expect("JSON"),
+            ToOwned::to_owned,
+        );
+        let p: PermissionParams = serde_json::from_str(params.get()).unwrap_or_default();
+        let call = p.tool_call.unwrap_or_default();
+        let verb = match call.kind.as_deref() {
+            Some("execute") => "to run",
+            Some("edit") => "to edit",
+            Some("delete") => "to delete",
+            Some("move") => "to move",
+            Some("read") => "to read",
+            Some("search") => "to search",
+            Some("fetch") => "to fetch",
+            _ => "for",
+        };
+        let what = match call.title.as_deref().filter(|t| !t.is_empty()) {
+            Some(t) => format!("{verb}: {t}"),
+            None => format!("{verb} a tool call"),
+        };
+        let asked = Asked {
+            id: id.to_owned(),
+            options: p.options,
+            what,
+        };
+        if self.opts.ask.is_some() {
+            let key =
+                serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
+            let tool_call_id = call.tool_call_id.filter(|c| em.tool_started(c));
+            self.pending.push(Ask {
+                id: key,
+                tool_call_id,
+                reason: "acp:request_permission",
+                message: format!("{} asks permission {}", self.opts.agent, asked.what),
+                edits: false,
+                metadata: params,
+                withdrawn: false,
+                cli: asked,
+            });
+            return Ok(());
+        }
+        let allowed = match self.opts.approval {
+            Approval::Yolo => true,
+            Approval::AutoEdit => call.kind.as_deref() == Some("edit"),
+            Approval::Default | Approval::Ask => false,
+        };
+        let verdict = if allowed {
+            Verdict::Allow(None)
+        } else {
+            Verdict::Deny(String::new(), false)
+        };
+        self.reply(agent_in, &asked, &verdict, true)
+    }
+
+    /// Answer a permission request: the option of the kind the verdict
+    /// asks for, or (a cancel, or no such option) `cancelled`.
+    fn reply(
+        &mut self,
+        agent_in: &mut dyn Write,
+        asked: &Asked,
+        verdict: &Verdict,
+        shown: bool,
+    ) -> io::Result<()> {
+        let kinds: &[&str] = match verdict {
+            Verdict::Allow(_) => &["allow_once"],
+            Verdict::Deny(_, false) => &["reject_once", "reject_always"],
+            Verdict::Deny(_, true) => &[],
+        };
+        let chosen = kinds
+            .iter()
+            .find_map(|k| asked.options.iter().find(|o| o.kind == *k));
+        if chosen.is_none() && !kinds.is_empty() {
+            let offered: Vec<String> = asked
+                .options
+                .iter()
+                .map(|o| format!("{} ({})", o.option_id, o.kind))
+                .collect();
+            self.failure.get_or_insert_with(|| {
+                format!(
+                    "{} asked permission {} with no {} option (it offered {}): the request was cancelled",
+                    self.opts.agent,
+                    asked.what,
+                    kinds[0],
+                    if offered.is_empty() { "none".to_owned() } else { offered.join(", ") }
+                )
+            });
+        }
+        if chosen.is_none() {
+            // As ACP asks of a client that cancels: the turn first.
+            self.cancel(agent_in)?;
+        }
+        let result = PermissionResult {
+            outcome: PermissionOutcome {
+                outcome: if chosen.is_some() {
+                    "selected"
+                } else {
+                    "cancelled"
+                },
+                option_id: chosen.map(|o| o.option_id.as_str()),
+            },
+        };
+        let answer = Response {
+            jsonrpc: "2.0",
+            id: &asked.id,
+            result,
+        };
+        self.send(agent_in, &to_vec(&answer), shown)
+    }
+
+    fn request<P: Serialize>(
+        &mut self,
+        agent_in: &mut dyn Write,
+        id: u64,
+        method: &str,
+        params: P,
+    ) -> io::Result<()> {
+        let msg = Request {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
+        self.send(agent_in, &to_vec(&msg), true)
+    }
+
+    /// Send a line; `shown`: the translator sees it too.
+    fn send(&mut self, agent_in: &mut dyn Write, msg: &[u8], shown: bool) -> io::Result<()> {
+        self.msg.clear();
+        self.msg.extend_from_slice(msg);
+        self.msg.push(b'\n');
+        if shown {
+            self.sent.push(msg.to_vec());
+        }
+        agent_in.write_all(&self.msg)?;
+        agent_in.flush()
+    }
+
+    /// The translator sees the lines sent since the agent's last line.
+    fn flush_sent(&mut self, tr: &mut dyn Translate, em: &mut Emitter) {
+        let mut keep = Vec::new();
+        for line in std::mem::take(&mut self.sent) {
+            translate_line(line, &mut keep, tr, em);
+        }
+    }
+}
+
+impl Asker for Session<'_> {
+    type Cli = Asked;
+
+    fn pending(&mut self) -> &mut Pending<Asked> {
+        &mut self.pending
+    }
+
+    fn partial(&mut self) -> &mut Vec<u8> {
+        &mut self.line
+    }
+
+    /// Translate one agent line (after the lines sent before it) and act on
+    /// it; whether the session ends there. A loaded session's history is
+    /// not translated: it is earlier runs'.
+    fn take(
+        &mut self,
+        line: Vec<u8>,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+    ) -> io::Result<bool> {
+        self.flush_sent(tr, em);
+        let text = line.trim_ascii_end().len();
+        let msg = serde_json::from_slice::<AgentLine>(&line[..text]).ok();
+        let history = matches!(self.stage, Stage::Loading | Stage::Settling(_))
+            && msg.as_ref().is_some_and(|m| m.id.is_none());
+        if history {
+            self.react(msg.as_ref().expect("parsed"), agent_in, em)?;
+            return Ok(false);
+        }
+        translate_line(line.clone(), &mut self.line, tr, em);
+        let Some(msg) = msg else {
+            return Ok(false);
+        };
+        let end = self.react(&msg, agent_in, em)?;
+        let over = end.is_some();
+        self.ended = end;
+        Ok(over)
+    }
+
+    /// Approved: the `allow_once` option; denied: `reject_once`; cancelled:
+    /// `session/cancel` and the `cancelled` outcome. The decision is in the
+    /// resumed run already (`approval_response`): the answer is not
+    /// translated again.
+    fn answer(
+        &mut self,
+        agent_in: &mut dyn Write,
+        ask: &Ask<Asked>,
+        verdict: Verdict,
+    ) -> io::Result<()> {
+        self.reply(agent_in, &ask.cli, &verdict, false)
+    }
+}
+
+/// The `sessionId` of `session/new`'s answer.
+fn session_id(result: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct NewSession {
+        session_id: Option<String>,
+    }
+    serde_json::from_str::<NewSession>(result.get())
+        .ok()
+        .and_then(|n| n.session_id)
+        .filter(|s| !s.is_empty())
+}
+
+/// A JSON-RPC error as a sentence: its message and code.
+fn rpc_error(e: &RawValue) -> String {
+    match serde_json::from_str::<RpcError>(e.get()) {
+        Ok(err) => format!("{} (error {})", ask::shown(&err.message), err.code),
+        Err(_) => ask::shown(e.get()),
+    }
+}
+
+fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("serializable")
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""A small agent that speaks the Agent Client Protocol (ACP) on stdio, for
+the tests of `run acp`, `run gemini --transport acp` and `serve`.
+
+Driven by the environment:
+  ACP_SENT=FILE     append every line the client sends to FILE
+  ACP_PID=FILE      write the agent's PID to FILE
+  ACP_VERSION=TEXT  what --version prints (default 0.61.0)
+  ACP_REPLAY=FILE   play the agent's side of FILE, a recorded transcript
+                    (testdata/acp/…): each client line of the transcript
+                    waits for a line from the client, each agent line is
+                    printed; the replay ends when the client stops sending
+  ACP_MODE=garbage  print a line that is not JSON-RPC and exit
+  ACP_MODE=refuse   answer session/new with a JSON-RPC error
+
+Otherwise the prompt's words say what the turn does:
+  tool      a tool call streamed with its input and its output, then text
+  ask       a tool call that asks permission (allow_once, allow_always,
+            reject_once); the answer decides, a cancel ends the turn
+  noallow   a permission request that offers no allow_once option
+  exit      a chunk of text, then exit with status 3 in the middle of the turn
+  error     the prompt answered with a JSON-RPC error
+  hang      wait for session/cancel, then end the turn cancelled
+  (else)    a text answer in two chunks
+session/load replays a user and an agent chunk before its answer and one
+more agent chunk after it, as Gemini CLI does.
+"""
+
+import json
+import os
+import sys
+import time
+
+SENT = os.environ.get("ACP_SENT")
+
+
+def read():
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    if SENT:
+        with open(SENT, "a") as f:
+            f.write(line if line.endswith("\n") else line + "\n")
+    return json.loads(line)
+
+
+def send(msg):
+    msg = dict(msg)
+    msg.setdefault("jsonrpc", "2.0")
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def update(session, u):
+    send({"method": "session/update", "params": {"sessionId": session, "update": u}})
+
+
+def chunk(session, text, kind="agent_message_chunk"):
+    update(session, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+
+
+# Replay -------------------------------------------------------------------
+
+CLIENT_METHODS = {"initialize", "authenticate", "session/new", "session/load", "session/resume",
+                  "session/prompt", "session/cancel", "session/set_mode", "session/set_model",
+                  "session/set_config_option"}
+
+
+def replay(path):
+    """Each line is the client's or the agent's: a request by its method, an
+    answer by the side of the latest unanswered request with its id (an
+    answer with a stopReason answers the client's prompt)."""
+    pending = []  # (side, id), in order
+    with open(path) as f:
+        lines = [l for l in f.read().splitlines() if l.strip()]
+    for line in lines:
+        msg = json.loads(line)
+        if "method" in msg:
+            side = "client" if msg["method"] in CLIENT_METHODS else "agent"
+            if "id" in msg:
+                pending.append((side, msg["id"]))
+        else:
+            stop = isinstance(msg.get("result"), dict) and "stopReason" in msg["result"]
+            asker = None
+            for i in range(len(pending) - 1, -1, -1):
+                s, rid = pending[i]
+                if rid == msg.get("id") and (not stop or s == "client"):
+                    asker = s
+                    del pending[i]
+                    break
+            side = "agent" if asker == "client" else "client"
+        if side == "client":
+            if read() is None:
+                return
+        else:
+            send(msg)
+    # The client closes its end once the prompt is answered.
+    while read() is not None:
+        pass
+
+
+# Scripted turns -----------------------------------------------------------
+
+OPTIONS = [
+    {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "always", "name": "Allow always", "kind": "allow_always"},
+    {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+]
+
+
+class Turn:
+    def __init__(self, session, rid):
+        self.session = session
+        self.rid = rid
+        self.cancelled = False
+        self.next_id = 0
+
+    def ask(self, call, options):
+        """A permission request, and the option chosen (None: cancelled)."""
+        rid = self.next_id
+        self.next_id += 1
+        send({"id": rid, "method": "session/request_permission",
+              "params": {"sessionId": self.session, "toolCall": call, "options": options}})
+        while True:
+            msg = read()
+            if msg is None:
+                sys.exit(0)
+            if msg.get("method") == "session/cancel":
+                self.cancelled = True
+            elif msg.get("id") == rid and "method" not in msg:
+                outcome = msg.get("result", {}).get("outcome", {})
+                if outcome.get("outcome") == "selected":
+                    return outcome.get("optionId")
+                return None
+
+    def end(self, reason="end_turn"):
+        send({"id": self.rid, "result": {"stopReason": reason,
+                                           "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}}})
+
+
+def prompt(session, rid, text):
+    t = Turn(session, rid)
+    s = session
+    if "error" in text:
+        send({"id": rid, "error": {"code": -32603, "message": "the model is unavailable"}})
+        return
+    if "exit" in text:
+        chunk(s, "Starting")
+        sys.exit(3)
+    if "hang" in text:
+        chunk(s, "Working")
+        while True:
+            msg = read()
+            if msg is None:
+                sys.exit(0)
+            if msg.get("method") == "session/cancel":
+                t.end("cancelled")
+                return
+    if "tool" in text:
+        chunk(s, "Reading the notes.")
+        update(s, {"sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "notes.txt",
+                   "kind": "read", "status": "pending", "rawInput": {"path": "notes.txt"}})
+        update(s, {"sessionUpdate": "tool_call_update", "toolCallId": "call_1", "status": "in_progress"})
+        update(s, {"sessionUpdate": "tool_call_update", "toolCallId": "call_1", "status": "completed",
+                   "content": [{"type": "content", "content": {"type": "text", "text": "one\ntwo"}}]})
+        chunk(s, "The notes say one and two.")
+        t.end()
+        return
+    if "ask" in text or "noallow" in text:
+        chunk(s, "I will run a command.")
+        call = {"toolCallId": "call_ask", "title": "echo hi", "kind": "execute", "status": "pending",
+                "rawInput": {"command": "echo hi"}}
+        update(s, dict(call, sessionUpdate="tool_call"))
+        options = OPTIONS if "ask" in text else [o for o in OPTIONS if o["kind"] != "allow_once"]
+        chosen = t.ask(call, options)
+        if chosen is None or t.cancelled:
+            update(s, {"sessionUpdate": "tool_call_update", "toolCallId": "call_ask", "status": "failed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": "cancelled"}}]})
+            t.end("cancelled")
+            return
+        if chosen in ("yes", "always"):
+            update(s, {"sessionUpdate": "tool_call_update", "toolCallId": "call_ask", "status": "completed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]})
+            chunk(s, "It printed hi.")
+        else:
+            update(s, {"sessionUpdate": "tool_call_update", "toolCallId": "call_ask", "status": "failed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": "rejected"}}]})
+            chunk(s, "The command was refused.")
+        t.end()
+        return
+    chunk(s, "Hello from ")
+    chunk(s, "the test agent.")
+    t.end()
+
+
+def main():
+    if sys.argv[1:2] == ["--version"]:
+        print(os.environ.get("ACP_VERSION", "0.61.0"))
+        return
+    if os.environ.get("ACP_PID"):
+        with open(os.environ["ACP_PID"], "w") as f:
+            f.write(str(os.getpid()))
+    if os.environ.get("ACP_REPLAY"):
+        replay(os.environ["ACP_REPLAY"])
+        return
+    mode = os.environ.get("ACP_MODE", "")
+    if mode == "garbage":
+        print("this agent does not speak ACP")
+        return
+    session = "sess-%d" % os.getpid()
+    while True:
+        msg = read()
+        if msg is None:
+            return
+        method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True},
+                                        "authMethods": []}})
+        elif method == "session/new":
+            if mode == "refuse":
+                send({"id": rid, "error": {"code": -32000, "message": "no sessions today"}})
+            else:
+                send({"id": rid, "result": {"sessionId": session}})
+        elif method == "session/load":
+            session = msg["params"]["sessionId"]
+            update(session, {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "earlier"}})
+            chunk(session, "Earlier answer.")
+            send({"id": rid, "result": {}})
+            time.sleep(0.05)
+            chunk(session, "Earlier answer, replayed late.")
+        elif method == "session/prompt":
+            text = " ".join(b.get("text", "") for b in msg["params"]["prompt"])
+            prompt(msg["params"]["sessionId"], rid, text)
+        elif rid is not None and method is not None:
+            send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})
+
+
+main()
