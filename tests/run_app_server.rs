@@ -422,7 +422,11 @@ fn auto_keeps_exec_for_exec_options() {
 
 #[test]
 fn a_transport_is_one_the_cli_has() {
-    for (cli, transport) in [("gemini", "app-server"), ("claude", "acp"), ("codex", "acp")] {
+    for (cli, transport) in [
+        ("gemini", "app-server"),
+        ("claude", "acp"),
+        ("codex", "acp"),
+    ] {
         Command::new(BIN)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")

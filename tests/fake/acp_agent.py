@@ -8,8 +8,12 @@ Driven by the environment:
   ACP_VERSION=TEXT  what --version prints (default 0.61.0)
   ACP_REPLAY=FILE   play the agent's side of FILE, a recorded transcript
                     (testdata/acp/…): each client line of the transcript
-                    waits for a line from the client, each agent line is
-                    printed; the replay ends when the client stops sending
+                    waits for a line from the client (and is appended to
+                    ACP_RECORDED=FILE, to compare with ACP_SENT), each agent
+                    line is printed; the replay ends when the client stops
+                    sending
+  ACP_ENV=FILE      write the value of OPENCODE_PERMISSION to FILE
+  ACP_ARGV=FILE     write the arguments to FILE, one a line
   ACP_MODE=garbage  print a line that is not JSON-RPC and exit
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
 
@@ -92,6 +96,9 @@ def replay(path):
         if side == "client":
             if read() is None:
                 return
+            if os.environ.get("ACP_RECORDED"):
+                with open(os.environ["ACP_RECORDED"], "a") as f:
+                    f.write(line + "\n")
         else:
             send(msg)
     # The client closes its end once the prompt is answered.
@@ -197,6 +204,12 @@ def main():
     if sys.argv[1:2] == ["--version"]:
         print(os.environ.get("ACP_VERSION", "0.61.0"))
         return
+    if os.environ.get("ACP_ARGV"):
+        with open(os.environ["ACP_ARGV"], "w") as f:
+            f.write("".join(a + "\n" for a in sys.argv[1:]))
+    if os.environ.get("ACP_ENV"):
+        with open(os.environ["ACP_ENV"], "w") as f:
+            f.write(os.environ.get("OPENCODE_PERMISSION", ""))
     if os.environ.get("ACP_PID"):
         with open(os.environ["ACP_PID"], "w") as f:
             f.write(str(os.getpid()))
