@@ -959,7 +959,10 @@ fn http_agent_speaks_to_serve() {
 /// no `protocolVersion`) approves too, with no option given to serve. And
 /// `serve codex -- --approval ask`, replaying the real app-server's
 /// approval request: approve, deny and cancel reach it as `accept`,
-/// `decline` and `cancel`.
+/// `decline` and `cancel`. And `serve gemini|opencode -- --approval ask`
+/// over the Agent Client Protocol, replaying the real CLIs' permission
+/// requests: approve, deny and cancel reach them as the options of those
+/// kinds, and `cancelled`.
 #[test]
 fn http_agent_approves_through_serve() {
     if skipped("http_agent_approves_through_serve") {
@@ -978,10 +981,36 @@ fn http_agent_approves_through_serve() {
         ("codex-approve", "approval_shell.jsonl"),
         ("codex-deny", "approval_shell.jsonl"),
         ("codex-cancel", "approval_shell.jsonl"),
+        ("gemini-approve", "gemini-0.61.0/approval-allow.jsonl"),
+        ("gemini-deny", "gemini-0.61.0/approval-deny.jsonl"),
+        ("gemini-cancel", "gemini-0.61.0/approval-interrupt.jsonl"),
+        ("opencode-approve", "opencode-1.18.33/approval-allow.jsonl"),
+        ("opencode-deny", "opencode-1.18.33/approval-deny.jsonl"),
+        (
+            "opencode-cancel",
+            "opencode-1.18.33/approval-interrupt.jsonl",
+        ),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-approve-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
-        let server = if name.starts_with("codex") {
+        let acp = name
+            .split('-')
+            .next()
+            .filter(|c| ["gemini", "opencode"].contains(c));
+        let server = if let Some(cli) = acp {
+            // The real CLI's side of its ACP session, recorded.
+            let replay = root().join("testdata/acp").join(replay);
+            common::serve_run(
+                cli,
+                &[],
+                &["--approval", "ask"],
+                &[
+                    ("FAKE_ACP", Path::new("1")),
+                    ("ACP_REPLAY", &replay),
+                    ("ACP_SENT", &sent),
+                ],
+            )
+        } else if name.starts_with("codex") {
             // The real app-server's approval request, recorded.
             let replay = root()
                 .join("testdata/codex-app-server/0.169.0")

@@ -350,13 +350,15 @@ fn serve_refuses_ask_for_a_cli_that_cannot() {
             "127.0.0.1:0",
             "--",
             "--approval=ask",
+            "--transport",
+            "stream",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("Gemini CLI cannot ask") && err.contains("ACP"),
+        err.contains("Gemini CLI cannot ask") && err.contains("--transport acp"),
         "{err}"
     );
 }

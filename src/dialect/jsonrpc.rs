@@ -72,7 +72,8 @@ fn detect_acp(p: &Probe) -> bool {
 }
 
 /// `run acp -- COMMAND ARGS…`: the agent is the command after `--` (`run`
-/// takes its program from there); these are its arguments. What an agent
+/// takes its program from there, unless `--cli` names it); these are the
+/// command and its arguments. What an agent
 /// is told on its own command line is its own: `run`'s options for it are
 /// refused, and go after the command instead.
 fn any_agent(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
@@ -87,12 +88,7 @@ fn any_agent(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>
             "run acp: {flag} has no meaning the Agent Client Protocol defines: give the agent's own option after its command"
         );
     }
-    match a.extra.split_first() {
-        Some((_, args)) => Ok(args.to_vec()),
-        None => anyhow::bail!(
-            "run acp needs the agent's command after `--` (agui-translate run acp -- COMMAND ARGS…)"
-        ),
-    }
+    Ok(a.extra.clone())
 }
 
 /// `codex app-server`, with the arguments after `--` (`-c key=value`

@@ -196,15 +196,26 @@ pub struct Run {
     pub input_marker: bool,
 }
 
-/// Why `cli` cannot ask (`--approval ask`), if it cannot: its table says,
-/// for each way `run` starts it.
-pub fn ask_refused(cli: Dialect) -> Option<anyhow::Error> {
+/// Why `cli` cannot ask (`--approval ask`) with the run options `options`
+/// (`serve`'s), if it cannot: its table says, for each way `run` starts it.
+pub fn ask_refused(cli: Dialect, options: &[String]) -> Option<anyhow::Error> {
     let req = RunRequest {
         approval: Approval::Ask,
         ..RunRequest::default()
     };
-    if cli.acp().is_some() {
-        // `auto` picks ACP when the run asks.
+    // `auto` picks ACP when the run asks; `--transport stream` keeps the
+    // CLI's stream mode.
+    let stream = options.iter().enumerate().any(|(i, o)| {
+        let value = match o.split_once('=') {
+            Some(("--transport" | "--codex-transport", v)) => Some(v),
+            None if o == "--transport" || o == "--codex-transport" => {
+                options.get(i + 1).map(String::as_str)
+            }
+            _ => None,
+        };
+        matches!(value, Some("stream" | "exec"))
+    });
+    if cli.acp().is_some() && !stream {
         return None;
     }
     let exec = cli.exec().map(|e| (e.argv)(&req, "", None).err());
@@ -256,7 +267,15 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
                     .and_then(probe_version)
                     .and_then(|v| any_version(&v))
             };
-            ((start.argv)(&a.request, &version)?, None)
+            let mut args = (start.argv)(&a.request, &version)?;
+            if cli.program.is_empty() && a.cli_path.is_none() {
+                // `run acp -- COMMAND ARGS…`: COMMAND is the executable.
+                if args.is_empty() {
+                    anyhow::bail!("run acp needs the agent's command after `--` (agui-translate run acp -- COMMAND ARGS…), or --cli");
+                }
+                args.remove(0);
+            }
+            (args, None)
         }
         None => arguments(&a, client, &prompt)?,
     };

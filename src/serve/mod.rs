@@ -280,7 +280,7 @@ fn settings(a: &Config) -> Result<Settings, String> {
     };
     let ask = asks(&a.run_options);
     if ask {
-        if let Some(e) = crate::process::spawn::ask_refused(a.cli) {
+        if let Some(e) = crate::process::spawn::ask_refused(a.cli, &a.run_options) {
             return Err(format!("{e:#}"));
         }
     }

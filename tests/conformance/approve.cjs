@@ -6,7 +6,9 @@
 // HttpAgent (CopilotKit's pin), which sends no protocolVersion, through an
 // approval with no option given to serve; then `serve codex -- --approval
 // ask` over Codex's app-server (the real approval_shell recording), through
-// an approval, a denial and a cancel (Codex takes no edited command).
+// an approval, a denial and a cancel (Codex takes no edited command); and
+// `serve gemini|opencode -- --approval ask` over the Agent Client Protocol
+// (the real CLIs' approval recordings), through the same three.
 //
 //   node approve.cjs URL SENT_FILE [URL SENT_FILE]...
 //
@@ -34,15 +36,30 @@ const cases = [
   { name: "codex-approve", status: "resolved", payload: { approved: true }, cli: "codex" },
   { name: "codex-deny", status: "resolved", payload: { approved: false }, cli: "codex" },
   { name: "codex-cancel", status: "cancelled", cli: "codex" },
+  // Gemini CLI leaves a refused or cancelled call without a result.
+  { name: "gemini-approve", status: "resolved", payload: { approved: true }, cli: "gemini" },
+  { name: "gemini-deny", status: "resolved", payload: { approved: false }, cli: "gemini", noResult: true },
+  { name: "gemini-cancel", status: "cancelled", cli: "gemini", noResult: true, ends: "cancelled" },
+  { name: "opencode-approve", status: "resolved", payload: { approved: true }, cli: "opencode" },
+  { name: "opencode-deny", status: "resolved", payload: { approved: false }, cli: "opencode" },
+  { name: "opencode-cancel", status: "cancelled", cli: "opencode", ends: "cancelled" },
 ];
+
+// The CLIs that speak the Agent Client Protocol.
+const acp = { gemini: true, opencode: true };
 
 // The call each CLI's replay asks about.
 const asked = { claude: "toolu_m0000scripted", codex: "call_0001" };
 
-// What the CLI was answered: Claude's control_response, or the decision in
-// the app-server's JSON-RPC response to its request.
+// What the CLI was answered: Claude's control_response, the decision in
+// the app-server's JSON-RPC response to its request, or the option an ACP
+// agent was answered (or `cancelled`).
 function answer(cli, sentFile, id) {
   const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  if (acp[cli]) {
+    const r = lines.find((l) => l.result !== undefined && l.result.outcome && String(l.id) === String(id));
+    return r && (r.result.outcome.optionId || r.result.outcome.outcome);
+  }
   if (cli === "codex") {
     const r = lines.find((l) => l.result !== undefined && String(l.id) === String(id));
     return r && r.result.decision;
@@ -63,7 +80,8 @@ async function one(c, url, sentFile) {
   check(pending.length === 1, `${c.name}: the agent keeps one pending interrupt: ${JSON.stringify(pending)}`);
   const it = pending[0];
   const cli = c.cli || "claude";
-  check(it.reason === "tool_call" && it.toolCallId === asked[cli], `${c.name}: a tool_call interrupt for the streamed call: ${JSON.stringify(it)}`);
+  const call = acp[cli] ? it.metadata && it.metadata.toolCall && it.metadata.toolCall.toolCallId : asked[cli];
+  check(it.reason === "tool_call" && it.toolCallId === call, `${c.name}: a tool_call interrupt for the streamed call: ${JSON.stringify(it)}`);
   if (cli === "claude") {
     check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
   }
@@ -84,12 +102,13 @@ async function one(c, url, sentFile) {
   const started = resumed[0];
   check(started.type === "RUN_STARTED" && started.runId === `${c.name}-2`, `${c.name}: the resumed run is the request's`);
   check(
-    resumed.some((e) => e.type === "TOOL_CALL_RESULT" && e.toolCallId === it.toolCallId),
+    c.noResult || resumed.some((e) => e.type === "TOOL_CALL_RESULT" && e.toolCallId === it.toolCallId),
     `${c.name}: a TOOL_CALL_RESULT for the original call`,
   );
   check(!resumed.some((e) => e.type === "TOOL_CALL_START"), `${c.name}: the call is not repeated`);
   const last = resumed[resumed.length - 1];
-  check(last.type === "RUN_FINISHED" && (!last.outcome || last.outcome.type === "success"), `${c.name}: the resumed run finishes: ${JSON.stringify(last)}`);
+  const ends = (o) => (c.ends ? o && o.type === c.ends : !o || o.type === "success");
+  check(last.type === "RUN_FINISHED" && ends(last.outcome), `${c.name}: the resumed run finishes: ${JSON.stringify(last)}`);
   check(a.pendingInterrupts.length === 0, `${c.name}: nothing pending after the resume`);
 
   const got = answer(cli, sentFile, it.id);
@@ -102,6 +121,12 @@ async function one(c, url, sentFile) {
     "codex-approve": "accept",
     "codex-deny": "decline",
     "codex-cancel": "cancel",
+    "gemini-approve": "proceed_once",
+    "gemini-deny": "cancel",
+    "gemini-cancel": "cancelled",
+    "opencode-approve": "once",
+    "opencode-deny": "reject",
+    "opencode-cancel": "cancelled",
   }[c.name];
   check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
 }

@@ -1,0 +1,147 @@
+//! `serve` over the Agent Client Protocol: `serve gemini -- --approval ask`
+//! replaying Gemini CLI's real permission request (the stand-in
+//! `tests/fake/acp_agent.py`, reached through `tests/fake/cli` with
+//! FAKE_ACP), and a thread's second turn loading the agent's session.
+//! (`tests/conformance.rs` drives the same with the official HttpAgent.)
+
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+mod common;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-serve-acp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    let _ = std::fs::remove_file(&file);
+    file
+}
+
+fn post(addr: &str, body: &Value) -> Vec<Value> {
+    let body = body.to_string();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn input(thread: &str, run: &str, text: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run, "state": {}, "tools": [], "context": [],
+        "forwardedProps": {}, "protocolVersion": "1.0.0",
+        "messages": [{"id": "m1", "role": "user", "content": text}],
+    })
+}
+
+fn sent(file: &Path) -> Vec<Value> {
+    common::values(&std::fs::read_to_string(file).unwrap_or_default())
+}
+
+fn assert_valid(runs: &[&[Value]]) {
+    let text: String = runs
+        .iter()
+        .flat_map(|r| r.iter())
+        .map(|e| format!("{e}\n"))
+        .collect();
+    agui_translate::check::check_bytes(text.as_bytes()).unwrap_or_else(|v| panic!("{v:?}\n{text}"));
+}
+
+/// Gemini CLI's real permission request reaches the page as an interrupt,
+/// and the page's approval reaches Gemini CLI as its `proceed_once` option.
+#[test]
+fn a_page_approves_gemini_over_acp() {
+    let sent_file = tmp("gemini-sent");
+    let replay = root().join("testdata/acp/gemini-0.61.0/approval-allow.jsonl");
+    let s = common::serve_run(
+        "gemini",
+        &[],
+        &["--approval", "ask"],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent_file),
+        ],
+    );
+    let one = post(&s.addr, &input("th", "r1", "Run echo in the shell."));
+    let its = common::interrupts(&one);
+    assert_eq!(its[0]["reason"], "tool_call");
+    assert_eq!(
+        its[0]["toolCallId"],
+        "run_shell_command__run_shell_command_1795833764525_0"
+    );
+    let answered = |sent: &[Value]| {
+        sent.iter()
+            .find(|m| m["id"] == 0 && m["result"]["outcome"].is_object())
+            .map(|m| m["result"]["outcome"].clone())
+    };
+    assert_eq!(answered(&sent(&sent_file)), None, "nothing answered yet");
+
+    let mut resume = input("th", "r2", "Run echo in the shell.");
+    resume["resume"] =
+        json!([{"interruptId": its[0]["id"], "status": "resolved", "payload": {"approved": true}}]);
+    let two = post(&s.addr, &resume);
+    assert_eq!(two[0]["type"], "RUN_STARTED");
+    assert!(two
+        .iter()
+        .any(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == its[0]["toolCallId"]));
+    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(
+        answered(&sent(&sent_file)),
+        Some(json!({"outcome": "selected", "optionId": "proceed_once"}))
+    );
+    assert_valid(&[&one, &two]);
+}
+
+/// A thread's next turn loads the agent's session (`session/load`) and
+/// prompts it there; the history the agent replays is not sent again.
+#[test]
+fn a_second_turn_loads_the_agents_session() {
+    let sent_file = tmp("load-sent");
+    // `--cli` (the stand-in, here running the test agent) names the agent.
+    let s = common::serve_run(
+        "acp",
+        &[],
+        &[],
+        &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
+    );
+    let one = post(&s.addr, &input("th", "r1", "say hello"));
+    assert_eq!(one.last().unwrap()["type"], "RUN_FINISHED", "{one:?}");
+    let session = sent(&sent_file)
+        .iter()
+        .find(|m| m["method"] == "session/prompt")
+        .unwrap()["params"]["sessionId"]
+        .clone();
+    std::fs::remove_file(&sent_file).unwrap();
+
+    let two = post(&s.addr, &input("th", "r2", "say hello again"));
+    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED", "{two:?}");
+    let sent = sent(&sent_file);
+    let load = sent.iter().find(|m| m["method"] == "session/load").unwrap();
+    assert_eq!(load["params"]["sessionId"], session);
+    let prompt = sent
+        .iter()
+        .find(|m| m["method"] == "session/prompt")
+        .unwrap();
+    assert_eq!(prompt["params"]["sessionId"], session);
+    let text = serde_json::to_string(&two).unwrap();
+    assert!(!text.contains("Earlier answer"), "{text}");
+    assert!(text.contains("Hello from "), "{text}");
+    assert_valid(&[&one, &two]);
+}
