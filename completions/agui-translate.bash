@@ -189,7 +189,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --codex-transport --approval-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --transport --approval-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -231,8 +231,8 @@ _agui__translate() {
                     COMPREPLY=($(compgen -W "default auto-edit yolo ask" -- "${cur}"))
                     return 0
                     ;;
-                --codex-transport)
-                    COMPREPLY=($(compgen -W "auto exec app-server" -- "${cur}"))
+                --transport)
+                    COMPREPLY=($(compgen -W "auto stream acp exec app-server" -- "${cur}"))
                     return 0
                     ;;
                 --approval-timeout)
@@ -275,7 +275,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode"
+            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

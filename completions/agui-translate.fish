@@ -67,7 +67,9 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ap
 auto-edit\t''
 yolo\t''
 ask\t''"
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l codex-transport -d 'How `run codex` talks to Codex: `app-server` streams text and command output as they come, `exec` is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`)' -r -f -a "auto\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l transport -d 'How `run` talks to a CLI that has two ways. Codex: `app-server` streams text and command output as they come, `exec` (or `stream`) is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`). Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client Protocol with them (`gemini --acp`, `opencode acp`), `stream` is their JSON mode; `auto` uses ACP with `--approval ask`' -r -f -a "auto\t''
+stream\t''
+acp\t''
 exec\t''
 app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval-timeout -d 'With `--approval ask`: how long the tool calls asked about wait for a decision before they are denied and the CLI is stopped (exit status 3)' -r

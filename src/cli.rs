@@ -724,7 +724,7 @@ RUN_ERROR, credentials redacted. SIGINT, SIGTERM and SIGHUP are passed to \
 the CLI's process group (over the Codex app-server, they interrupt the turn; \
 over ACP, they cancel it) and the stream ends as a cancelled run.
 
-`run acp -- COMMAND ARGS…` runs any agent that speaks the Agent Client \
+`run acp -- COMMAND ARGS...` runs any agent that speaks the Agent Client \
 Protocol (ACP) on stdio, agui-translate its client; so does `run gemini|qwen|\
 copilot|opencode --transport acp`, and `--approval ask` picks it for them.",
         rows.join("\n")
@@ -817,7 +817,7 @@ pub struct RunArgs {
     /// uses the app-server when the installed version is 0.169.0 or later
     /// and the arguments after `--` are ones it takes (`-c key=value`).
     /// Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client
-    /// Protocol with them (`gemini --acp`, `opencode acp`, …), `stream` is
+    /// Protocol with them (`gemini --acp`, `opencode acp`), `stream` is
     /// their JSON mode; `auto` uses ACP with `--approval ask`.
     #[arg(
         long = "transport",
