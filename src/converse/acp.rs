@@ -515,15 +515,20 @@ impl<'a> Session<'a> {
                 "{agent} cannot load session {resume} (its initialize answer has no loadSession capability): the thread cannot go on"
             ))));
         }
-        self.stage = Stage::Loading;
         self.session = Some(resume.to_owned());
+        self.load(agent_in).map(|()| None)
+    }
+
+    /// Send `session/load`.
+    fn load(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
+        self.stage = Stage::Loading;
+        let session = self.session.clone().unwrap_or_default();
         let params = SessionParams {
-            session_id: Some(resume),
+            session_id: Some(&session),
             cwd: self.opts.cwd,
             mcp_servers: [],
         };
         self.request(agent_in, SESSION, "session/load", params)
-            .map(|()| None)
     }
 
     /// Send the prompt.
@@ -778,14 +783,56 @@ fn session_id(result: &RawValue) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// A JSON-RPC error as a sentence: its message and code.
+/// A JSON-RPC error as a sentence: its message, the `details` of its
+/// `data` if any (Gemini CLI's say what went wrong), and its code.
 fn rpc_error(e: &RawValue) -> String {
-    match serde_json::from_str::<RpcError>(e.get()) {
-        Ok(err) => format!("{} (error {})", ask::shown(&err.message), err.code),
-        Err(_) => ask::shown(e.get()),
+    #[derive(Deserialize)]
+    struct Data {
+        #[serde(default)]
+        details: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Error<'a> {
+        #[serde(borrow)]
+        data: Option<&'a RawValue>,
+    }
+    let details = serde_json::from_str::<Error>(e.get())
+        .ok()
+        .and_then(|e| e.data)
+        .and_then(|d| serde_json::from_str::<Data>(d.get()).ok())
+        .and_then(|d| d.details);
+    match (serde_json::from_str::<RpcError>(e.get()), details) {
+        (Ok(err), Some(d)) => format!(
+            "{}: {} (error {})",
+            ask::shown(&err.message),
+            ask::shown(&d),
+            err.code
+        ),
+        (Ok(err), None) => format!("{} (error {})", ask::shown(&err.message), err.code),
+        (Err(_), _) => ask::shown(e.get()),
     }
 }
 
 fn to_vec<T: Serialize>(v: &T) -> Vec<u8> {
     serde_json::to_vec(v).expect("serializable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_their_details() {
+        let raw = |s: &str| RawValue::from_string(s.into()).unwrap();
+        assert_eq!(
+            rpc_error(&raw(
+                r#"{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}"#
+            )),
+            "Internal error: No previous sessions found for this project. (error -32603)"
+        );
+        assert_eq!(
+            rpc_error(&raw(r#"{"code":-32000,"message":"no\nsessions"}"#)),
+            "no\\nsessions (error -32000)"
+        );
+    }
 }
