@@ -326,6 +326,7 @@ fn every_failure_of_the_agent_is_a_run_error_that_names_it() {
             &[("ACP_MODE", "refuse")],
             "refused session/new: no sessions today",
         ),
+        ("hi", &["--resume", "sess-1"], &[("ACP_MODE", "noload")], "refused session/load: Internal error: No previous sessions found for this project. (error -32603)"),
         ("an error please", &[], &[], "the model is unavailable"),
         ("exit now", &[], &[], "exited with status 3"),
         (

@@ -16,6 +16,7 @@ Driven by the environment:
   ACP_ARGV=FILE     write the arguments to FILE, one a line
   ACP_MODE=garbage  print a line that is not JSON-RPC and exit
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
+  ACP_MODE=noload   answer session/load with a JSON-RPC error
 
 Otherwise the prompt's words say what the turn does:
   tool      a tool call streamed with its input and its output, then text
@@ -234,6 +235,9 @@ def main():
                 send({"id": rid, "error": {"code": -32000, "message": "no sessions today"}})
             else:
                 send({"id": rid, "result": {"sessionId": session}})
+        elif method == "session/load" and mode == "noload":
+            send({"id": rid, "error": {"code": -32603, "message": "Internal error",
+                                       "data": {"details": "No previous sessions found for this project."}}})
         elif method == "session/load":
             session = msg["params"]["sessionId"]
             update(session, {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "earlier"}})
