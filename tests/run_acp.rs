@@ -138,6 +138,15 @@ fn the_real_recordings_replay_through_run_over_acp() {
                 "{name}\n{text}"
             );
             assert_sent_as_recorded(&name, &sent, &recorded);
+            if scenario == "text" {
+                // Over ACP, OpenCode's text comes in deltas (in one burst
+                // when its part ends), not as one whole part.
+                let deltas = common::values(&text)
+                    .iter()
+                    .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+                    .count();
+                assert!(deltas > 2, "{name}: {deltas} deltas");
+            }
         }
     }
 }
