@@ -63,7 +63,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cw
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l allow-tool -d 'Allow this tool without asking (repeatable; all but codex)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l deny-tool -d 'Forbid this tool (repeatable; all but codex)' -r
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), everything without asking (`yolo`, never the default), or by the person at the other end (`ask`, claude, and codex over its app-server: the run ends with an interrupt, and a resume line on standard input answers it)' -r -f -a "default\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval -d 'How tool calls are approved: the CLI\'s own way, file edits without asking (`auto-edit`), everything without asking (`yolo`, never the default), or by the person at the other end (`ask`: claude, codex over its app-server, and the CLIs over ACP; the run ends with an interrupt, and a resume line on standard input answers it)' -r -f -a "default\t''
 auto-edit\t''
 yolo\t''
 ask\t''"

@@ -798,9 +798,9 @@ pub struct RunArgs {
 
     /// How tool calls are approved: the CLI's own way, file edits without
     /// asking (`auto-edit`), everything without asking (`yolo`, never the
-    /// default), or by the person at the other end (`ask`, claude, and
-    /// codex over its app-server: the run ends with an interrupt, and a
-    /// resume line on standard input answers it).
+    /// default), or by the person at the other end (`ask`: claude, codex
+    /// over its app-server, and the CLIs over ACP; the run ends with an
+    /// interrupt, and a resume line on standard input answers it).
     #[arg(
         long,
         value_enum,

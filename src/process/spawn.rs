@@ -764,7 +764,12 @@ impl Started {
                 timeout: a.approval_timeout,
                 marker: a.input_marker,
             }),
-            agent: name,
+            // Its title where it has one: "Gemini CLI asks permission…".
+            agent: if a.cli.program.is_empty() {
+                name
+            } else {
+                a.cli.title
+            },
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
