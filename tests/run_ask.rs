@@ -471,12 +471,13 @@ fn an_ask_withdrawn_before_the_run_ends_is_not_asked() {
 }
 
 #[test]
-fn only_claude_and_codex_can_ask() {
+fn the_json_modes_of_the_others_cannot_ask() {
+    // They ask over ACP (tests/run_acp.rs); their stream modes cannot.
     for cli in ["gemini", "qwen", "copilot", "opencode"] {
         let out = Command::new(BIN)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
-            .args(["run", cli, "--cli"])
+            .args(["run", cli, "--transport", "stream", "--cli"])
             .arg(root().join("tests/fake/cli"))
             .args(["--approval", "ask", "hello"])
             .output()
@@ -484,7 +485,7 @@ fn only_claude_and_codex_can_ask() {
         assert_eq!(out.status.code(), Some(2), "{cli}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--approval ask") && err.contains("only claude and codex can"),
+            err.contains("--approval ask") && err.contains("--transport acp"),
             "{cli}: {err}"
         );
     }

@@ -1034,7 +1034,8 @@ fn transport(
     asking: bool,
 ) -> anyhow::Result<Option<(Dialect, &'static Client)>> {
     let client = cli.client();
-    if choice != Transport::Auto && client.is_none() {
+    // Every CLI has its stream.
+    if !matches!(choice, Transport::Auto | Transport::Stream) && client.is_none() {
         anyhow::bail!("--transport: {cli} has a single transport");
     }
     Ok(match choice {
