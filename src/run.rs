@@ -40,6 +40,118 @@ pub fn translate_bytes(from: crate::dialect::FromCli, input: &[u8]) -> Vec<u8> {
     out
 }
 
+/// What [`translate_bytes`] gives for `input` read as each of `froms`
+/// and cut at each of `cuts` (in increasing order), handed to `each` with
+/// the cut and the reading, in one pass: the whole lines before a cut are
+/// translated once, and the rest of the cut (the part of a line it ends
+/// in, and the end of the input) from a copy of the translator and the
+/// emitter taken there. For the reliability sweep, which cuts every
+/// recording at thousands of places.
+///
+/// `each` also gets how much of the output the whole lines wrote: that
+/// beginning of one reading's output only grows from one cut to the next
+/// (each cut's output begins with the one before it), but where a cut
+/// goes its own way and it is 0.
+pub fn translate_cuts(
+    froms: &[crate::dialect::FromCli],
+    input: &[u8],
+    cuts: &[usize],
+    mut each: impl FnMut(usize, crate::dialect::FromCli, &[u8], usize),
+) {
+    let opts = Options {
+        strict: false,
+        quiet: true,
+    };
+    /// One reading of the input, up to the last whole line before a cut.
+    struct Reading<'a> {
+        from: crate::dialect::FromCli,
+        tr: Box<dyn Translate>,
+        em: Emitter,
+        stats: Stats,
+        at: Position,
+        lines: Lines<&'a [u8]>,
+        out: Vec<u8>,
+    }
+    let mut readings: Vec<Reading> = froms
+        .iter()
+        .map(|&from| Reading {
+            from,
+            tr: dialect::for_input(from).expect("every dialect has a translator"),
+            em: Emitter::new(crate::agui::Format::Ndjson, None, None),
+            stats: Stats::default(),
+            at: Position::default(),
+            lines: Lines::new(input),
+            out: Vec::new(),
+        })
+        .collect();
+    // The input before `done` is whole lines, translated.
+    let mut done = 0;
+    let mut last = 0;
+    for &cut in cuts {
+        assert!(last <= cut && cut <= input.len(), "cuts in order");
+        last = cut;
+        while let Some(nl) = memchr::memchr(b'\n', &input[done..cut]) {
+            for r in &mut readings {
+                let (line, _) = r
+                    .lines
+                    .next_with_end()
+                    .expect("reading memory cannot fail")
+                    .expect("a line ends here");
+                take_line(
+                    line,
+                    true,
+                    &mut r.at,
+                    "input",
+                    r.tr.as_mut(),
+                    &mut r.em,
+                    opts,
+                    &mut r.stats,
+                );
+                r.em.drain_to(&mut r.out)
+                    .expect("writing to memory cannot fail");
+            }
+            done += nl + 1;
+        }
+        let rest = &input[done..cut];
+        for r in &readings {
+            if done > 0 && rest.starts_with(b"\xEF\xBB\xBF") {
+                // A fresh reader would take these bytes for a byte order mark.
+                each(cut, r.from, &translate_bytes(r.from, &input[..cut]), 0);
+                continue;
+            }
+            let (mut tr, mut em, mut stats, mut at) =
+                (r.tr.fork(), r.em.clone(), r.stats.clone(), r.at);
+            let mut out = r.out.clone();
+            let mut lines = Lines::new(rest);
+            while let Some((line, terminated)) =
+                lines.next_with_end().expect("reading memory cannot fail")
+            {
+                take_line(
+                    line,
+                    terminated,
+                    &mut at,
+                    "input",
+                    tr.as_mut(),
+                    &mut em,
+                    opts,
+                    &mut stats,
+                );
+            }
+            settle(
+                "input",
+                tr.as_mut(),
+                &mut em,
+                &mut out,
+                at.saw_input,
+                opts,
+                &mut stats,
+            )
+            .expect("writing to memory cannot fail");
+            each(cut, r.from, &out, r.out.len());
+        }
+    }
+}
+
 /// With `--from CLI`: whether the input is that CLI's, told by the records
 /// that only one CLI writes ([`crate::dialect::classify`]) until the first
 /// one of the named CLI.
@@ -279,8 +391,7 @@ pub fn pump(
     stats: &mut Stats,
 ) -> anyhow::Result<bool> {
     let mut lines = Lines::new(rdr);
-    let mut saw_input = false;
-    let mut lineno = 0;
+    let mut at = Position::default();
     loop {
         let Some((line, terminated)) = lines
             .next_with_end()
@@ -288,55 +399,7 @@ pub fn pump(
         else {
             break;
         };
-        lineno += 1;
-        stats.lines += 1;
-        stats.bytes += line.len() as u64 + u64::from(terminated);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let first = !saw_input;
-        saw_input = true;
-        if let Some(looks) = stats.looks.as_mut() {
-            looks.line(line);
-        }
-        em.note_line(line);
-        em.begin_line();
-        if let Err(err) = tr.line(line, em) {
-            stats.bad += 1;
-            let cut = if terminated {
-                ""
-            } else {
-                " (the input ends inside this line: it was cut short)"
-            };
-            if first && is_binary(line) {
-                stats.binary = Some(lineno);
-                if !opts.quiet {
-                    let _ = writeln!(
-                        io::stderr(),
-                        "agui-translate: {name}:{lineno}: this input is not text (binary data), so not a CLI's JSON stream; its lines go out as RAW, and are not reported one by one"
-                    );
-                }
-            } else if !opts.quiet && stats.binary.is_none() {
-                report(name, lineno, &err.to_string(), line, cut);
-            }
-            source::passthrough(em, tr.source(), lineno, line);
-        }
-        em.end_line();
-        for what in em.take_unknown() {
-            if opts.strict {
-                stats.bad += 1;
-            }
-            if opts.strict && !opts.quiet {
-                report(
-                    name,
-                    lineno,
-                    &format!("unknown {what} (--strict)"),
-                    line,
-                    "",
-                );
-            }
-            *stats.unknown.entry(what).or_default() += 1;
-        }
+        take_line(line, terminated, &mut at, name, tr, em, opts, stats);
         let more = lines.has_buffered_line();
         if !more || em.output().len() >= BATCH {
             em.drain_to(out).context("writing stdout")?;
@@ -348,7 +411,80 @@ pub fn pump(
             break; // the line in hand is done
         }
     }
-    Ok(saw_input)
+    Ok(at.saw_input)
+}
+
+/// Where [`pump`] is in its input.
+#[derive(Debug, Default, Clone, Copy)]
+struct Position {
+    /// Lines read so far.
+    lineno: u64,
+    /// Whether a non-blank line was read.
+    saw_input: bool,
+}
+
+/// One line of [`pump`]'s input, translated into `em`.
+#[allow(clippy::too_many_arguments)]
+fn take_line(
+    line: &mut [u8],
+    terminated: bool,
+    at: &mut Position,
+    name: &str,
+    tr: &mut dyn Translate,
+    em: &mut Emitter,
+    opts: Options,
+    stats: &mut Stats,
+) {
+    at.lineno += 1;
+    let lineno = at.lineno;
+    stats.lines += 1;
+    stats.bytes += line.len() as u64 + u64::from(terminated);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let first = !at.saw_input;
+    at.saw_input = true;
+    if let Some(looks) = stats.looks.as_mut() {
+        looks.line(line);
+    }
+    em.note_line(line);
+    em.begin_line();
+    if let Err(err) = tr.line(line, em) {
+        stats.bad += 1;
+        let cut = if terminated {
+            ""
+        } else {
+            " (the input ends inside this line: it was cut short)"
+        };
+        if first && is_binary(line) {
+            stats.binary = Some(lineno);
+            if !opts.quiet {
+                let _ = writeln!(
+                    io::stderr(),
+                    "agui-translate: {name}:{lineno}: this input is not text (binary data), so not a CLI's JSON stream; its lines go out as RAW, and are not reported one by one"
+                );
+            }
+        } else if !opts.quiet && stats.binary.is_none() {
+            report(name, lineno, &err.to_string(), line, cut);
+        }
+        source::passthrough(em, tr.source(), lineno, line);
+    }
+    em.end_line();
+    for what in em.take_unknown() {
+        if opts.strict {
+            stats.bad += 1;
+        }
+        if opts.strict && !opts.quiet {
+            report(
+                name,
+                lineno,
+                &format!("unknown {what} (--strict)"),
+                line,
+                "",
+            );
+        }
+        *stats.unknown.entry(what).or_default() += 1;
+    }
 }
 
 /// The end of an input: the translator settles what the input left open,

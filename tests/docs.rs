@@ -1547,6 +1547,12 @@ fn spark_example_writes_what_the_plain_command_writes() {
     let run = StdCommand::new(&submit)
         // No web UI: nothing to look at, and no port to bind.
         .args(["--conf", "spark.ui.enabled=false"])
+        // A JVM that starts for a short job: the quick compiler only, and
+        // one collector thread (the job itself is the same).
+        .args([
+            "--driver-java-options",
+            "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        ])
         .args(&words[1..])
         .current_dir(&dir)
         .env("PATH", path_with_this_build())

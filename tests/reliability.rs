@@ -7,9 +7,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
-use agui_translate::check::check_bytes;
+use agui_translate::check::{check_bytes, NdjsonLines, Summary, Violation};
 use agui_translate::dialect::FromCli;
-use agui_translate::run::translate_bytes as translate;
+use agui_translate::run::{translate_bytes as translate, translate_cuts};
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -90,29 +90,39 @@ fn every_cut_of_every_recording_is_well_formed() {
     };
     let total = recordings.iter().map(|(_, path)| weight(path)).sum();
     let progress = common::Progress::new("reliability", total, "MiB of recordings cut");
-    let total: usize = std::thread::scope(|scope| {
+    let (total, checks) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut cuts = 0;
+                    let (mut cuts, mut checks) = (0, 0);
                     while let Some((cli, path)) =
                         recordings.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
                     {
-                        cuts += cuts_are_well_formed(cli, path);
+                        let (c, k) = cuts_are_well_formed(cli, path);
+                        cuts += c;
+                        checks += k;
                         progress.add(weight(path));
                     }
-                    cuts
+                    (cuts, checks)
                 })
             })
             .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).sum()
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .fold((0, 0), |(c, k), (wc, wk)| (c + wc, k + wk))
     });
+    let _ = writeln!(
+        std::io::stderr(),
+        "reliability: {} recordings cut at {total} places, read as their CLI and as auto; {checks} different outputs checked",
+        recordings.len()
+    );
     assert!(total > 5_000, "only {total} cuts");
 }
 
 /// Every cut of one recording, by its dialect and by `auto`; the number of
-/// cuts.
-fn cuts_are_well_formed(cli: &str, path: &Path) -> usize {
+/// cuts, and of outputs checked.
+fn cuts_are_well_formed(cli: &str, path: &Path) -> (usize, usize) {
     let input = std::fs::read(path).unwrap();
     let cuts = cuts(&input);
     // The output last checked. The output by `auto` is most often the
@@ -120,24 +130,139 @@ fn cuts_are_well_formed(cli: &str, path: &Path) -> usize {
     // give the same output: an output the same, byte for byte, as the one
     // checked before has its verdict.
     let mut checked: Vec<u8> = Vec::new();
-    for &cut in &cuts {
-        let piece = &input[..cut];
-        for mode in [from(cli), FromCli::Auto] {
-            let out = translate(mode, piece);
-            if out != checked {
-                one_cut_is_well_formed(path, cut, mode, &out);
-                checked = out;
-            }
+    let mut checkers = [Checks::default(), Checks::default()];
+    // The outputs come from one pass over the recording (`translate_cuts`);
+    // one in 64, and the whole recording's, is also translated on its own
+    // and must be the same.
+    let (mut outputs, mut checks) = (0, 0);
+    let modes = [from(cli), FromCli::Auto];
+    translate_cuts(&modes, &input, &cuts, |cut, mode, out, whole| {
+        if outputs % 64 == 0 || cut == input.len() {
+            assert!(
+                out == translate(mode, &input[..cut]),
+                "{} cut at {cut} ({mode:?}): the one-pass output differs",
+                path.display()
+            );
+        }
+        outputs += 1;
+        if out != checked {
+            let verdict = checkers[usize::from(mode == FromCli::Auto)].verdict(out, whole);
+            one_cut_is_well_formed(path, cut, mode, out, verdict);
+            checks += 1;
+            checked.clear();
+            checked.extend_from_slice(out);
+        }
+    });
+    assert_eq!(outputs, 2 * cuts.len());
+    (cuts.len(), checks)
+}
+
+/// `agui-translate check`'s verdicts on the outputs of one reading of a
+/// recording's cuts, which begin alike: the output of the whole lines
+/// before a cut is checked once, and a copy of the checks goes on with the
+/// rest of each cut's output.
+#[derive(Default)]
+struct Checks {
+    /// The checks of the output's beginning (`fed` bytes of whole lines).
+    base: NdjsonLines,
+    fed: usize,
+}
+
+impl Checks {
+    /// The verdict on `out`, whose first `whole` bytes begin each later
+    /// output of the reading (see `translate_cuts`).
+    fn verdict(&mut self, out: &[u8], whole: usize) -> Result<Summary, Vec<Violation>> {
+        if whole < self.fed {
+            return check_bytes(out);
+        }
+        for line in ndjson_lines(&out[self.fed..whole]) {
+            self.base.line(line);
+        }
+        self.fed = whole;
+        let mut rest = self.base.clone();
+        for line in ndjson_lines(&out[whole..]) {
+            rest.line(line);
+        }
+        rest.finish()
+    }
+}
+
+/// The lines of NDJSON text as `check` reads them.
+fn ndjson_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    text.split(|&b| b == b'\n')
+        .filter(move |_| !text.is_empty())
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+}
+
+/// The one-pass translation of the cuts above gives, for every cut, what
+/// translating the cut input alone gives, and the checks taken up at the
+/// cut's line the verdict of `check` on the whole output: every byte of
+/// the smallest recordings of each dialect, and of inputs with a byte order
+/// mark (at the start and inside), CRLF line ends, blank lines and binary
+/// data.
+#[test]
+fn one_pass_cuts_are_the_inputs_cut() {
+    let mut inputs: Vec<(FromCli, Vec<u8>)> = Vec::new();
+    for cli in agui_translate::dialect::ALL.iter().map(|spec| spec.name) {
+        let mut found = common::jsonl_under(&common::testdata().join(cli));
+        found.sort_by_key(|path| path.metadata().unwrap().len());
+        for path in found.iter().take(2) {
+            inputs.push((from(cli), std::fs::read(path).unwrap()));
         }
     }
-    cuts.len()
+    let gemini =
+        gemini_with(br#"{"type":"message","role":"assistant","content":"hi","delta":true}"#);
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&gemini);
+    let mut inner_bom = gemini.clone();
+    inner_bom.splice(
+        GEMINI_INIT.len() + 1..GEMINI_INIT.len() + 1,
+        *b"\xEF\xBB\xBF",
+    );
+    let crlf = String::from_utf8(gemini.clone())
+        .unwrap()
+        .replace('\n', "\r\n\n  \n");
+    let mut binary = b"\0\xff\xfe{\n".to_vec();
+    binary.extend_from_slice(&gemini);
+    for input in [bom, inner_bom, crlf.into_bytes(), binary] {
+        inputs.push((from("gemini"), input));
+    }
+    let mut compared = 0;
+    for (named, input) in &inputs {
+        let every: Vec<usize> = (0..=input.len()).collect();
+        let mut checkers = [Checks::default(), Checks::default()];
+        translate_cuts(
+            &[*named, FromCli::Auto],
+            input,
+            &every,
+            |cut, mode, out, whole| {
+                assert!(
+                    out == translate(mode, &input[..cut]),
+                    "cut at {cut} of {} ({mode:?}):\n{}",
+                    String::from_utf8_lossy(input),
+                    String::from_utf8_lossy(out)
+                );
+                let verdict = checkers[usize::from(mode == FromCli::Auto)].verdict(out, whole);
+                assert_eq!(verdict, check_bytes(out), "cut at {cut} ({mode:?})");
+                compared += 1;
+            },
+        );
+    }
+    assert!(compared > 1000, "{compared}");
 }
 
 /// The output `out` of `path` cut at `cut`, read as `mode`, is well-formed
-/// AG-UI with one run per input (each recording is one CLI run), so exactly
-/// one terminal event.
-fn one_cut_is_well_formed(path: &Path, cut: usize, mode: FromCli, out: &[u8]) {
-    if let Err(v) = check_bytes(out) {
+/// AG-UI (`verdict`, `check`'s) with one run per input (each recording is
+/// one CLI run), so exactly one terminal event.
+fn one_cut_is_well_formed(
+    path: &Path,
+    cut: usize,
+    mode: FromCli,
+    out: &[u8],
+    verdict: Result<Summary, Vec<Violation>>,
+) {
+    if let Err(v) = verdict {
         panic!(
             "{} cut at {cut} ({mode:?}): {v:?}\n{}",
             path.display(),

@@ -492,6 +492,7 @@ pub mod code {
     pub const INTERRUPT_EXPIRED: &str = "interrupt_expired";
 }
 
+#[derive(Clone)]
 enum RunState {
     /// No run yet, or the last one has ended and its terminal event is written.
     Idle,
@@ -502,12 +503,13 @@ enum RunState {
 
 /// Fields added to the next events (see [`Emitter::set_timestamp`] and
 /// [`Emitter::set_subagent`]).
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Context {
     timestamp: Option<i64>,
     subagent: Option<Arc<str>>,
 }
 
+#[derive(Clone)]
 pub struct Emitter {
     out: Vec<u8>,
     format: Format,
@@ -1777,12 +1779,14 @@ impl Emitter {
 
 /// Whether a subagent named in this run has been started (AG-UI does not
 /// let one start twice in a run, even after it finished).
+#[derive(Clone)]
 struct Started(bool);
 
 /// The most recent [`STARTED_TOOLS`] ids, with constant-time lookup and no
 /// allocation per id: each id is kept as a 128-bit fingerprint (two keyed
 /// SipHash values), so two different ids are taken for one with a chance
 /// of about 2^-116 among 4096.
+#[derive(Clone)]
 struct RecentSet {
     keys: [std::hash::RandomState; 2],
     set: HashSet<u128, BuildHasherDefault<Fingerprint>>,

@@ -23,6 +23,7 @@ const KINDS: usize = 6;
 /// subagent's run id.
 pub(super) type Owner = Option<Arc<str>>;
 
+#[derive(Clone)]
 pub(super) struct Open {
     pub kind: Kind,
     pub id: String,
@@ -37,7 +38,7 @@ pub(super) struct Open {
 /// A position in opening order.
 pub(super) type Seq = u64;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct OpenItems {
     /// Everything open, oldest first.
     order: BTreeMap<Seq, Open>,

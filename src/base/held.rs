@@ -3,7 +3,7 @@
 /// A string kept between lines (an open message's id, the model's name),
 /// whose buffer outlives its value: setting it again allocates nothing once
 /// the buffer is big enough.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Held {
     text: String,
     set: bool,

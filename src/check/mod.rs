@@ -161,6 +161,30 @@ fn is_sse_line(line: &[u8]) -> bool {
         .any(|p| line.starts_with(p))
 }
 
+/// The checks of an NDJSON stream taken a line at a time, for a caller
+/// that has the lines already: [`check`] gives for an NDJSON stream what
+/// its lines given here give. A copy taken between two lines goes on from
+/// there: the reliability sweep checks thousands of outputs that begin
+/// alike by checking their beginning once.
+#[derive(Default, Clone)]
+pub struct NdjsonLines {
+    checker: Checker,
+    lineno: u64,
+}
+
+impl NdjsonLines {
+    /// The next line, without its `\n`.
+    pub fn line(&mut self, line: &[u8]) {
+        self.lineno += 1;
+        self.checker.event(self.lineno, line);
+    }
+
+    /// The end of the stream: all violations, or a summary.
+    pub fn finish(self) -> Result<Summary, Vec<Violation>> {
+        self.checker.finish()
+    }
+}
+
 /// Check a stream held in memory.
 pub fn check_bytes(data: &[u8]) -> Result<Summary, Vec<Violation>> {
     check(data).expect("reading from memory cannot fail")
@@ -188,7 +212,7 @@ impl Family {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Run {
     ids: (String, String),
     /// Open items, with the subagent that started each (`None`: the parent
@@ -219,7 +243,7 @@ impl Run {
 }
 
 /// Where the stream is.
-#[derive(Default)]
+#[derive(Default, Clone)]
 enum Phase {
     /// No event yet.
     #[default]
@@ -231,7 +255,7 @@ enum Phase {
     Failed,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Checker {
     /// Tool calls started in the stream (clients match results by id
     /// across runs), each with the line and the run (by number) it started

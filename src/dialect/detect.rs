@@ -17,6 +17,14 @@ pub struct Detect {
     inner: Option<(Dialect, Box<dyn Translate>)>,
 }
 
+impl Clone for Detect {
+    fn clone(&self) -> Self {
+        Detect {
+            inner: self.inner.as_ref().map(|(d, tr)| (*d, tr.fork())),
+        }
+    }
+}
+
 impl Detect {
     /// The dialect detected so far.
     pub fn dialect(&self) -> Option<Dialect> {

@@ -255,6 +255,7 @@ enum Asked {
 }
 
 /// A request waiting for its answer.
+#[derive(Clone)]
 struct Pending {
     /// Its id, as JSON.
     id: String,
@@ -264,7 +265,7 @@ struct Pending {
     options: String,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Acp {
     /// The session of the last run (or of `session/new`'s answer).
     session: Held,

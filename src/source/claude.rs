@@ -153,6 +153,7 @@ struct ControlRequest<'a> {
 
 /// A permission question of the run, not yet answered by the tool's result
 /// nor withdrawn.
+#[derive(Clone)]
 struct Asked {
     /// Its `request_id`, as JSON.
     id: String,
@@ -537,6 +538,7 @@ enum Kind {
 }
 
 /// A content block seen in the stream of the current message.
+#[derive(Clone)]
 struct Streamed {
     index: u64,
     kind: Kind,
@@ -560,7 +562,7 @@ struct Streamed {
 /// How many finished blocks a lane keeps for reuse.
 const SPARE_BLOCKS: usize = 16;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Lane {
     /// The subagent, or `None` for the main agent.
     sub: Option<String>,
@@ -593,6 +595,7 @@ enum Ending<'a> {
 }
 
 /// A `Task`/`Agent` tool call: what names the subagent it starts.
+#[derive(Clone)]
 struct AgentCall {
     id: String,
     kind: Option<String>,
@@ -628,7 +631,7 @@ impl std::ops::Deref for Of {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Claude {
     flavor: Of,
     lanes: Vec<Lane>,
@@ -2749,6 +2752,7 @@ enum TaskTool {
 
 /// One task of the list: its subject and status as the CLI gave them, and
 /// its other fields (`description`, `activeForm`, `owner`, `blockedBy`).
+#[derive(Clone)]
 struct Task {
     id: String,
     subject: Option<Box<RawValue>>,
@@ -2782,7 +2786,7 @@ impl Task {
 /// task is added when TaskCreate's result gives its id, changed when
 /// TaskUpdate's result says it was, and the list is replaced by TaskList's
 /// result.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Tasks {
     /// Calls waiting for their result: tool call id → tool and input.
     calls: std::collections::HashMap<String, (TaskTool, Box<RawValue>)>,

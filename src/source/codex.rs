@@ -289,7 +289,7 @@ struct TokenInfo {
 
 /// A streaming UTF-8 decoder for one command's output: a character split
 /// between two chunks is kept until its last byte arrives.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Utf8Stream {
     pending: Vec<u8>,
 }
@@ -339,13 +339,14 @@ impl Utf8Stream {
 }
 
 /// A tool call in flight (legacy format).
+#[derive(Clone)]
 struct Call {
     /// One decoder per output stream (stdout, stderr).
     decoders: [Utf8Stream; 2],
     running_command: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Codex {
     /// The model named by the legacy preamble, for usage.
     model: Option<String>,

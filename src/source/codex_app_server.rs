@@ -361,6 +361,7 @@ struct DynamicContent<'a> {
 }
 
 /// The reasoning part being streamed.
+#[derive(Clone)]
 struct ReasoningPart {
     item: String,
     /// `summaryIndex`, or `contentIndex` for raw reasoning.
@@ -373,7 +374,7 @@ struct ReasoningPart {
     owner: Option<String>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct CodexAppServer {
     /// The thread, from the `thread/start` (or `resume`) response or the
     /// first `thread/started`. Other threads are subagents' (spawned by a

@@ -294,7 +294,7 @@ static QUIET: &[&str] = &[
 /// Token counts of the run's model calls (`assistant.usage`), summed; or,
 /// from versions without it, the output tokens each `assistant.message`
 /// counts.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Tokens {
     model: Held,
     seen: bool,
@@ -308,7 +308,7 @@ struct Tokens {
     reasoning: u64,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Copilot {
     /// The assistant message whose text is streaming (or streamed).
     text: Held,

@@ -98,7 +98,7 @@ struct Stats<'a> {
     models: Option<json::Entries<'a, Tokens>>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Gemini {
     /// The open assistant message, if text is streaming.
     text: Held,

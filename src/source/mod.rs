@@ -23,7 +23,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod qwen;
 
-pub trait Translate {
+pub trait Translate: Fork {
     /// Translate one non-blank input line. `line` is `&mut` so that a parser
     /// may decode in place.
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError>;
@@ -44,6 +44,19 @@ pub trait Translate {
 
     /// Take up what [`carried`](Self::carried) gave, before the input.
     fn carry_in(&mut self, _json: &str) {}
+}
+
+/// A copy of a translator in its present state, to go on from there on
+/// another path: the reliability sweep translates a recording once, and each
+/// cut of it from a copy taken at the cut's line.
+pub trait Fork {
+    fn fork(&self) -> Box<dyn Translate>;
+}
+
+impl<T: Translate + Clone + 'static> Fork for T {
+    fn fork(&self) -> Box<dyn Translate> {
+        Box::new(self.clone())
+    }
 }
 
 /// The `source` of RAW events before `--from auto` has told the dialect.

@@ -129,7 +129,7 @@ struct FailureData<'a> {
 }
 
 /// The run's steps so far: their tokens and cost, summed.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Steps {
     count: u64,
     seen: bool,
@@ -144,7 +144,7 @@ struct Steps {
     reason: Held,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct OpenCode {
     /// The session the run belongs to.
     session: Held,

@@ -261,27 +261,40 @@ async function verify00(text) {
 }
 
 // The streams framed on standard input (see the top of this file), as
-// [name, text] pairs, one at a time.
+// [name, text] pairs, one at a time. The chunks read are joined only once
+// a whole header or stream is there: joining at each chunk would copy a
+// large stream over and over.
 async function* framed(input) {
-  let buf = Buffer.alloc(0);
+  let chunks = []; // what is read and not yet taken, in order
+  let have = 0; // their length
   let want = null; // [name, length] of the stream being read
+  const joined = () => {
+    if (chunks.length > 1) chunks = [Buffer.concat(chunks, have)];
+    return chunks[0];
+  };
+  const take = (n) => {
+    const all = joined();
+    chunks = n < all.length ? [all.subarray(n)] : [];
+    have -= n;
+    return all.subarray(0, n);
+  };
   for await (const chunk of input) {
-    buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    chunks.push(chunk);
+    have += chunk.length;
     for (;;) {
       if (want === null) {
-        const nl = buf.indexOf(10);
+        if (have === 0) break;
+        const nl = joined().indexOf(10);
         if (nl < 0) break;
-        const [name, length] = buf.subarray(0, nl).toString("utf8").split("\t");
+        const [name, length] = take(nl + 1).subarray(0, nl).toString("utf8").split("\t");
         want = [name, Number(length)];
-        buf = buf.subarray(nl + 1);
       }
-      if (buf.length < want[1]) break;
-      yield [want[0], buf.subarray(0, want[1]).toString("utf8")];
-      buf = buf.subarray(want[1]);
+      if (have < want[1]) break;
+      yield [want[0], take(want[1]).toString("utf8")];
       want = null;
     }
   }
-  if (want !== null || buf.length) throw new Error("standard input ends inside a stream");
+  if (want !== null || have) throw new Error("standard input ends inside a stream");
 }
 
 async function* files(names) {
