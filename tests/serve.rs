@@ -1618,12 +1618,20 @@ fn a_missing_cli_is_named_at_start_and_the_server_serves() {
 /// catches SIGSEGV (to report a stack overflow) before `main`, and a
 /// handler does not survive `exec`.
 fn has_started(pid: u32) -> bool {
+    // The program's first line holds the stop signals (or, later, a
+    // handler catches them): from then on a SIGTERM is its own to act on.
+    // The runtime's SIGSEGV guard is installed earlier, before `main`, when
+    // a SIGTERM still ends the process by the default action.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGSEGV - 1)) != 0)
+    let mask = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let term = 1 << (libc::SIGTERM - 1);
+    (mask("SigBlk:") | mask("SigCgt:")) & term != 0
 }
 
 /// SIGTERM at any moment of a server's first 60 ms, while it reads a large
@@ -1649,8 +1657,8 @@ fn a_signal_while_starting_stops_the_server() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // The moments are counted from when the program runs: before its
-        // first instruction a SIGTERM ends it (the default action) and no
+        // The moments are counted from when the program's first line runs:
+        // before it a SIGTERM ends the process (the default action) and no
         // code of its own can be asked to do otherwise.
         while !has_started(child.id()) {
             std::thread::sleep(Duration::from_micros(200));
