@@ -189,27 +189,89 @@ struct MetaId<'a> {
 /// order of the record's tool results (most records have one).
 enum ResultMeta<'a> {
     None,
-    One(&'a RawValue),
-    Many(Vec<&'a RawValue>),
+    One(MetaEntry<'a>),
+    Many(Vec<MetaEntry<'a>>),
     /// Not a list: kept whole.
     Whole(&'a RawValue),
 }
 
+/// An entry of a `tool_result_meta` list, as written, with what the scan
+/// that found it saw on the way.
+#[derive(Clone, Copy)]
+struct MetaEntry<'a> {
+    text: &'a str,
+    /// Its `id`, as [`scan_id`] says.
+    id: Option<Option<&'a [u8]>>,
+    /// Its members but `id` (where each stands in `text`, from its key's
+    /// quote to its value's end), when it is an object of at most
+    /// [`META_MEMBERS`] of them and no key holds an escape.
+    members: Option<([(usize, usize); META_MEMBERS], usize)>,
+}
+
+/// How many members of an entry its scan keeps the places of.
+const META_MEMBERS: usize = 4;
+
+impl MetaEntry<'_> {
+    /// The entry's members but `id`, copied as they are, into `out` as one
+    /// object; false if the entry is not an object.
+    fn without_id(&self, out: &mut String) -> bool {
+        let Some((members, n)) = self.members else {
+            return without_id(self.text, out);
+        };
+        out.clear();
+        out.push('{');
+        for (k, &(at, end)) in members[..n].iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(&self.text[at..end]);
+        }
+        out.push('}');
+        true
+    }
+}
+
 impl<'a> ResultMeta<'a> {
+    /// The list split into its entries by one scan of its text, which
+    /// finds each entry's id on the way.
     fn read(meta: Option<&'a RawValue>) -> Self {
         let Some(meta) = meta else {
             return ResultMeta::None;
         };
-        match serde_json::from_str::<OneOrMany>(meta.get()) {
-            Ok(OneOrMany(None)) => ResultMeta::None,
-            Ok(OneOrMany(Some(m))) => m,
-            Err(_) => ResultMeta::Whole(meta),
+        let text = meta.get();
+        let b = text.as_bytes();
+        if b.first() != Some(&b'[') {
+            return ResultMeta::Whole(meta);
         }
+        let mut i = skip_ws(b, 1);
+        let mut list = ResultMeta::None;
+        while b.get(i).is_some_and(|&c| c != b']') {
+            // The list has parsed: an entry ends, and a comma or the
+            // list's end follows.
+            let Some(entry) = scan_entry(text, i) else {
+                return ResultMeta::Whole(meta);
+            };
+            let end = i + entry.text.len();
+            list = match list {
+                ResultMeta::None => ResultMeta::One(entry),
+                ResultMeta::One(first) => ResultMeta::Many(vec![first, entry]),
+                ResultMeta::Many(mut all) => {
+                    all.push(entry);
+                    ResultMeta::Many(all)
+                }
+                whole @ ResultMeta::Whole(_) => whole,
+            };
+            i = skip_ws(b, end);
+            if b.get(i) == Some(&b',') {
+                i = skip_ws(b, i + 1);
+            }
+        }
+        list
     }
 
-    fn get(&self, i: usize) -> Option<&'a RawValue> {
+    fn get(&self, i: usize) -> Option<MetaEntry<'a>> {
         match self {
-            ResultMeta::One(e) if i == 0 => Some(e),
+            ResultMeta::One(e) if i == 0 => Some(*e),
             ResultMeta::Many(v) => v.get(i).copied(),
             _ => None,
         }
@@ -229,10 +291,10 @@ struct MetaWalk<'a> {
 
 impl<'a> MetaWalk<'a> {
     /// The entry of tool call `id`, looked for from the next one on.
-    fn take(&mut self, id: &str, em: &mut Emitter) -> Option<&'a RawValue> {
-        let is_its = |e: &RawValue| match scan_id(e.get()) {
+    fn take(&mut self, id: &str, em: &mut Emitter) -> Option<MetaEntry<'a>> {
+        let is_its = |e: &MetaEntry| match e.id {
             Some(found) => found.is_some_and(|f| f == id.as_bytes()),
-            None => serde_json::from_str::<MetaId>(e.get())
+            None => serde_json::from_str::<MetaId>(e.text)
                 .ok()
                 .and_then(|m| m.id)
                 .is_some_and(|e| e == id),
@@ -242,7 +304,7 @@ impl<'a> MetaWalk<'a> {
             .find(|(_, e)| is_its(e))?;
         for i in self.next..found.0 {
             if let Some(e) = self.meta.get(i) {
-                em.custom("tool_result_meta", MetaValue::Json(e));
+                em.custom("tool_result_meta", MetaValue::Record(e.text));
             }
         }
         self.next = found.0 + 1;
@@ -256,41 +318,9 @@ impl<'a> MetaWalk<'a> {
         }
         let mut i = self.next;
         while let Some(e) = self.meta.get(i) {
-            em.custom("tool_result_meta", MetaValue::Json(e));
+            em.custom("tool_result_meta", MetaValue::Record(e.text));
             i += 1;
         }
-    }
-}
-
-/// A list read without a `Vec` when it holds one entry.
-struct OneOrMany<'a>(Option<ResultMeta<'a>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = OneOrMany<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list")
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: S,
-            ) -> Result<Self::Value, S::Error> {
-                let Some(first) = seq.next_element::<&'de RawValue>()? else {
-                    return Ok(OneOrMany(None));
-                };
-                let Some(second) = seq.next_element::<&'de RawValue>()? else {
-                    return Ok(OneOrMany(Some(ResultMeta::One(first))));
-                };
-                let mut all = vec![first, second];
-                while let Some(e) = seq.next_element::<&'de RawValue>()? {
-                    all.push(e);
-                }
-                Ok(OneOrMany(Some(ResultMeta::Many(all))))
-            }
-        }
-        d.deserialize_seq(V(std::marker::PhantomData))
     }
 }
 
@@ -298,37 +328,69 @@ impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
 /// quotes, found by a scan: Some(None) if it has none (nor one string id, or
 /// it is not an object: what the parser makes of it too); None if a key or
 /// the id holds an escape, for the parser to read.
+#[cfg(test)]
 fn scan_id(entry: &str) -> Option<Option<&[u8]>> {
-    let b = entry.as_bytes();
-    let (mut ids, mut found, mut escaped) = (0, None, false);
-    let object = json::scan_members(b, 0, &mut |key, _, start| {
-        escaped |= key.contains(&b'\\');
-        if key != b"id" {
-            return None;
-        }
-        ids += 1;
-        let end = json::value_end(b, start)?;
-        let v = &b[start..end];
-        found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
-        Some(end)
-    });
-    if escaped || found.is_some_and(|f| f.contains(&b'\\')) {
-        return None;
+    scan_entry(entry, 0).and_then(|e| e.id)
+}
+
+/// The entry of a list that starts at `text[i]` (text that has parsed),
+/// found by one scan; None if the text ends first.
+fn scan_entry(text: &str, i: usize) -> Option<MetaEntry<'_>> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'{') {
+        let end = json::value_end(b, i)?;
+        return Some(MetaEntry {
+            text: &text[i..end],
+            id: Some(None),
+            members: None,
+        });
     }
-    Some(found.filter(|_| object.is_some() && ids == 1))
+    let (mut ids, mut found, mut escaped) = (0, None, false);
+    let mut members = [(0, 0); META_MEMBERS];
+    let mut n = 0;
+    let end = json::scan_members(b, i, &mut |key, at, start| {
+        escaped |= has_escape(key);
+        let end = json::value_end(b, start)?;
+        if key == b"id" {
+            ids += 1;
+            let v = &b[start..end];
+            found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
+        } else {
+            if let Some(m) = members.get_mut(n) {
+                *m = (at - i, end - i);
+            }
+            n += 1;
+        }
+        Some(end)
+    })?;
+    let id = if escaped || found.is_some_and(has_escape) {
+        None
+    } else {
+        Some(found.filter(|_| ids == 1))
+    };
+    Some(MetaEntry {
+        text: &text[i..end],
+        id,
+        members: (!escaped && n <= META_MEMBERS).then_some((members, n)),
+    })
+}
+
+/// Whether a key or a string as written holds an escape (a loop: they are
+/// short, and `contains` would call `memchr`).
+fn has_escape(s: &[u8]) -> bool {
+    s.iter().any(|&c| c == b'\\')
 }
 
 /// The members of JSON object `entry` but `id`, copied as they are, into
 /// `out` as one object; false if `entry` is not an object. A scan of the
 /// text, unless a key holds an escape: then the parser reads the keys.
-fn without_id(entry: &RawValue, out: &mut String) -> bool {
+fn without_id(text: &str, out: &mut String) -> bool {
     out.clear();
-    let text = entry.get();
     let b = text.as_bytes();
     let mut escaped = false;
     let object = json::scan_members(b, 0, &mut |key, at, start| {
         let end = json::value_end(b, start)?;
-        if key.contains(&b'\\') {
+        if has_escape(key) {
             escaped = true;
         } else if key != b"id" {
             out.push(if out.is_empty() { '{' } else { ',' });
@@ -343,11 +405,11 @@ fn without_id(entry: &RawValue, out: &mut String) -> bool {
         out.push('}');
         return true;
     }
-    without_id_parsed(entry, out)
+    without_id_parsed(text, out)
 }
 
 /// [`without_id`] by the parser.
-fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
+fn without_id_parsed(text: &str, out: &mut String) -> bool {
     struct V<'de, 'o> {
         text: &'de str,
         out: &'o mut String,
@@ -385,7 +447,6 @@ fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
         }
     }
     out.clear();
-    let text = entry.get();
     let mut de = serde_json::Deserializer::from_str(text);
     text.starts_with('{') && serde::Deserializer::deserialize_map(&mut de, V { text, out }).is_ok()
 }
@@ -824,8 +885,6 @@ pub struct Claude {
     /// Scratch space for an `approval_request`'s value, or a tool result's
     /// `resultMeta`.
     value: String,
-    /// Scratch space for a record without the parts other events carry.
-    rest: String,
 }
 
 impl Claude {
@@ -1609,14 +1668,10 @@ impl Claude {
             // Not UTF-8: the whole record, rather than nothing.
             return raw(em, line, self.flavor);
         };
-        let mut out = std::mem::take(&mut self.rest);
-        out.clear();
-        if without_carried(rec, text, &mut out) {
-            em.raw_line(out.trim(), self.flavor.source);
-        } else {
-            raw(em, line, self.flavor);
+        match without_carried(rec, text) {
+            Some((pieces, n)) => em.raw_pieces(&pieces[..n], self.flavor.source),
+            None => raw(em, line, self.flavor),
         }
-        self.rest = out;
     }
 
     /// A complete tool call that changes the plan: TodoWrite's list is
@@ -1863,18 +1918,18 @@ impl Claude {
         tid: &str,
         block: &Block,
         extra: Option<&RawValue>,
-        result_meta: Option<&RawValue>,
+        result_meta: Option<MetaEntry>,
         em: &mut Emitter,
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
         // Its fields but `id`, in the scratch space of `approval_request`.
         let mut fields = std::mem::take(&mut self.value);
-        let object = result_meta.is_some_and(|e| without_id(e, &mut fields));
+        let object = result_meta.is_some_and(|e| e.without_id(&mut fields));
         let result_meta = match result_meta {
             Some(_) if object => Some(MetaValue::Record(&fields)),
             // Not an object: as it is.
-            other => other.map(MetaValue::Json),
+            other => other.map(|e| MetaValue::Record(e.text)),
         };
         let meta = &[
             (
@@ -2203,19 +2258,14 @@ struct Source<'a> {
 /// `tool_use_result`, `tool_result_meta`.
 type Carried = [Option<(usize, usize)>; 3];
 
-/// Write record `json` into `out` without its members `message.content`,
-/// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
+/// Record `json` without its members `message.content`, `tool_use_result`
+/// and `tool_result_meta`, the rest as it is, in at most four pieces; None
 /// if it is not an object with a message object. The members are placed by
 /// the parse of `rec` (read from `json`) where it can tell, else by a scan
 /// of the text.
-fn without_carried(rec: &Record, json: &str, out: &mut String) -> bool {
-    match parsed_places(rec, json).or_else(|| scanned_places(json)) {
-        Some(places) => {
-            cut(json, places, out);
-            true
-        }
-        None => false,
-    }
+fn without_carried<'j>(rec: &Record, json: &'j str) -> Option<([&'j str; 4], usize)> {
+    let places = parsed_places(rec, json).or_else(|| scanned_places(json))?;
+    Some(cut(json, places))
 }
 
 /// The places of the carried members as the parse of `rec` found them:
@@ -2325,15 +2375,19 @@ fn scanned_places(json: &str) -> Option<Carried> {
     (top.is_some() && message).then_some(places)
 }
 
-/// Write `json` into `out` without the members at `places`, each with one
-/// comma beside it.
-fn cut(json: &str, mut places: Carried, out: &mut String) {
+/// `json` without the members at `places`, each with one comma beside it,
+/// as at most four pieces (how many: the second value), with the spaces
+/// around the whole left out.
+fn cut<'j>(json: &'j str, mut places: Carried) -> ([&'j str; 4], usize) {
     let b = json.as_bytes();
     places.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    let mut pieces = [""; 4];
+    let mut n = 0;
     let mut at = 0;
     let mut cut = |(start, end): (usize, usize)| {
         let (start, end) = with_comma(b, start, end);
-        out.push_str(&json[at..start]);
+        pieces[n] = &json[at..start];
+        n += 1;
         at = end;
     };
     // Members next to each other are cut as one, with one comma.
@@ -2348,7 +2402,12 @@ fn cut(json: &str, mut places: Carried, out: &mut String) {
         };
     }
     group.map(&mut cut);
-    out.push_str(&json[at..]);
+    pieces[n] = &json[at..];
+    n += 1;
+    // The record's own spaces around it (the places are inside it).
+    pieces[0] = pieces[0].trim_start();
+    pieces[n - 1] = pieces[n - 1].trim_end();
+    (pieces, n)
 }
 
 /// Whether only a comma (and whitespace) stands between `end` and `start`.
@@ -2810,11 +2869,15 @@ mod tests {
     fn result_meta_leaves_out_only_the_id() {
         let cut = |entry: &str| {
             let mut out = String::new();
-            let ok = without_id(serde_json::from_str(entry).unwrap(), &mut out);
+            let ok = without_id(entry, &mut out);
             // The scan and the parser agree.
             let mut parsed = String::new();
-            let same = without_id_parsed(serde_json::from_str(entry).unwrap(), &mut parsed);
+            let same = without_id_parsed(entry, &mut parsed);
             assert_eq!((ok, &out), (same, &parsed), "{entry}");
+            // And the places kept by the scan that split the list.
+            let mut kept = String::new();
+            let by_places = scan_entry(entry, 0).unwrap().without_id(&mut kept);
+            assert_eq!((ok, &out), (by_places, &kept), "{entry}");
             (ok, out)
         };
         assert_eq!(
@@ -2826,6 +2889,10 @@ mod tests {
             (true, r#"{"c":{"id":2}}"#.to_owned())
         );
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
+        assert_eq!(
+            cut(r#"{"a":1,"b":2,"id":"x","c":3,"d":4,"e":{"id":5}}"#),
+            (true, r#"{"a":1,"b":2,"c":3,"d":4,"e":{"id":5}}"#.to_owned())
+        );
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
         // An entry's id, by the scan, or by the parser when it must.
@@ -2888,10 +2955,9 @@ mod tests {
                     assert_eq!(Some(parsed), places, "{json}");
                 }
             }
-            let mut out = String::new();
             places.map(|p| {
-                super::cut(json, p, &mut out);
-                out
+                let (pieces, n) = super::cut(json, p);
+                pieces[..n].concat()
             })
         };
         assert_eq!(
