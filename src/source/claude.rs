@@ -377,6 +377,7 @@ fn scan_entry(text: &str, i: usize) -> Option<MetaEntry<'_>> {
 
 /// Whether a key or a string as written holds an escape (a loop: they are
 /// short, and `contains` would call `memchr`).
+#[allow(clippy::manual_contains)]
 fn has_escape(s: &[u8]) -> bool {
     s.iter().any(|&c| c == b'\\')
 }
@@ -2378,7 +2379,7 @@ fn scanned_places(json: &str) -> Option<Carried> {
 /// `json` without the members at `places`, each with one comma beside it,
 /// as at most four pieces (how many: the second value), with the spaces
 /// around the whole left out.
-fn cut<'j>(json: &'j str, mut places: Carried) -> ([&'j str; 4], usize) {
+fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
     let b = json.as_bytes();
     places.sort_unstable_by_key(|s| s.map(|(a, _)| a));
     let mut pieces = [""; 4];
