@@ -2,6 +2,7 @@
 """Benchmark agui-translate against the pipe itself and a jq program.
 
     scripts/bench/bench.py [--sizes 256M,1G] [--dialects gemini,codex,...] [--rounds 5] [--bin PATH]
+                           [--baseline PATH] [--no-extras]
 
 For each dialect and size it builds an input from the recordings (gen.py;
 the `-small` dialects keep only records of at most 400 bytes, the
@@ -15,10 +16,15 @@ noise hits them alike:
   jq -c -f jq/X.jq FILE               what a user would write instead
 
 (output to /dev/null), reporting the median input MB/s, events/s, peak RSS
-and the ratios. It also measures start-up on a one-event input and the
+and the ratios. With `--baseline PATH` (a release build of an earlier
+commit), that binary reading the file is timed in the same rounds, its row
+beside the current one's, and the current one's speed is given as a ratio
+to it (the `vs baseline` column: above 1, faster); a dialect the baseline
+has no translator for gets no baseline row. It also measures start-up on a one-event input and the
 added latency of one event on a live pipe, and the shapes that once took
 quadratic time (40,000 tool calls left open; one 64 MiB line from a file and
-through a pipe). Results go to stdout as Markdown.
+through a pipe; `--no-extras` leaves these out). Results go to stdout as
+Markdown.
 """
 import argparse
 import os
@@ -82,6 +88,15 @@ def count_events(flag, path):
         f"{BIN} --from {flag} {path} | wc -l", shell=True, capture_output=True, text=True, check=True
     )
     return int(out.stdout.strip())
+
+
+def translates(binary, flag, path):
+    """Whether `binary` has a translator for `--from flag` (an earlier build
+    may have none): it must take the input's first lines."""
+    with open(path, "rb") as f:
+        head = b"".join(f.readline() for _ in range(20))
+    proc = subprocess.run([binary, "--from", flag], input=head, capture_output=True)
+    return proc.returncode == 0
 
 
 def median(xs):
@@ -168,7 +183,11 @@ def main():
     ap.add_argument("--no-jq", action="store_true", help="skip the jq program (slow on large inputs)")
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     ap.add_argument("--bin", help="the binary to time (default: build target/release's)")
+    ap.add_argument("--baseline", help="an earlier build to time beside it, in the same rounds")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="only the table: no start-up, latency or quadratic shapes")
     args = ap.parse_args()
+    base = os.path.abspath(args.baseline) if args.baseline else None
 
     global BIN
     if args.bin:
@@ -177,8 +196,13 @@ def main():
         subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "
           f"date {time.strftime('%Y-%m-%d')}; command: {' '.join(sys.argv)}\n")
-    print("| dialect | size | command | MB/s | events/s | peak RSS | vs pipe | vs jq |")
-    print("|---|---|---|---|---|---|---|---|")
+    if base:
+        print(f"Baseline: `{base}` (the rows `baseline --from …`).\n")
+        print("| dialect | size | command | MB/s | events/s | peak RSS | vs pipe | vs jq | vs baseline |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| dialect | size | command | MB/s | events/s | peak RSS | vs pipe | vs jq |")
+        print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes.split(","):
         for dialect in args.dialects.split(","):
             flag = DIALECT_FLAG[dialect]
@@ -192,6 +216,9 @@ def main():
                 f"cat FILE | agui-translate --from {flag}": f"cat {path} | {BIN} --from {flag}",
                 f"agui-translate --from {flag} FILE": f"{BIN} --from {flag} {path}",
             }
+            base_name = f"baseline --from {flag} FILE"
+            if base and translates(base, flag, path):
+                cmds[base_name] = f"{base} --from {flag} {path}"
             jq_prog = os.path.join(HERE, "jq", f"{flag}.jq")
             if not args.no_jq and shutil.which("jq") and os.path.exists(jq_prog):
                 cmds[f"jq -c -f jq/{flag}.jq FILE"] = f"jq -c -f {jq_prog} {path}"
@@ -208,8 +235,15 @@ def main():
                 evs = "" if name.startswith(("cat FILE | cat", "jq")) else f"{events / t:,.0f}"
                 vs_pipe = f"{pipe / t:.2f}×"
                 vs_jq = f"{jq / t:.1f}×" if jq and "agui-translate" in name else ""
-                print(f"| {dialect} | {size} | `{name}` | {mbs:,.0f} | {evs} | {rss[name] / 1024:.1f} MiB | {vs_pipe} | {vs_jq} |")
+                row = f"| {dialect} | {size} | `{name}` | {mbs:,.0f} | {evs} | {rss[name] / 1024:.1f} MiB | {vs_pipe} | {vs_jq} |"
+                if base:
+                    ours = name == f"agui-translate --from {flag} FILE"
+                    vs_base = f"{med[base_name] / t:.2f}×" if ours and base_name in med else ""
+                    row += f" {vs_base} |"
+                print(row)
             sys.stdout.flush()
+    if args.no_extras:
+        return
     s = startup()
     med, p99, n = latency()
     print(f"\nStart-up plus a one-event input: {s * 1000:.2f} ms (median of 200 runs).")

@@ -1654,7 +1654,18 @@ impl Emitter {
     /// A RAW event around a record copied as it is. `json` must be one
     /// valid JSON value (a line that has parsed).
     pub fn raw_line(&mut self, json: &str, source: &str) {
-        self.write_or_hold(Body::RawLine { json, source });
+        self.raw_pieces(&[json], source);
+    }
+
+    /// A RAW event around a record written as `pieces`, one after the
+    /// other: a record that has parsed with members cut out, copied as it
+    /// is without being put together first. Together they must be one valid
+    /// JSON value.
+    pub fn raw_pieces(&mut self, pieces: &[&str], source: &str) {
+        self.write_or_hold(Body::RawLine {
+            json: pieces,
+            source,
+        });
     }
 
     /// A RAW event: `event` is the provider's own record.
@@ -1752,7 +1763,9 @@ impl Emitter {
             ),
             Body::RawLine { json, source } => {
                 out.extend_from_slice(b"{\"type\":\"RAW\",\"event\":");
-                out.extend_from_slice(json.as_bytes());
+                for piece in json {
+                    out.extend_from_slice(piece.as_bytes());
+                }
                 out.extend_from_slice(b",\"source\":");
                 wire::string(out, source);
                 (true, wire::Kept::default())
@@ -1853,7 +1866,11 @@ impl std::hash::Hasher for Fingerprint {
 /// copied as it is.
 enum Body<'e, 'a> {
     Event(&'e Event<'a>),
-    RawLine { json: &'a str, source: &'a str },
+    /// The record in pieces, one after the other.
+    RawLine {
+        json: &'e [&'a str],
+        source: &'a str,
+    },
 }
 
 impl<'e, 'a> From<&'e Event<'a>> for Body<'e, 'a> {

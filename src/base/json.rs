@@ -6,7 +6,9 @@
 //! allocation unless a string holds escapes.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
+use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -95,12 +97,41 @@ pub fn value_end(b: &[u8], i: usize) -> Option<usize> {
 fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
     i += 1;
     loop {
-        i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
+        i += quote_or_backslash(b.get(i..)?)?;
         if b[i] == b'"' {
             return Some(i + 1);
         }
         i += 2;
     }
+}
+
+/// Where the first `"` or `\` of `b` is. Most strings of a record are
+/// short (keys, ids, names): their first 32 bytes are looked at eight at a
+/// time here, a call of `memchr` costing more than that; longer text goes
+/// to `memchr`.
+#[inline]
+fn quote_or_backslash(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` that is zero sets its high bit here; the lowest one
+    // set is the first such byte.
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut i = 0;
+    while i < 32 {
+        let Some(word) = b.get(i..i + 8) else {
+            return b[i..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\')
+                .map(|n| i + n);
+        };
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let found = zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr::memchr2(b'"', b'\\', &b[i..]).map(|n| i + n)
 }
 
 /// Index `i` moved past whitespace.
@@ -369,7 +400,11 @@ pub fn literal(v: &RawValue) -> Option<&RawValue> {
     if b.first() != Some(&b'"') {
         return None;
     }
-    for i in memchr::memmem::find_iter(b, b"\\u") {
+    // The searcher is made once: `memmem::find_iter` makes one per call,
+    // which costs more than the search of a short string.
+    static UNICODE_ESCAPE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\u"));
+    for i in UNICODE_ESCAPE.find_iter(b) {
         // `\\u` is an escaped backslash followed by `u`; a lone surrogate
         // check that also trips on it only costs a decode.
         if matches!(b.get(i + 2), Some(b'd' | b'D'))
@@ -528,6 +563,30 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first quote or backslash is found wherever it stands, in short
+    /// text and long, next to bytes of every value.
+    #[test]
+    fn quotes_and_backslashes_are_found_anywhere() {
+        for len in 0..80 {
+            for at in 0..=len {
+                for filler in [b'a', 0x00, 0x01, 0x21, 0x5b, 0x5d, 0x80, 0xff] {
+                    for mark in [b'"', b'\\'] {
+                        let mut b = vec![filler; len];
+                        if at < len {
+                            b[at] = mark;
+                            // A second one after the first changes nothing.
+                            if at + 1 < len {
+                                b[at + 1] = b'"';
+                            }
+                        }
+                        let want = (at < len).then_some(at);
+                        assert_eq!(quote_or_backslash(&b), want, "{len} {at} {filler} {mark}");
+                    }
+                }
+            }
+        }
+    }
 
     /// Members and values are found past escaped quotes and brackets
     /// inside strings, at any depth.

@@ -94,12 +94,12 @@ struct Record<'a> {
     message: Option<Message<'a>>,
     #[serde(borrow)]
     event: Option<StreamEvent<'a>>,
-    #[serde(borrow)]
-    tool_use_result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_use_result: Member<'a>,
     /// How the record's tool calls were allowed or refused (2.1.3xx):
     /// `[{id, permission_decision, non_execution_kind, …}]`.
-    #[serde(borrow)]
-    tool_result_meta: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_result_meta: Member<'a>,
     // system
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     model: Option<Cow<'a, str>>,
@@ -140,6 +140,25 @@ struct Record<'a> {
     request: Option<&'a RawValue>,
 }
 
+/// A member's value as it is in the line, `null` too (where an
+/// `Option<&RawValue>` would read `null` as absent): where the member stands
+/// is known whatever its value.
+#[derive(Default, Clone, Copy)]
+struct Member<'a>(Option<&'a RawValue>);
+
+impl<'a> Member<'a> {
+    /// The value, unless it is `null`.
+    fn value(self) -> Option<&'a RawValue> {
+        self.0.filter(|v| v.get() != "null")
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|v| Member(Some(v)))
+    }
+}
+
 /// A control request's fields that say what it asks.
 #[derive(Deserialize)]
 struct ControlRequest<'a> {
@@ -171,27 +190,89 @@ struct MetaId<'a> {
 /// order of the record's tool results (most records have one).
 enum ResultMeta<'a> {
     None,
-    One(&'a RawValue),
-    Many(Vec<&'a RawValue>),
+    One(MetaEntry<'a>),
+    Many(Vec<MetaEntry<'a>>),
     /// Not a list: kept whole.
     Whole(&'a RawValue),
 }
 
+/// An entry of a `tool_result_meta` list, as written, with what the scan
+/// that found it saw on the way.
+#[derive(Clone, Copy)]
+struct MetaEntry<'a> {
+    text: &'a str,
+    /// Its `id`, as [`scan_id`] says.
+    id: Option<Option<&'a [u8]>>,
+    /// Its members but `id` (where each stands in `text`, from its key's
+    /// quote to its value's end), when it is an object of at most
+    /// [`META_MEMBERS`] of them and no key holds an escape.
+    members: Option<([(usize, usize); META_MEMBERS], usize)>,
+}
+
+/// How many members of an entry its scan keeps the places of.
+const META_MEMBERS: usize = 4;
+
+impl MetaEntry<'_> {
+    /// The entry's members but `id`, copied as they are, into `out` as one
+    /// object; false if the entry is not an object.
+    fn without_id(&self, out: &mut String) -> bool {
+        let Some((members, n)) = self.members else {
+            return without_id(self.text, out);
+        };
+        out.clear();
+        out.push('{');
+        for (k, &(at, end)) in members[..n].iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(&self.text[at..end]);
+        }
+        out.push('}');
+        true
+    }
+}
+
 impl<'a> ResultMeta<'a> {
+    /// The list split into its entries by one scan of its text, which
+    /// finds each entry's id on the way.
     fn read(meta: Option<&'a RawValue>) -> Self {
         let Some(meta) = meta else {
             return ResultMeta::None;
         };
-        match serde_json::from_str::<OneOrMany>(meta.get()) {
-            Ok(OneOrMany(None)) => ResultMeta::None,
-            Ok(OneOrMany(Some(m))) => m,
-            Err(_) => ResultMeta::Whole(meta),
+        let text = meta.get();
+        let b = text.as_bytes();
+        if b.first() != Some(&b'[') {
+            return ResultMeta::Whole(meta);
         }
+        let mut i = skip_ws(b, 1);
+        let mut list = ResultMeta::None;
+        while b.get(i).is_some_and(|&c| c != b']') {
+            // The list has parsed: an entry ends, and a comma or the
+            // list's end follows.
+            let Some(entry) = scan_entry(text, i) else {
+                return ResultMeta::Whole(meta);
+            };
+            let end = i + entry.text.len();
+            list = match list {
+                ResultMeta::None => ResultMeta::One(entry),
+                ResultMeta::One(first) => ResultMeta::Many(vec![first, entry]),
+                ResultMeta::Many(mut all) => {
+                    all.push(entry);
+                    ResultMeta::Many(all)
+                }
+                whole @ ResultMeta::Whole(_) => whole,
+            };
+            i = skip_ws(b, end);
+            if b.get(i) == Some(&b',') {
+                i = skip_ws(b, i + 1);
+            }
+        }
+        list
     }
 
-    fn get(&self, i: usize) -> Option<&'a RawValue> {
+    fn get(&self, i: usize) -> Option<MetaEntry<'a>> {
         match self {
-            ResultMeta::One(e) if i == 0 => Some(e),
+            ResultMeta::One(e) if i == 0 => Some(*e),
             ResultMeta::Many(v) => v.get(i).copied(),
             _ => None,
         }
@@ -211,10 +292,10 @@ struct MetaWalk<'a> {
 
 impl<'a> MetaWalk<'a> {
     /// The entry of tool call `id`, looked for from the next one on.
-    fn take(&mut self, id: &str, em: &mut Emitter) -> Option<&'a RawValue> {
-        let is_its = |e: &RawValue| match scan_id(e.get()) {
+    fn take(&mut self, id: &str, em: &mut Emitter) -> Option<MetaEntry<'a>> {
+        let is_its = |e: &MetaEntry| match e.id {
             Some(found) => found.is_some_and(|f| f == id.as_bytes()),
-            None => serde_json::from_str::<MetaId>(e.get())
+            None => serde_json::from_str::<MetaId>(e.text)
                 .ok()
                 .and_then(|m| m.id)
                 .is_some_and(|e| e == id),
@@ -224,7 +305,7 @@ impl<'a> MetaWalk<'a> {
             .find(|(_, e)| is_its(e))?;
         for i in self.next..found.0 {
             if let Some(e) = self.meta.get(i) {
-                em.custom("tool_result_meta", MetaValue::Json(e));
+                em.custom("tool_result_meta", MetaValue::Record(e.text));
             }
         }
         self.next = found.0 + 1;
@@ -238,41 +319,9 @@ impl<'a> MetaWalk<'a> {
         }
         let mut i = self.next;
         while let Some(e) = self.meta.get(i) {
-            em.custom("tool_result_meta", MetaValue::Json(e));
+            em.custom("tool_result_meta", MetaValue::Record(e.text));
             i += 1;
         }
-    }
-}
-
-/// A list read without a `Vec` when it holds one entry.
-struct OneOrMany<'a>(Option<ResultMeta<'a>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = OneOrMany<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a list")
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: S,
-            ) -> Result<Self::Value, S::Error> {
-                let Some(first) = seq.next_element::<&'de RawValue>()? else {
-                    return Ok(OneOrMany(None));
-                };
-                let Some(second) = seq.next_element::<&'de RawValue>()? else {
-                    return Ok(OneOrMany(Some(ResultMeta::One(first))));
-                };
-                let mut all = vec![first, second];
-                while let Some(e) = seq.next_element::<&'de RawValue>()? {
-                    all.push(e);
-                }
-                Ok(OneOrMany(Some(ResultMeta::Many(all))))
-            }
-        }
-        d.deserialize_seq(V(std::marker::PhantomData))
     }
 }
 
@@ -280,37 +329,70 @@ impl<'de: 'a, 'a> Deserialize<'de> for OneOrMany<'a> {
 /// quotes, found by a scan: Some(None) if it has none (nor one string id, or
 /// it is not an object: what the parser makes of it too); None if a key or
 /// the id holds an escape, for the parser to read.
+#[cfg(test)]
 fn scan_id(entry: &str) -> Option<Option<&[u8]>> {
-    let b = entry.as_bytes();
-    let (mut ids, mut found, mut escaped) = (0, None, false);
-    let object = json::scan_members(b, 0, &mut |key, _, start| {
-        escaped |= key.contains(&b'\\');
-        if key != b"id" {
-            return None;
-        }
-        ids += 1;
-        let end = json::value_end(b, start)?;
-        let v = &b[start..end];
-        found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
-        Some(end)
-    });
-    if escaped || found.is_some_and(|f| f.contains(&b'\\')) {
-        return None;
+    scan_entry(entry, 0).and_then(|e| e.id)
+}
+
+/// The entry of a list that starts at `text[i]` (text that has parsed),
+/// found by one scan; None if the text ends first.
+fn scan_entry(text: &str, i: usize) -> Option<MetaEntry<'_>> {
+    let b = text.as_bytes();
+    if b.get(i) != Some(&b'{') {
+        let end = json::value_end(b, i)?;
+        return Some(MetaEntry {
+            text: &text[i..end],
+            id: Some(None),
+            members: None,
+        });
     }
-    Some(found.filter(|_| object.is_some() && ids == 1))
+    let (mut ids, mut found, mut escaped) = (0, None, false);
+    let mut members = [(0, 0); META_MEMBERS];
+    let mut n = 0;
+    let end = json::scan_members(b, i, &mut |key, at, start| {
+        escaped |= has_escape(key);
+        let end = json::value_end(b, start)?;
+        if key == b"id" {
+            ids += 1;
+            let v = &b[start..end];
+            found = (v.len() >= 2 && v[0] == b'"').then(|| &v[1..v.len() - 1]);
+        } else {
+            if let Some(m) = members.get_mut(n) {
+                *m = (at - i, end - i);
+            }
+            n += 1;
+        }
+        Some(end)
+    })?;
+    let id = if escaped || found.is_some_and(has_escape) {
+        None
+    } else {
+        Some(found.filter(|_| ids == 1))
+    };
+    Some(MetaEntry {
+        text: &text[i..end],
+        id,
+        members: (!escaped && n <= META_MEMBERS).then_some((members, n)),
+    })
+}
+
+/// Whether a key or a string as written holds an escape (a loop: they are
+/// short, and `contains` would call `memchr`).
+#[allow(clippy::manual_contains)]
+fn has_escape(s: &[u8]) -> bool {
+    s.iter().any(|&c| c == b'\\')
 }
 
 /// The members of JSON object `entry` but `id`, copied as they are, into
 /// `out` as one object; false if `entry` is not an object. A scan of the
 /// text, unless a key holds an escape: then the parser reads the keys.
-fn without_id(entry: &RawValue, out: &mut String) -> bool {
+fn without_id(text: &str, out: &mut String) -> bool {
     out.clear();
-    let text = entry.get();
     let b = text.as_bytes();
     let mut escaped = false;
     let object = json::scan_members(b, 0, &mut |key, at, start| {
         let end = json::value_end(b, start)?;
-        if key.contains(&b'\\') {
+        if has_escape(key) {
             escaped = true;
         } else if key != b"id" {
             out.push(if out.is_empty() { '{' } else { ',' });
@@ -325,11 +407,11 @@ fn without_id(entry: &RawValue, out: &mut String) -> bool {
         out.push('}');
         return true;
     }
-    without_id_parsed(entry, out)
+    without_id_parsed(text, out)
 }
 
 /// [`without_id`] by the parser.
-fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
+fn without_id_parsed(text: &str, out: &mut String) -> bool {
     struct V<'de, 'o> {
         text: &'de str,
         out: &'o mut String,
@@ -367,7 +449,6 @@ fn without_id_parsed(entry: &RawValue, out: &mut String) -> bool {
         }
     }
     out.clear();
-    let text = entry.get();
     let mut de = serde_json::Deserializer::from_str(text);
     text.starts_with('{') && serde::Deserializer::deserialize_map(&mut de, V { text, out }).is_ok()
 }
@@ -382,12 +463,147 @@ struct ResultError<'a> {
     message: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
 struct Message<'a> {
-    #[serde(borrow, default, deserialize_with = "json::opt_str")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     content: Option<MsgContent<'a>>,
+    /// Where its members stand in the line.
+    keys: MessageKeys<'a>,
+}
+
+/// Where a message's members stand in the line, noted while it is parsed:
+/// its keys as they are in the line, for those written without escapes.
+/// With them, and the places of `tool_use_result` and `tool_result_meta`
+/// (their values are borrowed from the line), the record's RAW copy is cut
+/// without a scan of the record.
+#[derive(Default, Clone, Copy)]
+struct MessageKeys<'a> {
+    /// The first key.
+    first: Option<&'a str>,
+    /// The `content` key.
+    content: Option<&'a str>,
+    /// The key after `content`'s value.
+    after: Option<&'a str>,
+}
+
+/// A message's member, by its key: borrowed from the line unless the key
+/// holds escapes.
+struct MessageKey<'a> {
+    field: MessageField,
+    raw: Option<&'a str>,
+}
+
+enum MessageField {
+    Id,
+    Content,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for MessageKey<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MessageKey<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("field identifier")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MessageKey {
+                    field: MessageField::of(v),
+                    raw: Some(v),
+                })
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MessageKey {
+                    field: MessageField::of(v),
+                    raw: None,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl MessageField {
+    fn of(key: &str) -> Self {
+        match key {
+            "id" => MessageField::Id,
+            "content" => MessageField::Content,
+            _ => MessageField::Other,
+        }
+    }
+}
+
+/// As `#[derive(Deserialize)]` would read `{id, content}` (an object, or an
+/// array of the two), noting where the keys stand.
+impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Message<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("struct Message")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let id = seq.next_element::<Option<json::Borrowed>>()?.flatten();
+                let Some(content) = seq.next_element::<Option<MsgContent>>()? else {
+                    return Err(S::Error::invalid_length(
+                        1,
+                        &"struct Message with 2 elements",
+                    ));
+                };
+                Ok(Message {
+                    id: id.map(|b| b.0),
+                    content,
+                    keys: MessageKeys::default(),
+                })
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Self::Value, M::Error> {
+                let (mut id, mut content) = (None, None);
+                let mut keys = MessageKeys::default();
+                let (mut first, mut after_content) = (true, false);
+                while let Some(key) = map.next_key::<MessageKey<'de>>()? {
+                    if std::mem::take(&mut first) {
+                        keys.first = key.raw;
+                    }
+                    if std::mem::take(&mut after_content) {
+                        keys.after = key.raw;
+                    }
+                    match key.field {
+                        MessageField::Id if id.is_some() => {
+                            return Err(M::Error::duplicate_field("id"));
+                        }
+                        MessageField::Id => {
+                            id = Some(map.next_value::<Option<json::Borrowed>>()?.map(|b| b.0));
+                        }
+                        MessageField::Content if content.is_some() => {
+                            return Err(M::Error::duplicate_field("content"));
+                        }
+                        MessageField::Content => {
+                            content = Some(map.next_value::<Option<MsgContent>>()?);
+                            keys.content = key.raw;
+                            after_content = true;
+                        }
+                        MessageField::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Message {
+                    id: id.flatten(),
+                    content: content.flatten(),
+                    keys,
+                })
+            }
+        }
+        d.deserialize_struct("Message", &["id", "content"], V(std::marker::PhantomData))
+    }
 }
 
 /// A message's content: a plain string, or content blocks, parsed in the
@@ -673,8 +889,6 @@ pub struct Claude {
     /// Scratch space for an `approval_request`'s value, or a tool result's
     /// `resultMeta`.
     value: String,
-    /// Scratch space for a record without the parts other events carry.
-    rest: String,
 }
 
 impl Claude {
@@ -1376,7 +1590,7 @@ impl Claude {
                     None => self.derived_id(em, "msg"),
                 };
                 em.text_message(&id, Role::Assistant, t);
-                self.rest(line, em);
+                self.rest(rec, line, em);
                 return Ok(());
             }
             None => &[],
@@ -1440,7 +1654,7 @@ impl Claude {
             self.plan_call(kind, block, rec.parent_tool_use_id.as_deref(), em);
         }
         if !whole {
-            self.rest(line, em);
+            self.rest(rec, line, em);
         }
         Ok(())
     }
@@ -1450,7 +1664,7 @@ impl Claude {
     /// (`message.content`, `tool_use_result`, `tool_result_meta`). Its
     /// `uuid`, the message's `model`, `stop_reason`, `usage`, an API
     /// error's `error`, … are in no event of their own.
-    fn rest(&mut self, line: Line<'_>, em: &mut Emitter) {
+    fn rest(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         if !em.writes_raw() {
             return;
         }
@@ -1458,14 +1672,10 @@ impl Claude {
             // Not UTF-8: the whole record, rather than nothing.
             return raw(em, line, self.flavor);
         };
-        let mut out = std::mem::take(&mut self.rest);
-        out.clear();
-        if without_carried(text, &mut out) {
-            em.raw_line(out.trim(), self.flavor.source);
-        } else {
-            raw(em, line, self.flavor);
+        match without_carried(rec, text) {
+            Some((pieces, n)) => em.raw_pieces(&pieces[..n], self.flavor.source),
+            None => raw(em, line, self.flavor),
         }
-        self.rest = out;
     }
 
     /// A complete tool call that changes the plan: TodoWrite's list is
@@ -1633,7 +1843,7 @@ impl Claude {
         // Whether the whole record went out as RAW (a block not known).
         let mut whole = false;
         let mut metas = MetaWalk {
-            meta: ResultMeta::read(rec.tool_result_meta),
+            meta: ResultMeta::read(rec.tool_result_meta.value()),
             next: 0,
         };
         for block in blocks {
@@ -1654,12 +1864,14 @@ impl Claude {
                         }
                     }
                     let meta = metas.take(tid, em);
-                    self.tool_result(tid, block, rec.tool_use_result, meta, em);
+                    self.tool_result(tid, block, rec.tool_use_result.value(), meta, em);
                     if !self.asked.is_empty() {
                         // Its question, if it was asked, is settled.
                         self.asked.retain(|a| a.tool_use_id.as_deref() != Some(tid));
                     }
-                    if block.is_error != Some(true) && self.tasks.result(tid, rec.tool_use_result) {
+                    if block.is_error != Some(true)
+                        && self.tasks.result(tid, rec.tool_use_result.value())
+                    {
                         let id = plan::id(em, None);
                         self.tasks.snapshot(&id, em);
                     }
@@ -1698,7 +1910,7 @@ impl Claude {
         // A text's id is the record's uuid; a record of tool results only
         // has its uuid (and time) in no event.
         if texts == 0 && !whole {
-            self.rest(line, em);
+            self.rest(rec, line, em);
         }
         Ok(())
     }
@@ -1710,18 +1922,18 @@ impl Claude {
         tid: &str,
         block: &Block,
         extra: Option<&RawValue>,
-        result_meta: Option<&RawValue>,
+        result_meta: Option<MetaEntry>,
         em: &mut Emitter,
     ) {
         // A result for a call never announced: announce it, keeping the result.
         self.start_tool(tid, "unknown", None, em);
         // Its fields but `id`, in the scratch space of `approval_request`.
         let mut fields = std::mem::take(&mut self.value);
-        let object = result_meta.is_some_and(|e| without_id(e, &mut fields));
+        let object = result_meta.is_some_and(|e| e.without_id(&mut fields));
         let result_meta = match result_meta {
             Some(_) if object => Some(MetaValue::Record(&fields)),
             // Not an object: as it is.
-            other => other.map(MetaValue::Json),
+            other => other.map(|e| MetaValue::Record(e.text)),
         };
         let meta = &[
             (
@@ -2045,20 +2257,105 @@ struct Source<'a> {
     url: Option<Cow<'a, str>>,
 }
 
-/// Write record `json` into `out` without its members `message.content`,
-/// `tool_use_result` and `tool_result_meta`, the rest copied as it is; false
-/// if it is not an object with a message object. (One scan of the text: a
-/// parser that skips nested values would allocate for them.)
-fn without_carried(json: &str, out: &mut String) -> bool {
+/// The places (from the key's opening quote to the value's end) of a
+/// record's members that other events carry: `message.content`,
+/// `tool_use_result`, `tool_result_meta`.
+type Carried = [Option<(usize, usize)>; 3];
+
+/// Record `json` without its members `message.content`, `tool_use_result`
+/// and `tool_result_meta`, the rest as it is, in at most four pieces; None
+/// if it is not an object with a message object. The members are placed by
+/// the parse of `rec` (read from `json`) where it can tell, else by a scan
+/// of the text.
+fn without_carried<'j>(rec: &Record, json: &'j str) -> Option<([&'j str; 4], usize)> {
+    let places = parsed_places(rec, json).or_else(|| scanned_places(json))?;
+    Some(cut(json, places))
+}
+
+/// The places of the carried members as the parse of `rec` found them:
+/// nothing is scanned but, when the message ends with it, the `content`
+/// value. None when that cannot tell: a key the places are read from holds
+/// an escape, or the message is not an object (the scan decides).
+fn parsed_places(rec: &Record, json: &str) -> Option<Carried> {
+    let b = json.as_bytes();
+    let keys = rec.message.as_ref()?.keys;
+    // The message is the value of a member written `"message"`.
+    let open = skip_ws_back(b, offset(json, keys.first?)?.checked_sub(1)?);
+    if open == 0 || b[open - 1] != b'{' || key_before(b, open - 1)?.1 != b"message" {
+        return None;
+    }
+    let mut places = [None; 3];
+    if let Some(content) = keys.content {
+        let key = offset(json, content)?;
+        let colon = skip_ws(b, key + content.len() + 1);
+        if b.get(colon) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, colon + 1);
+        let end = match keys.after {
+            Some(after) => {
+                let comma = skip_ws_back(b, offset(json, after)?.checked_sub(1)?);
+                if comma == 0 || b[comma - 1] != b',' {
+                    return None;
+                }
+                skip_ws_back(b, comma - 1)
+            }
+            None => json::value_end(b, start)?,
+        };
+        places[0] = Some((key - 1, end));
+    }
+    let members = [
+        (rec.tool_use_result, "tool_use_result"),
+        (rec.tool_result_meta, "tool_result_meta"),
+    ];
+    for (place, (member, name)) in places[1..].iter_mut().zip(members) {
+        let Some(value) = member.0 else {
+            continue;
+        };
+        let start = offset(json, value.get())?;
+        let (at, key) = key_before(b, start)?;
+        // A key written with escapes is not cut, as by the scan.
+        if key == name.as_bytes() {
+            *place = Some((at, start + value.get().len()));
+        }
+    }
+    Some(places)
+}
+
+/// Where `part`, a slice of `json`, starts in it.
+fn offset(json: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
+    (at + part.len() <= json.len()).then_some(at)
+}
+
+/// The key of the member whose value starts at `b[start]`, in text that has
+/// parsed: where its opening quote stands, and the key as written.
+fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
+    let colon = skip_ws_back(b, start);
+    if colon == 0 || b[colon - 1] != b':' {
+        return None;
+    }
+    let close = skip_ws_back(b, colon - 1).checked_sub(1)?;
+    if b[close] != b'"' {
+        return None;
+    }
+    // The key is one that was matched: no quote inside, escaped or not.
+    let open = memchr::memrchr(b'"', &b[..close])?;
+    Some((open, &b[open + 1..close]))
+}
+
+/// The places of the carried members, found by one scan of the text that
+/// skips strings with `memchr`; None if it is not an object with a message
+/// object. (A parser that skips nested values would allocate for them.)
+fn scanned_places(json: &str) -> Option<Carried> {
     let b = json.as_bytes();
     let mut message = false;
-    // The spans of the members cut: the message's content, the others.
-    let mut spans: [Option<(usize, usize)>; 3] = [None; 3];
+    let mut places: Carried = [None; 3];
     let top = json::scan_members(b, skip_ws(b, 0), &mut |key, at, start| {
         let slot = match key {
             b"message" => {
                 message = b[start] == b'{';
-                spans[0] = None;
+                places[0] = None;
                 let mut content = None;
                 let end = json::scan_members(b, start, &mut |key, at, start| {
                     if key != b"content" || content.is_some() {
@@ -2068,7 +2365,7 @@ fn without_carried(json: &str, out: &mut String) -> bool {
                     content = Some((at, end));
                     Some(end)
                 });
-                spans[0] = content;
+                places[0] = content;
                 return end;
             }
             b"tool_use_result" => 1,
@@ -2076,22 +2373,30 @@ fn without_carried(json: &str, out: &mut String) -> bool {
             _ => return None,
         };
         let end = json::value_end(b, start)?;
-        spans[slot] = Some((at, end));
+        places[slot] = Some((at, end));
         Some(end)
     });
-    if top.is_none() || !message {
-        return false;
-    }
-    spans.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    (top.is_some() && message).then_some(places)
+}
+
+/// `json` without the members at `places`, each with one comma beside it,
+/// as at most four pieces (how many: the second value), with the spaces
+/// around the whole left out.
+fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
+    let b = json.as_bytes();
+    places.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    let mut pieces = [""; 4];
+    let mut n = 0;
     let mut at = 0;
     let mut cut = |(start, end): (usize, usize)| {
         let (start, end) = with_comma(b, start, end);
-        out.push_str(&json[at..start]);
+        pieces[n] = &json[at..start];
+        n += 1;
         at = end;
     };
     // Members next to each other are cut as one, with one comma.
     let mut group: Option<(usize, usize)> = None;
-    for (start, end) in spans.into_iter().flatten() {
+    for (start, end) in places.into_iter().flatten() {
         group = match group {
             Some((s, e)) if next_to(b, e, start) => Some((s, end)),
             other => {
@@ -2101,8 +2406,12 @@ fn without_carried(json: &str, out: &mut String) -> bool {
         };
     }
     group.map(&mut cut);
-    out.push_str(&json[at..]);
-    true
+    pieces[n] = &json[at..];
+    n += 1;
+    // The record's own spaces around it (the places are inside it).
+    pieces[0] = pieces[0].trim_start();
+    pieces[n - 1] = pieces[n - 1].trim_end();
+    (pieces, n)
 }
 
 /// Whether only a comma (and whitespace) stands between `end` and `start`.
@@ -2564,11 +2873,15 @@ mod tests {
     fn result_meta_leaves_out_only_the_id() {
         let cut = |entry: &str| {
             let mut out = String::new();
-            let ok = without_id(serde_json::from_str(entry).unwrap(), &mut out);
+            let ok = without_id(entry, &mut out);
             // The scan and the parser agree.
             let mut parsed = String::new();
-            let same = without_id_parsed(serde_json::from_str(entry).unwrap(), &mut parsed);
+            let same = without_id_parsed(entry, &mut parsed);
             assert_eq!((ok, &out), (same, &parsed), "{entry}");
+            // And the places kept by the scan that split the list.
+            let mut kept = String::new();
+            let by_places = scan_entry(entry, 0).unwrap().without_id(&mut kept);
+            assert_eq!((ok, &out), (by_places, &kept), "{entry}");
             (ok, out)
         };
         assert_eq!(
@@ -2580,6 +2893,10 @@ mod tests {
             (true, r#"{"c":{"id":2}}"#.to_owned())
         );
         assert_eq!(cut(r#"{"id":"x"}"#), (true, "{}".to_owned()));
+        assert_eq!(
+            cut(r#"{"a":1,"b":2,"id":"x","c":3,"d":4,"e":{"id":5}}"#),
+            (true, r#"{"a":1,"b":2,"c":3,"d":4,"e":{"id":5}}"#.to_owned())
+        );
         assert_eq!(cut(r#"{}"#), (true, "{}".to_owned()));
         assert!(!cut(r#""x""#).0);
         // An entry's id, by the scan, or by the parser when it must.
@@ -2636,8 +2953,16 @@ mod tests {
     #[test]
     fn carried_members_are_cut_from_the_record() {
         let cut = |json: &str| {
-            let mut out = String::new();
-            without_carried(json, &mut out).then_some(out)
+            let places = scanned_places(json);
+            if let Ok(rec) = serde_json::from_str::<Record>(json) {
+                if let Some(parsed) = parsed_places(&rec, json) {
+                    assert_eq!(Some(parsed), places, "{json}");
+                }
+            }
+            places.map(|p| {
+                let (pieces, n) = super::cut(json, p);
+                pieces[..n].concat()
+            })
         };
         assert_eq!(
             cut(r#"{"a":1, "message" : { "content" : [1,"]"] , "id":"x"},"tool_use_result":{"s":","},"tool_result_meta":[],"b":2}"#).as_deref(),
@@ -2661,6 +2986,78 @@ mod tests {
             Some(r#"{"k":"a\"},","message":{"n":-1.5e3},"z":true}"#)
         );
         assert_eq!(cut(r#"{"message":3}"#), None);
+    }
+
+    /// The parse places the carried members where a scan of the text
+    /// does, or says it cannot (a key it would read them from is written
+    /// with escapes): `null`s, keys with escapes, spaces, members in any
+    /// order, a message that ends with its content.
+    #[test]
+    fn carried_members_are_placed_by_the_parse() {
+        let places = |json: &str| {
+            let rec: Record = serde_json::from_str(json).unwrap();
+            (parsed_places(&rec, json), scanned_places(json))
+        };
+        for json in [
+            r#"{"message":{"id":"m","content":[{"type":"text","text":"a"}],"usage":{}},"uuid":"u"}"#,
+            r#"{"message":{"role":"user","content":[{"type":"tool_result","content":"x"}]},"tool_use_result":{"a":"}"},"tool_result_meta":[{"id":"t"}]}"#,
+            r#"{ "tool_result_meta" : null , "message" : { "content" : "x\"," , "id" : "m" } , "tool_use_result" : null }"#,
+            r#"{"message":{"content":null},"tool_use_result":"\""}"#,
+            r#"{"message":{"id":"m","conte\u006et":[{}],"x":1},"tool_use_resul\u0074":1}"#,
+            r#"{"message":{"content":[{}],"\u0078":1,"id":"m"}}"#,
+            r#"{"message":{"content":[{}]},"tool_result_meta":[],"tool_use_result":{}}"#,
+        ] {
+            let (parsed, scanned) = places(json);
+            assert!(parsed.is_some(), "{json}");
+            assert_eq!(parsed, scanned, "{json}");
+        }
+        // Where the parse cannot tell: the scan decides.
+        for json in [
+            r#"{"messag\u0065":{"content":[{}]},"x":{"message":{}}}"#,
+            r#"{"message":{"\u0069d":"m","content":[{}]}}"#,
+            r#"{"message":{}}"#,
+            r#"{"message":["m",[{"type":"text"}]]}"#,
+        ] {
+            assert_eq!(places(json).0, None, "{json}");
+        }
+    }
+
+    /// On every recording of Claude Code and Qwen Code, each record with a
+    /// message is placed by the parse, as the scan places it.
+    #[test]
+    fn recordings_are_placed_by_the_parse() {
+        fn jsonl_under(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    jsonl_under(&path, files);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let mut files = Vec::new();
+        for dir in ["claude", "qwen"] {
+            jsonl_under(&root.join(dir), &mut files);
+        }
+        let mut placed = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for line in text.lines() {
+                let Ok(rec) = serde_json::from_str::<Record>(line) else {
+                    continue;
+                };
+                if rec.message.is_none() {
+                    continue;
+                }
+                let parsed = parsed_places(&rec, line);
+                assert!(parsed.is_some(), "{}: {line}", file.display());
+                assert_eq!(parsed, scanned_places(line), "{}: {line}", file.display());
+                placed += 1;
+            }
+        }
+        assert!(placed > 500, "{placed}");
     }
 
     /// A message's `message_start` holds what nothing else does (the time to
