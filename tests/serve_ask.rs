@@ -76,7 +76,7 @@ fn first(thread: &str, run: &str, v1: bool) -> Value {
         "messages": [{"id": "m1", "role": "user", "content": "list the files"}],
     });
     if v1 {
-        b["protocolVersion"] = json!("1.0.0");
+        b["protocolVersion"] = json!("1.0");
     }
     b
 }
