@@ -151,6 +151,9 @@ fn an_approval_from_the_client_resumes_the_waiting_cli() {
     let its = interrupts(&one);
     assert_eq!(its[0]["id"], ASK);
     assert_eq!(its[0]["toolCallId"], "toolu_m0000scripted");
+    // The metadata names no place on the server's machine.
+    assert_eq!(its[0]["metadata"]["tool_name"], "Bash");
+    assert!(its[0]["metadata"].get("permission_suggestions").is_none());
     assert_eq!(sent(&sent_file).len(), 1, "nothing answered yet");
 
     let two = post(
@@ -511,6 +514,9 @@ fn codex_over_its_app_server_asks_the_page_and_gets_the_answer() {
     let its = interrupts(&one);
     assert_eq!(its[0]["toolCallId"], "call_0001");
     assert_eq!(its[0]["reason"], "tool_call");
+    assert_eq!(its[0]["metadata"]["itemId"], "call_0001");
+    assert!(its[0]["metadata"].get("cwd").is_none(), "{}", its[0]);
+    assert!(!its[0].to_string().contains("/scratch/"), "{}", its[0]);
     let id = its[0]["id"].as_str().unwrap().to_owned();
     let answered = |sent: &[Value]| {
         sent.iter()
