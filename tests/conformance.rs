@@ -1050,6 +1050,38 @@ fn http_agent_approves_through_serve() {
     );
 }
 
+/// `serve claude -- --approval ask` with a short `--approval-timeout`, and
+/// the official 1.0 HttpAgent (`tests/conformance/expire.cjs`): once the
+/// interrupt has expired, the agent takes only a cancel of it; the cancel is
+/// a run that finishes, the agent lets go of the interrupt, and the thread's
+/// next message runs.
+#[test]
+fn http_agent_goes_on_after_an_interrupt_expires() {
+    if skipped("http_agent_goes_on_after_an_interrupt_expires") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let replay = root().join("tests/ask/approve.jsonl");
+    let server = common::serve_run(
+        "claude",
+        &[],
+        &["--approval", "ask", "--approval-timeout", "500ms"],
+        &[("FAKE_CONTROL", &replay)],
+    );
+    let out = Command::new("node")
+        .arg(dir.join("expire.cjs"))
+        .arg(format!("http://{}/agent", server.addr))
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Where Debian's `chromium` is, if installed.
 fn chromium() -> Option<PathBuf> {
     std::env::var_os("PATH")

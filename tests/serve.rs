@@ -25,7 +25,7 @@ fn tmp(name: &str) -> PathBuf {
 /// A RunAgentInput as the 1.0 HttpAgent sends it.
 fn body(thread: &str, run: &str, prompt: &str) -> String {
     serde_json::json!({
-        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "threadId": thread, "runId": run, "protocolVersion": "1.0",
         "state": {}, "tools": [], "context": [],
         "forwardedProps": {},
         "messages": [{"id": format!("{run}-m"), "role": "user", "content": prompt}],

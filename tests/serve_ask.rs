@@ -76,7 +76,7 @@ fn first(thread: &str, run: &str, v1: bool) -> Value {
         "messages": [{"id": "m1", "role": "user", "content": "list the files"}],
     });
     if v1 {
-        b["protocolVersion"] = json!("1.0.0");
+        b["protocolVersion"] = json!("1.0");
     }
     b
 }
@@ -151,6 +151,9 @@ fn an_approval_from_the_client_resumes_the_waiting_cli() {
     let its = interrupts(&one);
     assert_eq!(its[0]["id"], ASK);
     assert_eq!(its[0]["toolCallId"], "toolu_m0000scripted");
+    // The metadata names no place on the server's machine.
+    assert_eq!(its[0]["metadata"]["tool_name"], "Bash");
+    assert!(its[0]["metadata"].get("permission_suggestions").is_none());
     assert_eq!(sent(&sent_file).len(), 1, "nothing answered yet");
 
     let two = post(
@@ -292,6 +295,37 @@ fn a_resume_with_nothing_pending_starts_no_cli() {
     assert_valid(&[&r]);
 }
 
+/// The processes whose parent is `pid`, zombies too.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // After the command's closing parenthesis: the state, then the parent.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// Waits until `cond` holds, for 10 seconds at most.
+fn until(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < Duration::from_secs(10), "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn interrupts_that_expire_are_denied_and_the_thread_says_so() {
     let sent_file = tmp("expire-sent");
@@ -302,26 +336,99 @@ fn interrupts_that_expire_are_denied_and_the_thread_says_so() {
     );
     let one = post(&s.addr, &first("th", "r1", true));
     interrupts(&one);
-    let start = Instant::now();
-    while !sent(&sent_file)
-        .iter()
-        .any(|l| l["type"] == "control_response")
-    {
-        assert!(start.elapsed() < Duration::from_secs(10), "never denied");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let waiting = children(s.child.id());
+    assert_eq!(waiting.len(), 1, "the waiting run: {waiting:?}");
+    until("denied", || {
+        sent(&sent_file)
+            .iter()
+            .any(|l| l["type"] == "control_response")
+    });
     assert_eq!(
         answer_for(&sent(&sent_file), ASK)["message"],
         "no decision within 300ms"
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // The run that expired is waited for with no request to the thread: no
+    // process (not even a zombie) is left of it.
+    until("the expired run is reaped", || {
+        !std::path::Path::new(&format!("/proc/{}", waiting[0])).exists()
+    });
+    assert_eq!(children(s.child.id()), [] as [u32; 0]);
     let late = post(
         &s.addr,
         &resume("th", "r2", &[(ASK, "resolved", json!({"approved": true}))]),
     );
     assert_eq!(late[1]["code"], "interrupt_expired", "{late:?}");
-    assert!(late[1]["message"].as_str().unwrap().contains("expired"));
-    assert_valid(&[&one, &late]);
+    let why = late[1]["message"].as_str().unwrap();
+    assert!(
+        why.contains("expired") && why.contains("cancelled"),
+        "{why}"
+    );
+    // Told again, until the client lets go: a cancel finishes a run, and
+    // the thread goes on.
+    let again = post(
+        &s.addr,
+        &resume("th", "r3", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert_eq!(again[1]["code"], "interrupt_expired", "{again:?}");
+    let cancel = post(
+        &s.addr,
+        &resume("th", "r4", &[(ASK, "cancelled", Value::Null)]),
+    );
+    let types: Vec<_> = cancel.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["RUN_STARTED", "RUN_FINISHED"], "{cancel:?}");
+    assert_eq!(cancel[1]["runId"], "r4");
+    assert!(cancel[1].get("outcome").is_none(), "{cancel:?}");
+    let stale = post(
+        &s.addr,
+        &resume("th", "r5", &[(ASK, "cancelled", Value::Null)]),
+    );
+    assert_eq!(stale[1]["code"], "invalid_resume", "{stale:?}");
+    let next = post(&s.addr, &first("th", "r6", true));
+    assert_eq!(next[0]["runId"], "r6");
+    interrupts(&next);
+    // (The stand-in replays the same ids: `next` is checked alone.)
+    assert_valid(&[&one, &late, &again, &cancel, &stale]);
+    assert_valid(&[&next]);
+}
+
+/// The run limit (32) counts the runs that wait for decisions: with 32
+/// waiting, a new thread's run ends the one waiting longest, whose thread
+/// is then told why; never more than 32 runs are alive.
+#[test]
+fn waiting_runs_hold_run_slots_and_the_longest_waiting_makes_room() {
+    let sent_file = tmp("evict-sent");
+    let s = server("approve.jsonl", &sent_file, &[]);
+    for i in 0..32 {
+        interrupts(&post(&s.addr, &first(&format!("w{i}"), "r1", true)));
+    }
+    assert_eq!(children(s.child.id()).len(), 32);
+    // A 33rd thread: w0, waiting longest, makes room.
+    let one = post(&s.addr, &first("w32", "r1", true));
+    interrupts(&one);
+    until("32 runs alive", || children(s.child.id()).len() == 32);
+    let evicted = post(
+        &s.addr,
+        &resume("w0", "r2", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert_eq!(evicted[1]["code"], "interrupt_evicted", "{evicted:?}");
+    let why = evicted[1]["message"].as_str().unwrap();
+    assert!(why.contains("make room") && why.contains("32"), "{why}");
+    // The others still wait: w1 is resumed as asked.
+    let two = post(
+        &s.addr,
+        &resume("w1", "r2", &[(ASK, "resolved", json!({"approved": true}))]),
+    );
+    assert!(
+        two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "{two:?}"
+    );
+    // w0's owner lets go, and its thread goes on.
+    let cancel = post(
+        &s.addr,
+        &resume("w0", "r3", &[(ASK, "cancelled", Value::Null)]),
+    );
+    assert_eq!(cancel.last().unwrap()["type"], "RUN_FINISHED", "{cancel:?}");
+    assert_valid(&[&one, &evicted, &two, &cancel]);
 }
 
 #[test]
@@ -409,6 +516,9 @@ fn codex_over_its_app_server_asks_the_page_and_gets_the_answer() {
     let its = interrupts(&one);
     assert_eq!(its[0]["toolCallId"], "call_0001");
     assert_eq!(its[0]["reason"], "tool_call");
+    assert_eq!(its[0]["metadata"]["itemId"], "call_0001");
+    assert!(its[0]["metadata"].get("cwd").is_none(), "{}", its[0]);
+    assert!(!its[0].to_string().contains("/scratch/"), "{}", its[0]);
     let id = its[0]["id"].as_str().unwrap().to_owned();
     let answered = |sent: &[Value]| {
         sent.iter()

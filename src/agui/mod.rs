@@ -490,6 +490,9 @@ pub mod code {
     pub const INVALID_RESUME: &str = "invalid_resume";
     /// `--approval ask`: the interrupts expired before a decision came.
     pub const INTERRUPT_EXPIRED: &str = "interrupt_expired";
+    /// `serve --approval ask`: the run that waited for the decisions was
+    /// ended to make room for another.
+    pub const INTERRUPT_EVICTED: &str = "interrupt_evicted";
 }
 
 #[derive(Clone)]

@@ -137,6 +137,7 @@ impl<T> Default for Pending<T> {
 impl<T> Pending<T> {
     pub fn push(&mut self, mut ask: Ask<T>) {
         ask.message = shown(&ask.message);
+        ask.metadata = for_page(&ask.metadata);
         self.asks.push(ask);
         self.last = Some(Instant::now());
     }
@@ -511,6 +512,45 @@ const RESPONSE_SCHEMA: &str = r#"{"type":"object","properties":{"approved":{"typ
 /// The same for a CLI that runs a command only as it asked: no edits.
 const RESPONSE_SCHEMA_AS_ASKED: &str = r#"{"type":"object","properties":{"approved":{"type":"boolean"},"message":{"type":"string"}},"required":["approved"]}"#;
 
+/// Fields of a CLI's request that describe the machine rather than the
+/// call (its working directory, its settings files and their rules), left
+/// out of an interrupt's metadata: a page decides from the tool's input
+/// and the message.
+const MACHINE_ONLY: [&str; 3] = ["cwd", "permission_suggestions", "blocked_path"];
+
+/// A CLI's request as an interrupt's metadata, for a page that may be on
+/// another machine: without [`MACHINE_ONLY`] fields, and with paths under
+/// the request's `cwd` made relative to it (`./src/x`).
+pub fn for_page(request: &RawValue) -> Box<RawValue> {
+    use serde_json::Value;
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(request.get()) else {
+        return request.to_owned();
+    };
+    let cwd = map.get("cwd").and_then(Value::as_str).map(str::to_owned);
+    for key in MACHINE_ONLY {
+        map.remove(key);
+    }
+    fn relative(v: &mut Value, cwd: &str) {
+        match v {
+            Value::String(s) => {
+                if s == cwd {
+                    *s = ".".to_owned();
+                } else if let Some(rest) = s.strip_prefix(cwd).and_then(|r| r.strip_prefix('/')) {
+                    *s = format!("./{rest}");
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| relative(v, cwd)),
+            Value::Object(o) => o.values_mut().for_each(|v| relative(v, cwd)),
+            _ => {}
+        }
+    }
+    let mut value = Value::Object(map);
+    if let Some(cwd) = cwd.filter(|c| c.starts_with('/') && c.len() > 1) {
+        relative(&mut value, cwd.trim_end_matches('/'));
+    }
+    serde_json::value::to_raw_value(&value).unwrap_or_else(|_| request.to_owned())
+}
+
 /// The longest message shown, in characters: a longer one keeps its start
 /// and its end (where a command's last step hides) around a count of what
 /// was left out.
@@ -673,6 +713,28 @@ mod tests {
         assert!(s.ends_with("aaEND"), "{s}");
         assert!(s.contains(" … [203 characters] … "), "{s}");
         assert!(s.chars().count() < MAX_SHOWN + 40);
+    }
+
+    #[test]
+    fn metadata_for_a_page_names_no_place_on_the_machine() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let codex = raw(
+            r#"{"itemId":"c1","command":"/bin/bash -lc 'cat /srv/w/a'","cwd":"/srv/w","commandActions":[{"type":"read","path":"/srv/w/src/a.rs"},{"path":"/srv/work"}],"grantRoot":"/srv/w"}"#,
+        );
+        let v: serde_json::Value = serde_json::from_str(for_page(&codex).get()).unwrap();
+        assert_eq!(v.get("cwd"), None);
+        assert_eq!(v["commandActions"][0]["path"], "./src/a.rs");
+        assert_eq!(v["commandActions"][1]["path"], "/srv/work");
+        assert_eq!(v["grantRoot"], ".");
+        assert_eq!(v["itemId"], "c1");
+        let claude = raw(
+            r#"{"tool_name":"Bash","input":{"command":"ls"},"permission_suggestions":[{"type":"addDirectories","directories":["/home/u/p"]}],"blocked_path":"/home/u/p"}"#,
+        );
+        let v: serde_json::Value = serde_json::from_str(for_page(&claude).get()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"tool_name":"Bash","input":{"command":"ls"}})
+        );
     }
 
     #[test]

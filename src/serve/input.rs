@@ -97,7 +97,7 @@ pub(super) struct RunAgentInput<'a> {
     pub(super) run_id: Option<String>,
     #[serde(default, borrow)]
     messages: LastUserContent<'a>,
-    /// Sent by 1.0 clients (`"1.0.0"`); 0.0 clients send none.
+    /// Sent by 1.0 clients (`"1.0"`, as `@ag-ui/client` 1.0 does); 0.0 clients send none.
     #[serde(default)]
     protocol_version: Option<String>,
     /// The decisions on the interrupts the thread's last run ended with.
@@ -267,6 +267,7 @@ mod tests {
             client_version(&input(&format!(r#"{{"threadId":"t","runId":"r"{extra}}}"#)))
         };
         assert_eq!(of(""), AguiVersion::V0_0);
+        assert_eq!(of(r#","protocolVersion":"1.0""#), AguiVersion::V1_0);
         assert_eq!(of(r#","protocolVersion":"1.0.0""#), AguiVersion::V1_0);
         assert_eq!(of(r#","protocolVersion":"1.3""#), AguiVersion::V1_0);
         assert_eq!(of(r#","protocolVersion":"2.0.0""#), AguiVersion::V1_0);

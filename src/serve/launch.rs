@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::agui::{AguiVersion, RawMode};
 use crate::serve::input::RunAgentInput;
 use crate::serve::listen::refuse_with;
-use crate::serve::waiting::{settle, SessionFile, Streamed, Waiting};
+use crate::serve::waiting::{settle, SessionFile, Slot, Streamed, Waiting};
 use crate::serve::{Shared, TOKEN_VAR};
 
 /// How long a client may leave its stream unread (the socket's buffers
@@ -140,6 +140,7 @@ pub(super) fn run_one(
     shared: &Shared,
     input: &RunAgentInput,
     prompt: &str,
+    slot: Slot,
     cors: &str,
 ) {
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
@@ -181,7 +182,7 @@ pub(super) fn run_one(
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
     let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, shared.ask, &failed);
-    settle(shared, &input.thread_id, w, streamed);
+    settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
 
 /// The command of the run of `input`: this program's `run`, with the
@@ -245,8 +246,31 @@ pub(super) fn answer_error(
     write_within(conn, &error_events(shared, input, why, code), STALL_TIMEOUT)
 }
 
+/// A response that is one run ending in RUN_FINISHED, made here (no CLI
+/// is started).
+pub(super) fn answer_finished(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    cors: &str,
+) -> io::Result<()> {
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    let run = made_run(shared, input, |em| em.finish_run(None, None, &[]));
+    write_within(conn, &run, STALL_TIMEOUT)
+}
+
 /// One run of `input` ending in RUN_ERROR, as server-sent events.
 fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
+    made_run(shared, input, |em| em.fail_run(why, code, &[], None))
+}
+
+/// One run of `input`, as server-sent events: RUN_STARTED, then what
+/// `end` writes.
+fn made_run(
+    shared: &Shared,
+    input: &RunAgentInput,
+    end: impl FnOnce(&mut crate::agui::Emitter),
+) -> Vec<u8> {
     let mut em = crate::agui::Emitter::new(
         crate::agui::Format::Sse,
         Some(input.thread_id.clone()),
@@ -256,7 +280,7 @@ fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -
         em.set_version(v);
     }
     em.start_run(None, None);
-    em.fail_run(why, code, &[], None);
+    end(&mut em);
     em.end_of_input(true);
     em.output().to_vec()
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,11 +12,14 @@ use crate::agui::code;
 use crate::serve::http::{self, Refused};
 use crate::serve::input::{self, Request};
 use crate::serve::launch::{self, terminate};
+use crate::serve::waiting::Claim;
 use crate::serve::{access, waiting, Shared};
 
-/// Runs going at once; more requests are answered 503. Each holds a thread
-/// and a CLI: a bound that keeps a burst of requests from starting a CLI
-/// each.
+/// CLIs alive at once, running or waiting for decisions (`--approval
+/// ask`); a request when all are running is answered 503, and one when
+/// some wait ends the one waiting longest (see [`waiting::claim`]). Each
+/// holds a CLI, and a running one a thread: a bound that keeps a burst of
+/// requests from starting a CLI each.
 pub(super) const MAX_RUNS: usize = 32;
 
 /// Connections still sending their request, at most; one more closes the
@@ -53,6 +56,10 @@ pub(super) fn serve(
     shared: &Arc<Shared>,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
+    if shared.ask {
+        let reaper = shared.clone();
+        std::thread::Builder::new().spawn(move || waiting::reap(&reaper))?;
+    }
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((conn, _)) => accept(conn, shared),
@@ -180,30 +187,6 @@ impl Drop for Pending<'_> {
     }
 }
 
-/// A run slot, given back when dropped.
-struct Slot<'a>(&'a AtomicUsize);
-
-impl<'a> Slot<'a> {
-    /// A run slot, or `None` when every one is taken or the server stops
-    /// (the client is answered 503).
-    fn take(conn: &mut TcpStream, cors: &str, shared: &'a Shared) -> Option<Slot<'a>> {
-        if shared.running.fetch_add(1, Ordering::SeqCst) >= MAX_RUNS
-            || shared.stopping.load(Ordering::SeqCst)
-        {
-            shared.running.fetch_sub(1, Ordering::SeqCst);
-            let _ = refuse(conn, cors, Refused(503, "too many runs at once"));
-            return None;
-        }
-        Some(Slot(&shared.running))
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// An error answer (JSON `{"error": …}`) and the connection closed.
 pub(super) fn refuse(
     conn: &mut TcpStream,
@@ -259,9 +242,6 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
     let Some(request) = input::Request::check(&mut conn, &cors, &body) else {
         return;
     };
-    let Some(_slot) = Slot::take(&mut conn, &cors, shared) else {
-        return;
-    };
     let thread = &request.input.thread_id;
     if !shared
         .busy
@@ -276,7 +256,13 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         );
         return;
     }
-    run_or_resume(&mut conn, shared, &request, &cors);
+    let starts = request.prompt.is_some() && !request.resuming;
+    match waiting::claim(shared, thread, starts) {
+        Claim::Full => {
+            let _ = refuse(&mut conn, &cors, Refused(503, "too many runs at once"));
+        }
+        claim => run_or_resume(&mut conn, shared, &request, claim, &cors),
+    }
     shared.busy.lock().expect("not poisoned").remove(thread);
     // The response ends only now, with what the run leaves kept and the
     // thread free: the client's next request on it resumes the session.
@@ -284,21 +270,28 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
 }
 
 /// The run of a request: the thread's waiting run resumed with the
-/// request's decisions, or a new run of its prompt, or an error run when
-/// the request resumes what no run waits for.
-fn run_or_resume(conn: &mut TcpStream, shared: &Shared, request: &Request, cors: &str) {
+/// request's decisions, or a new run of its prompt, or an answer made here
+/// when the request resumes what no run waits for (saying why, when the
+/// thread's waiting run is gone).
+fn run_or_resume(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    request: &Request,
+    claim: Claim,
+    cors: &str,
+) {
     let input = &request.input;
-    let waiting = shared
-        .waiting
-        .lock()
-        .expect("not poisoned")
-        .remove(&input.thread_id);
-    match (waiting, &request.prompt) {
-        (Some(w), _) => waiting::resume_run(conn, shared, input, w, cors),
-        (None, Some(prompt)) if !request.resuming => {
-            launch::run_one(conn, shared, input, prompt, cors);
+    match (claim, &request.prompt) {
+        (Claim::Resume(slot, w), _) => waiting::resume_run(conn, shared, input, w, slot, cors),
+        (Claim::Start(slot), Some(prompt)) => {
+            waiting::forget_gone(shared, &input.thread_id);
+            launch::run_one(conn, shared, input, prompt, slot, cors);
         }
-        (None, _) => {
+        _ => {
+            if let Some(gone) = waiting::gone(shared, &input.thread_id) {
+                waiting::answer_gone(conn, shared, input, cors, gone);
+                return;
+            }
             let why = "nothing on this thread waits for a decision: the resume is stale (or names interrupts this server never made)";
             let _ = launch::answer_error(conn, shared, input, cors, why, code::INVALID_RESUME);
         }

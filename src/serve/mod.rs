@@ -71,13 +71,16 @@ struct Shared {
     /// `-- --approval ask`: a run that ends in interrupts is kept, its CLI
     /// alive, for the thread's next request.
     ask: bool,
-    /// The runs waiting for decisions, by thread (at most [`MAX_WAITING`]).
+    /// The runs waiting for decisions, by thread (each holds a run slot).
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// Threads whose waiting run is gone (expired, ended to make room), why
+    /// and since when, for their next request.
+    gone: Mutex<HashMap<String, (waiting::Gone, std::time::Instant)>>,
     /// Starts the runs.
     spawner: Spawner,
     /// The runs going, by process id: ended when the server stops.
     runs: Mutex<HashSet<u32>>,
-    /// Run slots taken.
+    /// Run slots taken: CLIs alive, running or waiting.
     running: AtomicUsize,
     /// Connections still sending their request.
     pending: Mutex<listen::PendingPool>,
@@ -165,6 +168,7 @@ pub fn main(
         busy: Mutex::default(),
         ask: settings.ask,
         waiting: Mutex::default(),
+        gone: Mutex::default(),
         spawner: Spawner::new()?,
         runs: Mutex::default(),
         running: AtomicUsize::new(0),

@@ -8,17 +8,14 @@ use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::agui::code;
 use crate::serve::input::{id_ok, RunAgentInput, MAX_ID};
-use crate::serve::launch::{answer_error, stream_run, terminate};
+use crate::serve::launch::{answer_error, answer_finished, stream_run, terminate};
 use crate::serve::listen::MAX_RUNS;
 use crate::serve::Shared;
-
-/// With `--approval ask`: runs kept waiting for their thread's decisions,
-/// at most; one more ends the longest waiting.
-pub(super) const MAX_WAITING: usize = MAX_RUNS;
 
 /// The session file of one run, removed when dropped.
 pub(super) struct SessionFile(pub(super) PathBuf);
@@ -76,6 +73,7 @@ pub(super) fn resume_run(
     shared: &Shared,
     input: &RunAgentInput,
     mut w: Waiting,
+    slot: Slot,
     cors: &str,
 ) {
     let pid = w.child.id();
@@ -83,18 +81,210 @@ pub(super) fn resume_run(
     let alive = matches!(w.child.try_wait(), Ok(None))
         && w.stdin.as_mut().is_some_and(|p| p.write_all(&line).is_ok());
     if !alive {
-        let why = match w.child.wait().ok().and_then(|s| s.code()) {
-            Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => {
-                "the interrupts of this thread expired: no decision came within the approval timeout, so the tool calls were denied and the turn ended"
-            }
-            _ => "the run that waited for these decisions has ended: they are no longer pending",
-        };
-        let _ = answer_error(conn, shared, input, cors, why, code::INTERRUPT_EXPIRED);
-        settle(shared, &input.thread_id, w, Streamed::Ended);
+        let gone = Gone::of(w.child.wait().ok());
+        remember_gone(shared, &input.thread_id, gone);
+        settle(shared, &input.thread_id, w, Streamed::Ended, Some(slot));
+        answer_gone(conn, shared, input, cors, gone);
         return;
     }
     let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
-    settle(shared, &input.thread_id, w, streamed);
+    settle(shared, &input.thread_id, w, streamed, Some(slot));
+}
+
+/// Why a thread's waiting run is no longer there, told to the thread's
+/// next resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Gone {
+    /// No decision came within `--approval-timeout`.
+    Expired,
+    /// Ended to make room for another run ([`MAX_RUNS`]).
+    Evicted,
+    /// It ended otherwise (its CLI failed, or it was stopped).
+    Ended,
+}
+
+impl Gone {
+    /// Why a run that has exited with `status` is gone.
+    fn of(status: Option<std::process::ExitStatus>) -> Gone {
+        match status.and_then(|s| s.code()) {
+            Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => Gone::Expired,
+            _ => Gone::Ended,
+        }
+    }
+}
+
+/// Threads whose waiting run is gone, remembered for their next request,
+/// at most; the oldest is forgotten first.
+const MAX_GONE: usize = 1024;
+
+/// Remembers why the waiting run of `thread` is gone.
+fn remember_gone(shared: &Shared, thread: &str, gone: Gone) {
+    let mut all = shared.gone.lock().expect("not poisoned");
+    if all.len() >= MAX_GONE && !all.contains_key(thread) {
+        let oldest = all
+            .iter()
+            .min_by_key(|(_, (_, t))| *t)
+            .map(|(k, _)| k.clone());
+        if let Some(k) = oldest {
+            all.remove(&k);
+        }
+    }
+    all.insert(thread.to_owned(), (gone, Instant::now()));
+}
+
+/// Why the waiting run of `thread` is gone, if it is.
+pub(super) fn gone(shared: &Shared, thread: &str) -> Option<Gone> {
+    let all = shared.gone.lock().expect("not poisoned");
+    all.get(thread).map(|(g, _)| *g)
+}
+
+/// The thread goes on: why its waiting run is gone is forgotten.
+pub(super) fn forget_gone(shared: &Shared, thread: &str) {
+    shared.gone.lock().expect("not poisoned").remove(thread);
+}
+
+/// The answer to a resume whose waiting run is gone: a resume that cancels
+/// every interrupt it answers is a run that finishes (the client lets go of
+/// them, and the thread goes on); any other is a RUN_ERROR saying why the
+/// interrupts are no longer pending (and the thread's next resume is told
+/// again).
+pub(super) fn answer_gone(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    cors: &str,
+    gone: Gone,
+) {
+    if cancels_all(input) {
+        forget_gone(shared, &input.thread_id);
+        let _ = answer_finished(conn, shared, input, cors);
+        return;
+    }
+    let (why, code) = match gone {
+        Gone::Expired => (
+            "the interrupts of this thread expired: no decision came within the approval timeout (--approval-timeout), so the tool calls were denied and the turn ended; resume them with status \"cancelled\" to go on",
+            code::INTERRUPT_EXPIRED,
+        ),
+        Gone::Evicted => (
+            "the run that waited for these decisions was ended to make room for another (the server keeps at most 32 runs alive, waiting ones included, and ends the one waiting longest first): the tool calls were denied and the turn ended; resume them with status \"cancelled\" to go on",
+            code::INTERRUPT_EVICTED,
+        ),
+        Gone::Ended => (
+            "the run that waited for these decisions has ended: they are no longer pending; resume them with status \"cancelled\" to go on",
+            code::INTERRUPT_EXPIRED,
+        ),
+    };
+    let _ = answer_error(conn, shared, input, cors, why, code);
+}
+
+/// Whether the request's `resume` has entries, each `cancelled`.
+fn cancels_all(input: &RunAgentInput) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        #[serde(borrow)]
+        status: std::borrow::Cow<'a, str>,
+    }
+    input
+        .resume
+        .and_then(|r| serde_json::from_str::<Vec<Entry>>(r.get()).ok())
+        .is_some_and(|v| !v.is_empty() && v.iter().all(|e| e.status == "cancelled"))
+}
+
+/// A run slot: one CLI alive, running or waiting for decisions; at most
+/// [`MAX_RUNS`]. Given back when dropped, unless the run is kept waiting
+/// (its slot goes with it).
+pub(super) struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a request on a thread gets.
+pub(super) enum Claim<'a> {
+    /// The thread's waiting run, and its slot.
+    Resume(Slot<'a>, Waiting),
+    /// A slot for a new run.
+    Start(Slot<'a>),
+    /// No run: the request is answered here.
+    Answer,
+    /// Every slot is taken by a running run, or the server stops.
+    Full,
+}
+
+/// What a request on `thread` gets: the thread's waiting run if it has one
+/// (whose slot the request takes over), else, when it `starts` a run, a
+/// slot for it. With every slot taken and a run waiting, the run waiting
+/// longest is ended to make room (its thread's next resume is told so).
+pub(super) fn claim<'a>(shared: &'a Shared, thread: &str, starts: bool) -> Claim<'a> {
+    if shared.stopping.load(Ordering::SeqCst) {
+        return Claim::Full;
+    }
+    let evicted = {
+        let mut waiting = shared.waiting.lock().expect("not poisoned");
+        if let Some(w) = waiting.remove(thread) {
+            return Claim::Resume(Slot(&shared.running), w);
+        }
+        if !starts {
+            return Claim::Answer;
+        }
+        if shared.running.load(Ordering::SeqCst) < MAX_RUNS {
+            shared.running.fetch_add(1, Ordering::SeqCst);
+            return Claim::Start(Slot(&shared.running));
+        }
+        let oldest = waiting
+            .iter()
+            .min_by_key(|(_, w)| w.since)
+            .map(|(t, _)| t.clone());
+        let Some(t) = oldest else {
+            return Claim::Full;
+        };
+        let w = waiting.remove(&t).expect("found");
+        remember_gone(shared, &t, Gone::Evicted);
+        (t, w)
+    };
+    // The evicted run's slot is the request's.
+    let (t, w) = evicted;
+    terminate(w.child.id());
+    let _ = writeln!(
+        io::stderr(),
+        "agui-translate: serve: every run slot ({MAX_RUNS}) is taken: the run of thread {t:?}, waiting longest for decisions, is ended to make room"
+    );
+    settle(shared, &t, w, Streamed::Ended, None);
+    Claim::Start(Slot(&shared.running))
+}
+
+/// Every moment [`reap`] looks for waiting runs that have ended.
+const REAP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Until the server stops: waiting runs that have ended by themselves
+/// (their approval timeout passed) are waited for, their pipes closed and
+/// their slots given back, and their threads' next resume told why.
+pub(super) fn reap(shared: &Shared) {
+    while !shared.stopping.load(Ordering::SeqCst) {
+        std::thread::sleep(REAP_EVERY);
+        let ended: Vec<(String, Waiting)> = {
+            let mut waiting = shared.waiting.lock().expect("not poisoned");
+            let mut done = Vec::new();
+            for (t, w) in waiting.iter_mut() {
+                match w.child.try_wait() {
+                    Ok(None) => {}
+                    status => done.push((t.clone(), Gone::of(status.ok().flatten()))),
+                }
+            }
+            done.into_iter()
+                .filter_map(|(t, gone)| {
+                    remember_gone(shared, &t, gone);
+                    waiting.remove(&t).map(|w| (t, w))
+                })
+                .collect()
+        };
+        for (t, w) in ended {
+            settle(shared, &t, w, Streamed::Ended, None);
+            shared.running.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// The line a waiting run reads: `{"runId": …, "resume": …}`, the
@@ -117,30 +307,22 @@ fn resume_line(input: &RunAgentInput) -> Vec<u8> {
     line
 }
 
-/// A run whose response has ended: kept if it waits for decisions (the
-/// longest waiting one ended if too many wait), else waited for, its
-/// session kept for the thread.
-pub(super) fn settle(shared: &Shared, thread: &str, mut w: Waiting, streamed: Streamed) {
+/// A run whose response has ended: kept if it waits for decisions, its
+/// slot with it; else waited for, its session kept for the thread, and its
+/// slot (if it holds one) given back.
+pub(super) fn settle(
+    shared: &Shared,
+    thread: &str,
+    mut w: Waiting,
+    streamed: Streamed,
+    slot: Option<Slot>,
+) {
     if streamed == Streamed::Waiting {
-        let evicted = {
-            let mut waiting = shared.waiting.lock().expect("not poisoned");
-            let oldest = (waiting.len() >= MAX_WAITING)
-                .then(|| {
-                    waiting
-                        .iter()
-                        .min_by_key(|(_, w)| w.since)
-                        .map(|(t, _)| t.clone())
-                })
-                .flatten();
-            let evicted = oldest.and_then(|t| waiting.remove(&t).map(|w| (t, w)));
-            w.since = Instant::now();
-            waiting.insert(thread.to_owned(), w);
-            evicted
-        };
-        if let Some((t, w)) = evicted {
-            terminate(w.child.id());
-            settle(shared, &t, w, Streamed::Ended);
-        }
+        w.since = Instant::now();
+        let mut waiting = shared.waiting.lock().expect("not poisoned");
+        waiting.insert(thread.to_owned(), w);
+        // The slot is the waiting run's now.
+        std::mem::forget(slot);
         return;
     }
     drop(w.stdin.take());
@@ -148,6 +330,8 @@ pub(super) fn settle(shared: &Shared, thread: &str, mut w: Waiting, streamed: St
     let _ = w.child.wait();
     shared.runs.lock().expect("not poisoned").remove(&pid);
     let session = w.file.read();
+    drop(w);
+    drop(slot);
     let kept = shared
         .threads
         .lock()
