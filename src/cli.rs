@@ -825,6 +825,27 @@ pub struct RunArgs {
     )]
     pub approval_timeout: std::time::Duration,
 
+    /// Offer the CLI the tools of a front end (claude): FILE holds an AG-UI
+    /// `tools` array (`[{name, description, parameters}]`). A call of one
+    /// ends the run with the call pending (`pendingToolCallIds`), and the
+    /// next input line answers it (`{"runId", "toolResults":
+    /// [{"toolCallId", "content"}]}`); the prompt is the first input line,
+    /// as with `--approval ask`. How `serve` passes a page's tools.
+    #[arg(long, value_name = "FILE", help_heading = RUN)]
+    pub page_tools: Option<PathBuf>,
+
+    /// With `--page-tools`: how long a call waits for its answer before it
+    /// is answered with an error the model reads and the CLI is stopped
+    /// (exit status 3).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::dialect::request::parse_duration,
+        default_value = "10m",
+        help_heading = RUN
+    )]
+    pub tool_timeout: std::time::Duration,
+
     /// With `--approval ask`: after each run that ends waiting for an input
     /// line, write an SSE comment that `serve` takes as the end of its
     /// response.
