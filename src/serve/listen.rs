@@ -256,7 +256,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     };
     pending.done();
-    let Some(request) = input::Request::check(&mut conn, &cors, &body) else {
+    let Some(request) = input::Request::check(&mut conn, &cors, &body, shared.cli) else {
         return;
     };
     let Some(_slot) = Slot::take(&mut conn, &cors, shared) else {
@@ -295,8 +295,12 @@ fn run_or_resume(conn: &mut TcpStream, shared: &Shared, request: &Request, cors:
         .remove(&input.thread_id);
     match (waiting, &request.prompt) {
         (Some(w), _) => waiting::resume_run(conn, shared, input, w, cors),
+        (None, _) if !request.resuming && crate::serve::page::answers_calls(input) => {
+            let why = "no call of the page's tools waits on this thread: the answers are stale (the call's tool timeout passed, or the server restarted)";
+            let _ = launch::answer_error(conn, shared, input, cors, why, code::INVALID_TOOL_RESULT);
+        }
         (None, Some(prompt)) if !request.resuming => {
-            launch::run_one(conn, shared, input, prompt, cors);
+            launch::run_one(conn, shared, input, prompt, request.tools.as_deref(), cors);
         }
         (None, _) => {
             let why = "nothing on this thread waits for a decision: the resume is stale (or names interrupts this server never made)";

@@ -43,6 +43,7 @@ impl SessionFile {
 impl Drop for SessionFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension(crate::serve::launch::TOOLS_EXT));
     }
 }
 
@@ -84,6 +85,12 @@ pub(super) fn resume_run(
         && w.stdin.as_mut().is_some_and(|p| p.write_all(&line).is_ok());
     if !alive {
         let why = match w.child.wait().ok().and_then(|s| s.code()) {
+            Some(c)
+                if c == i32::from(crate::process::spawn::EXPIRED)
+                    && crate::serve::page::answers_calls(input) =>
+            {
+                "the calls of the page's tools on this thread expired: no answer came within the tool timeout, so the model was told so and the CLI stopped"
+            }
             Some(c) if c == i32::from(crate::process::spawn::EXPIRED) => {
                 "the interrupts of this thread expired: no decision came within the approval timeout, so the tool calls were denied and the turn ended"
             }
@@ -113,6 +120,7 @@ fn resume_line(input: &RunAgentInput) -> Vec<u8> {
             .bytes()
             .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
     );
+    line.extend(crate::serve::page::answer_fields(input));
     line.extend_from_slice(b"}\n");
     line
 }
