@@ -89,7 +89,7 @@ pub static EXIT_STATUSES: &[ExitStatus] = &[
         status: "3",
         translate: "with --strict or --from CLI: an input was empty (a CLI that died before writing anything); without them, an empty input is only reported on stderr",
         check: "",
-        run: "--approval ask: no decision came (--approval-timeout passed, or standard input ended): the tool calls asked about were denied and the CLI stopped",
+        run: "--approval ask: no decision came (--approval-timeout passed, or standard input ended): the tool calls asked about were denied and the CLI stopped; --page-tools: no answer came (--tool-timeout passed, or standard input ended): the calls were answered with an error and the CLI stopped",
         serve: "",
     },
     ExitStatus {
