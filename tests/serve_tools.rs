@@ -442,3 +442,197 @@ fn context_and_state_reach_the_model_before_the_prompt() {
         "<context from the application>\nThe user's name: Ada\nThe application's state (JSON): {\"branch\":\"dev\"}\n</context from the application>\n\nWhich branch?"
     );
 }
+
+/// `run claude --page-tools FILE` with the stand-in replaying `scenario`:
+/// the prompt is the first input line, the answers the next ones.
+fn run_with_tools(
+    scenario: &str,
+    tools: &Value,
+    lines: &[&str],
+    sent_file: &Path,
+) -> (i32, Vec<Value>, String) {
+    let file = tmp(&format!("{scenario}-tools.json"));
+    std::fs::write(&file, tools.to_string()).unwrap();
+    let replay = root()
+        .join("testdata/claude/2.1.332")
+        .join(format!("{scenario}.jsonl"));
+    let mut child = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_CONTROL", &replay)
+        .env("FAKE_SENT", sent_file)
+        .args(["run", "claude", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .args(["--thread-id", "t", "--run-id", "r1", "--tool-timeout", "5s"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "Which branch?").unwrap();
+    let mut events = Vec::new();
+    let mut answers = lines.iter();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        let ev: Value = serde_json::from_str(&line).unwrap();
+        let ended = matches!(ev["type"].as_str(), Some("RUN_FINISHED" | "RUN_ERROR"));
+        events.push(ev);
+        if ended {
+            match answers.next() {
+                Some(a) => writeln!(stdin, "{a}").unwrap(),
+                None => break,
+            }
+        }
+    }
+    drop(stdin);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (status, events, err)
+}
+
+#[test]
+fn run_takes_the_answers_as_input_lines_and_refuses_what_is_not_pending() {
+    let sent_file = tmp("run-sent");
+    let tools = json!([tool("pick_branch")]);
+    let (status, events, err) = run_with_tools(
+        "page-tool",
+        &tools,
+        &[
+            "not json",
+            r#"{"runId":"r2","toolResults":[{"toolCallId":"nope","content":"x"}]}"#,
+            r#"{"runId":"r3","toolResults":[{"toolCallId":"toolu_m0000scripted","content":[{"type":"text","text":"dev"}]}]}"#,
+        ],
+        &sent_file,
+    );
+    assert_eq!(status, 0, "{err}");
+    let ends: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| matches!(e["type"].as_str(), Some("RUN_FINISHED" | "RUN_ERROR")))
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("RUN_FINISHED", ""),
+            ("RUN_ERROR", "invalid_tool_result"),
+            ("RUN_ERROR", "invalid_tool_result"),
+            ("RUN_FINISHED", ""),
+        ]
+    );
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+}
+
+#[test]
+fn run_answers_with_an_error_when_its_input_ends() {
+    let sent_file = tmp("run-eof-sent");
+    let (status, events, err) =
+        run_with_tools("page-tool", &json!([tool("pick_branch")]), &[], &sent_file);
+    assert_eq!(status, 3, "{err}");
+    assert_eq!(
+        last(&events)["outcome"]["pendingToolCallIds"],
+        json!([CALL_A])
+    );
+    let r = results(&sent_file);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["isError"], true);
+    assert!(
+        err.contains("the input ended with no answer from the page"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
+    // `run`: refused.
+    let file = tmp("gemini-tools.json");
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--page-tools: gemini cannot take tools from the page yet; only claude can"),
+        "{err}"
+    );
+    // `serve`: the run goes on without them, and the server's stderr says so.
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let mut server = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_REPLAY", &recording)
+        .args([
+            "serve",
+            "gemini",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-token",
+            "--state-dir",
+        ])
+        .arg(tmp("gemini-state"))
+        .args(["--", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
+        && !line.contains(" on http://")
+    {
+        line.clear();
+    }
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('/')
+        .to_owned();
+    let (status, events) = post(&addr, &first("t8", &["pick_branch", "show_diff"]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
+    // The next lines of its stderr: a warning (--no-token), then the notice.
+    line.clear();
+    while !line.contains("page's tools")
+        && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
+    {}
+    assert!(
+        line.contains("serve: gemini cannot take the page's tools yet (only claude can): the run goes on without its 2 tools"),
+        "{line}"
+    );
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+}
