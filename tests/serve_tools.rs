@@ -582,7 +582,9 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("--page-tools: gemini cannot take tools from the page yet; only claude can"),
+        err.contains(
+            "--page-tools: gemini cannot take tools from the page yet; only claude and codex can"
+        ),
         "{err}"
     );
     // `serve`: the run goes on without them, and the server's stderr says so.
@@ -629,10 +631,114 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
     {}
     assert!(
-        line.contains("serve: gemini cannot take the page's tools yet (only claude can): the run goes on without its 2 tools"),
+        line.contains("serve: gemini cannot take the page's tools yet (only claude and codex can): the run goes on without its 2 tools"),
         "{line}"
     );
     // SAFETY: the server's own process id, not yet waited for.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let _ = server.wait();
+}
+
+/// `serve codex` replaying the app-server recording `scenario`.
+fn codex_server(scenario: &str, sent: &Path) -> common::Server {
+    let replay = root()
+        .join("testdata/codex-app-server/0.169.0")
+        .join(format!("{scenario}.jsonl"));
+    common::serve_run(
+        "codex",
+        &[],
+        &[],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", sent)],
+    )
+}
+
+#[test]
+fn codex_gets_the_page_s_tools_as_dynamic_tools_and_the_answers_as_their_results() {
+    let sent_file = tmp("codex-sent");
+    let s = codex_server("page-tools-two", &sent_file);
+    let tools = ["pick_branch", "show_diff"];
+    let (_, one) = post(&s.addr, &first("c1", &tools));
+    let names: Vec<&str> = one
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, tools);
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": ["call_m0_0", "call_m0_1"]})
+    );
+    let sent_now = sent(&sent_file);
+    assert_eq!(
+        sent_now[0]["params"]["capabilities"]["experimentalApi"],
+        true
+    );
+    let start = sent_now
+        .iter()
+        .find(|l| l["method"] == "thread/start")
+        .unwrap();
+    assert_eq!(start["params"]["dynamicTools"][1]["name"], "show_diff");
+    assert_eq!(
+        start["params"]["dynamicTools"][1]["inputSchema"]["type"],
+        "object"
+    );
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "c1",
+            "r2",
+            &tools,
+            &[("call_m0_0", "main"), ("call_m0_1", "shown: 3 hunks")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert!(
+        !two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "the page holds the results"
+    );
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: main; shown: 3 hunks");
+    let answers: Vec<Value> = sent(&sent_file)
+        .into_iter()
+        .filter(|l| l["result"]["contentItems"].is_array())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            json!({"id": 0, "result": {"contentItems": [{"type": "inputText", "text": "main"}], "success": true}}),
+            json!({"id": 1, "result": {"contentItems": [{"type": "inputText", "text": "shown: 3 hunks"}], "success": true}}),
+        ]
+    );
+    assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn codex_refuses_answers_that_are_not_the_pending_ones() {
+    let sent_file = tmp("codex-stale-sent");
+    let s = codex_server("page-tool", &sent_file);
+    let (_, one) = post(&s.addr, &first("c2", &["pick_branch"]));
+    assert_eq!(
+        last(&one)["outcome"]["pendingToolCallIds"],
+        json!(["call_m0_0"])
+    );
+    let (_, stale) = post(
+        &s.addr,
+        &follow_up("c2", "r2", &["pick_branch"], &[("call_other", "x")]),
+    );
+    assert_eq!(last(&stale)["code"], "invalid_tool_result");
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("c2", "r3", &["pick_branch"], &[("call_m0_0", "dev")]),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: dev");
 }

@@ -590,9 +590,10 @@ pub struct Emitter {
     /// The id the next run gets, whatever else would name it (a resumed
     /// run named by the client).
     next_run: Option<String>,
-    /// Tool names that begin with this are the page's own tools (tools
-    /// from the page): see [`Emitter::set_page_prefix`].
+    /// How the CLI names the page's own tools (tools from the page): a
+    /// prefix, then one of the names; see [`Emitter::set_page_tools`].
     page_prefix: Option<&'static str>,
+    page_names: Vec<String>,
     /// The page's tool calls started, oldest first (id, the page's name).
     page_calls: std::collections::VecDeque<(String, String)>,
 }
@@ -654,6 +655,7 @@ impl Emitter {
             line_raw_events: 0,
             next_run: None,
             page_prefix: None,
+            page_names: Vec::new(),
             page_calls: std::collections::VecDeque::new(),
         }
     }
@@ -771,12 +773,13 @@ impl Emitter {
         self.tool_names = names;
     }
 
-    /// Tool names that begin with `prefix` are the page's own tools, as the
-    /// CLI names them (`mcp__page__pick`): TOOL_CALL_START names such a
-    /// call by the page's name (`pick`), the one the page finds its handler
-    /// by, and its result is not written (the page gave it).
-    pub fn set_page_prefix(&mut self, prefix: &'static str) {
+    /// The page's own tools, `names`, as the CLI names them: `prefix` and
+    /// the name (`mcp__page__pick`; Codex: no prefix). TOOL_CALL_START names
+    /// such a call by the page's name (`pick`), the one the page finds its
+    /// handler by, and its result is not written (the page gave it).
+    pub fn set_page_tools(&mut self, prefix: &'static str, names: Vec<String>) {
         self.page_prefix = Some(prefix);
+        self.page_names = names;
     }
 
     /// The page's tool calls started so far, oldest first: (id, the page's
@@ -1405,7 +1408,7 @@ impl Emitter {
         let page = self
             .page_prefix
             .and_then(|p| name.strip_prefix(p))
-            .filter(|n| !n.is_empty());
+            .filter(|n| self.page_names.iter().any(|p| p == n));
         if let Some(page) = page {
             if self.page_calls.len() >= PAGE_CALLS {
                 self.page_calls.pop_front();

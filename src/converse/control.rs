@@ -427,8 +427,14 @@ impl mcp::Host for Session<'_> {
         &mut self.calls
     }
 
-    fn send_line(&mut self, cli_in: &mut dyn Write, msg: &[u8]) -> io::Result<()> {
-        self.send(cli_in, msg)
+    fn answer_call(
+        &mut self,
+        cli_in: &mut dyn Write,
+        call: &mcp::Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        self.send(cli_in, &mcp::claude_answer(call, text, is_error))
     }
 }
 

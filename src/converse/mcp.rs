@@ -135,6 +135,7 @@ pub struct Server {
     /// The `tools/list` result, made once.
     list: Box<RawValue>,
     names: Vec<String>,
+    tools: Vec<PageTool>,
 }
 
 /// What a JSON-RPC message to the server comes to.
@@ -143,6 +144,24 @@ pub enum Reply {
     Now(Box<RawValue>),
     /// A call of one of the page's tools: it waits for the page.
     Call(Call),
+}
+
+impl Call {
+    /// A call that came as a JSON-RPC request of its own (`rpc_id`, named
+    /// `request_id` in messages), of the page's tool `name`.
+    pub fn new(
+        request_id: String,
+        rpc_id: Box<RawValue>,
+        name: String,
+        tool_call_id: Option<String>,
+    ) -> Self {
+        Call {
+            request_id,
+            rpc_id,
+            name,
+            tool_call_id,
+        }
+    }
 }
 
 /// A call of a page's tool, waiting for its answer.
@@ -192,7 +211,7 @@ struct InitParams<'a> {
 const MCP_VERSION: &str = "2025-06-18";
 
 impl Server {
-    pub fn new(tools: &[PageTool]) -> Self {
+    pub fn new(tools: Vec<PageTool>) -> Self {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Listed<'a> {
@@ -225,7 +244,18 @@ impl Server {
         Server {
             list,
             names: tools.iter().map(|t| t.name.clone()).collect(),
+            tools,
         }
+    }
+
+    /// The page's tools.
+    pub fn tools(&self) -> &[PageTool] {
+        &self.tools
+    }
+
+    /// The names of the page's tools.
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 
     /// The reply to one JSON-RPC `message`, which came in the
@@ -312,6 +342,22 @@ fn call_result(call: &Call, text: &str, is_error: bool) -> Box<RawValue> {
         "jsonrpc": "2.0",
         "id": &call.rpc_id,
         "result": {"content": [{"type": "text", "text": text}], "isError": is_error},
+    }))
+    .expect("serializable")
+}
+
+/// Claude Code's answer to `call`: the `control_response` that carries
+/// the `tools/call` result.
+pub fn claude_answer(call: &Call, text: &str, is_error: bool) -> Vec<u8> {
+    control_response(&call.request_id, &call_result(call, text, is_error))
+}
+
+/// The Codex app-server's answer to `call` (an `item/tool/call` request):
+/// `{contentItems, success}`.
+pub fn codex_answer(call: &Call, text: &str, is_error: bool) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": &call.rpc_id,
+        "result": {"contentItems": [{"type": "inputText", "text": text}], "success": !is_error},
     }))
     .expect("serializable")
 }
@@ -491,20 +537,15 @@ impl<'de> Deserialize<'de> for Text {
 /// approvals.
 pub trait Host: Asker {
     fn calls(&mut self) -> &mut Calls;
-    /// Send `msg` (one JSON line, without its newline) to the CLI.
-    fn send_line(&mut self, cli_in: &mut dyn Write, msg: &[u8]) -> io::Result<()>;
-}
-
-/// Answer `call` with `text` (an error when `is_error`).
-fn answer<H: Host>(
-    s: &mut H,
-    cli_in: &mut dyn Write,
-    call: &Call,
-    text: &str,
-    is_error: bool,
-) -> io::Result<()> {
-    let msg = control_response(&call.request_id, &call_result(call, text, is_error));
-    s.send_line(cli_in, &msg)
+    /// Answer `call` with `text` (an error the model reads when
+    /// `is_error`).
+    fn answer_call(
+        &mut self,
+        cli_in: &mut dyn Write,
+        call: &Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()>;
 }
 
 /// End the run with the pending calls for the page to run, and wait for
@@ -579,7 +620,7 @@ pub fn wait<H: Host>(
             Ok((_, texts)) => {
                 let calls = std::mem::take(&mut s.calls().pending);
                 for (call, text) in calls.iter().zip(texts) {
-                    answer(s, cli_in, call, &text, false)?;
+                    s.answer_call(cli_in, call, &text, false)?;
                 }
                 let ids = calls.into_iter().filter_map(|c| c.tool_call_id);
                 s.calls().answered.extend(ids);
@@ -607,7 +648,7 @@ pub fn wait<H: Host>(
 /// on without the page).
 fn fail_all<H: Host>(s: &mut H, cli_in: &mut dyn Write, why: &str) -> io::Result<()> {
     for call in std::mem::take(&mut s.calls().pending) {
-        answer(s, cli_in, &call, why, true)?;
+        s.answer_call(cli_in, &call, why, true)?;
     }
     Ok(())
 }
@@ -665,7 +706,7 @@ mod tests {
     #[test]
     fn the_server_answers_at_once_all_but_calls() {
         let tools = check_tools(r#"[{"name":"pick","description":"d"}]"#, OWN).unwrap();
-        let server = Server::new(&tools);
+        let server = Server::new(tools);
         let reply = |m: &str| server.message("r1", &RawValue::from_string(m.into()).unwrap());
         let now = |m: &str| match reply(m) {
             Reply::Now(v) => serde_json::from_str::<serde_json::Value>(v.get()).unwrap(),

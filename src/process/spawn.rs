@@ -222,8 +222,14 @@ pub const EXPIRED: u8 = 3;
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
     let tools = page_tools(&a)?;
-    if tools.is_some() {
-        em.set_page_prefix(crate::converse::mcp::PREFIX);
+    if let Some(t) = &tools {
+        // Claude Code names them as its MCP tools; Codex by their names.
+        let prefix = if cli.name() == "claude" {
+            crate::converse::mcp::PREFIX
+        } else {
+            ""
+        };
+        em.set_page_tools(prefix, t.names().to_vec());
     }
     // The page's tools are served over the control protocol, as asks are.
     let asking = a.request.approval == Approval::Ask || tools.is_some();
@@ -314,11 +320,15 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     let Some(file) = &a.page_tools else {
         return Ok(None);
     };
-    if a.cli.name() != "claude" {
-        anyhow::bail!(
-            "--page-tools: {} cannot take tools from the page yet; only claude can",
-            a.cli.name()
-        );
+    match a.cli.name() {
+        "claude" => {}
+        "codex" if a.transport != Transport::Exec => {}
+        "codex" => anyhow::bail!(
+            "--page-tools: codex takes tools from the page over its app-server only, not with --codex-transport exec"
+        ),
+        other => anyhow::bail!(
+            "--page-tools: {other} cannot take tools from the page yet; only claude and codex can"
+        ),
     }
     let mut json = String::new();
     std::fs::File::open(file)
@@ -329,7 +339,7 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     }
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
-    Ok(Some(crate::converse::mcp::Server::new(&tools)))
+    Ok(Some(crate::converse::mcp::Server::new(tools)))
 }
 
 /// The translator of `stream`, given the list the thread's last run left
@@ -665,10 +675,21 @@ impl Started {
             cwd,
             model: a.request.model.as_deref(),
             approval: a.request.approval,
-            ask: talk.lines.map(|input| ask::Waiting {
-                input,
-                timeout: a.approval_timeout,
-                marker: a.input_marker,
+            ask: talk
+                .lines
+                .filter(|_| a.request.approval == Approval::Ask)
+                .map(|input| ask::Waiting {
+                    input,
+                    timeout: a.approval_timeout,
+                    marker: a.input_marker,
+                }),
+            page: talk.tools.take().zip(talk.lines).map(|(server, input)| {
+                let w = ask::Waiting {
+                    input,
+                    timeout: a.tool_timeout,
+                    marker: a.input_marker,
+                };
+                (server, w)
             }),
         };
         let output = self.output.as_mut().expect("not pumped");
@@ -696,7 +717,12 @@ impl Started {
         match ran {
             Ok(appserver::End::Expired(why)) => {
                 // As with Claude Code: the decisions never came.
-                self.expired(&why, "the pending requests were cancelled", a.cli);
+                let pending = if why.contains("the page") {
+                    "the pending calls of the page's tools were answered with that error"
+                } else {
+                    "the pending requests were cancelled"
+                };
+                self.expired(&why, pending, a.cli);
                 Ok(None)
             }
             Ok(end) => Ok(Some(Conversed {

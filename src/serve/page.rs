@@ -50,7 +50,7 @@ impl Page {
                 } else if !takes_tools(cli) {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "agui-translate: serve: {} cannot take the page's tools yet (only claude can): the run goes on without its {} tools",
+                        "agui-translate: serve: {} cannot take the page's tools yet (only claude and codex can): the run goes on without its {} tools",
                         cli.name(),
                         tools.len()
                     );
@@ -78,9 +78,10 @@ impl Page {
     }
 }
 
-/// Whether serve offers `cli` the page's tools.
+/// Whether serve offers `cli` the page's tools (Codex over its
+/// app-server, which `run` then picks).
 pub(super) fn takes_tools(cli: crate::dialect::Dialect) -> bool {
-    cli.name() == "claude"
+    matches!(cli.name(), "claude" | "codex")
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or
