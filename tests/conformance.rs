@@ -1217,9 +1217,10 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
 /// does: the run ends with the calls pending, the page answers them with
 /// `role: "tool"` messages, and the follow-up run gives the answers to the
 /// CLI and streams the rest of the turn; one call, two answered together,
-/// and the 0.0.59 HttpAgent (a plain success). The stand-in replays the
-/// real Claude Code calling the page's tools (`testdata/claude/2.1.332`,
-/// page-tool and page-tools-two).
+/// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
+/// answered together. The stand-in replays the real Claude Code and Codex
+/// app-server calling the page's tools (`testdata/claude/2.1.332` and
+/// `testdata/codex-app-server/0.169.0`, page-tool and page-tools-two).
 #[test]
 fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
@@ -1233,18 +1234,17 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("one", "page-tool"),
         ("two", "page-tools-two"),
         ("one-0.0", "page-tool"),
+        ("codex-two", "page-tools-two"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
-        let replay = root()
-            .join("testdata/claude/2.1.332")
-            .join(format!("{replay}.jsonl"));
-        let server = common::serve_run(
-            "claude",
-            &[],
-            &[],
-            &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
-        );
+        let (cli, dir, var) = if name.starts_with("codex") {
+            ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER")
+        } else {
+            ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL")
+        };
+        let replay = root().join(dir).join(format!("{replay}.jsonl"));
+        let server = common::serve_run(cli, &[], &[], &[(var, &replay), ("FAKE_SENT", &sent)]);
         args.push(std::ffi::OsString::from(format!(
             "http://{}/agent",
             server.addr

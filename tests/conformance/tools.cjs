@@ -5,12 +5,14 @@
 // with a `role: "tool"` message, and a follow-up run on the same thread
 // carries the answers to the CLI and streams the rest of the turn. Cases:
 // one call; two calls answered together; one call with the 0.0.59
-// HttpAgent (CopilotKit's pin), which gets a plain success.
+// HttpAgent (CopilotKit's pin), which gets a plain success; then `serve
+// codex`, whose app-server gets them as dynamic tools: two calls answered
+// together.
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
 // One server per case, in the order below, each serving the stand-in CLI
-// replaying the real Claude Code calling the page's tools, its CLI's input
+// replaying the real Claude Code (or Codex) calling the page's tools, its CLI's input
 // written to SENT_FILE. Prints what failed and exits 1, or prints OK.
 "use strict";
 const fs = require("fs");
@@ -27,11 +29,15 @@ const cases = [
   { name: "one", tools: ["pick_branch"], answers: { pick_branch: "dev" } },
   { name: "two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
   { name: "one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59" },
+  { name: "codex-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
 ];
 
-// The texts of the `tools/call` results the CLI was sent.
+// The texts of the `tools/call` results the CLI was sent (Codex: the
+// answers to its `item/tool/call` requests).
 function results(sentFile) {
   const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const codex = lines.filter((l) => l.result && Array.isArray(l.result.contentItems));
+  if (codex.length) return codex.map((l) => l.result.contentItems[0].text);
   return lines
     .map((l) => l.type === "control_response" && l.response.response && l.response.response.mcp_response)
     .filter((r) => r && r.result && r.result.content)
