@@ -23,12 +23,14 @@ pub static SPEC: Spec = Spec {
 };
 
 /// `system` (but Qwen Code's `init`), `assistant`, `user`, `stream_event`,
-/// and `result` with `subtype` (Gemini's has `status`).
+/// `control_request` (its control protocol: the messages to an MCP server
+/// its host answers come before `system`), and `result` with `subtype`
+/// (Gemini's has `status`).
 fn detect(p: &Probe) -> bool {
     match p.kind() {
         Some("result") => p.has("subtype"),
         Some("system") => !super::qwen::writes(p),
-        Some("assistant" | "user" | "stream_event") => true,
+        Some("assistant" | "user" | "stream_event" | "control_request") => true,
         _ => false,
     }
 }
