@@ -73,6 +73,8 @@ acp\t''
 exec\t''
 app-server\t''"
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l approval-timeout -d 'With `--approval ask`: how long the tool calls asked about wait for a decision before they are denied and the CLI is stopped (exit status 3)' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l page-tools -d 'Offer the CLI the tools of a front end (claude, codex): FILE holds an AG-UI `tools` array (`[{name, description, parameters}]`). A call of one ends the run with the call pending (`pendingToolCallIds`), and the next input line answers it (`{"runId", "toolResults": [{"toolCallId", "content"}]}`); the prompt is the first input line, as with `--approval ask`. How `serve` passes a page\'s tools' -r -F
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l tool-timeout -d 'With `--page-tools`: how long a call waits for its answer before it is answered with an error the model reads and the CLI is stopped (exit status 3)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l timeout -d 'End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or plain seconds' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l thread-id -d 'Use this threadId instead of the session id found in the input' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l run-id -d 'Use this runId instead of the derived one (later runs in the same output get `ID-2`, `ID-3`, ..., across FILEs too); `run` gives a live run a fresh UUID v7 without it' -r

@@ -89,7 +89,7 @@ pub static EXIT_STATUSES: &[ExitStatus] = &[
         status: "3",
         translate: "with --strict or --from CLI: an input was empty (a CLI that died before writing anything); without them, an empty input is only reported on stderr",
         check: "",
-        run: "--approval ask: no decision came (--approval-timeout passed, or standard input ended): the tool calls asked about were denied and the CLI stopped",
+        run: "--approval ask: no decision came (--approval-timeout passed, or standard input ended): the tool calls asked about were denied and the CLI stopped; --page-tools: no answer came (--tool-timeout passed, or standard input ended): the calls were answered with an error and the CLI stopped",
         serve: "",
     },
     ExitStatus {
@@ -841,6 +841,27 @@ pub struct RunArgs {
         help_heading = RUN
     )]
     pub approval_timeout: std::time::Duration,
+
+    /// Offer the CLI the tools of a front end (claude, codex): FILE holds an AG-UI
+    /// `tools` array (`[{name, description, parameters}]`). A call of one
+    /// ends the run with the call pending (`pendingToolCallIds`), and the
+    /// next input line answers it (`{"runId", "toolResults":
+    /// [{"toolCallId", "content"}]}`); the prompt is the first input line,
+    /// as with `--approval ask`. How `serve` passes a page's tools.
+    #[arg(long, value_name = "FILE", help_heading = RUN)]
+    pub page_tools: Option<PathBuf>,
+
+    /// With `--page-tools`: how long a call waits for its answer before it
+    /// is answered with an error the model reads and the CLI is stopped
+    /// (exit status 3).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::dialect::request::parse_duration,
+        default_value = "10m",
+        help_heading = RUN
+    )]
+    pub tool_timeout: std::time::Duration,
 
     /// With `--approval ask`: after each run that ends waiting for an input
     /// line, write an SSE comment that `serve` takes as the end of its

@@ -53,6 +53,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
             allow_tool: a.allow_tool,
             deny_tool: a.deny_tool,
             approval: a.approval,
+            page_tools: a.page_tools.is_some(),
             extra: a.extra,
         },
         cli_path: a.cli_path,
@@ -63,6 +64,8 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         thread_id: output.thread_id.clone(),
         approval_timeout: a.approval_timeout,
         input_marker: a.input_marker,
+        page_tools: a.page_tools,
+        tool_timeout: a.tool_timeout,
     };
     crate::process::spawn::main(run, em)
 }

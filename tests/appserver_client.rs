@@ -42,6 +42,7 @@ fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
         model: None,
         approval,
         ask: None,
+        page: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -146,6 +147,7 @@ fn a_refused_request_ends_the_session() {
         model: None,
         approval: Approval::Default,
         ask: None,
+        page: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -184,6 +186,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
         model: None,
         approval: Approval::Default,
         ask: None,
+        page: None,
     });
     let mut tr = for_dialect(Dialect::named("codex-app-server").unwrap()).unwrap();
     let mut em = Emitter::new(Format::Ndjson, None, None);
@@ -213,6 +216,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
         model: None,
         approval: Approval::Default,
         ask: None,
+        page: None,
     });
     let end = session
         .run(

@@ -1272,3 +1272,56 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
     let _ = std::fs::remove_dir_all(&out_dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `serve claude` with the page's own tools, driven by the official 1.0
+/// HttpAgent (`tests/conformance/tools.cjs`) as a page that runs its tools
+/// does: the run ends with the calls pending, the page answers them with
+/// `role: "tool"` messages, and the follow-up run gives the answers to the
+/// CLI and streams the rest of the turn; one call, two answered together,
+/// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
+/// answered together. The stand-in replays the real Claude Code and Codex
+/// app-server calling the page's tools (`testdata/claude/2.1.332` and
+/// `testdata/codex-app-server/0.169.0`, page-tool and page-tools-two).
+#[test]
+fn http_agent_answers_the_page_s_tool_calls_through_serve() {
+    if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let mut servers = Vec::new();
+    let mut args = Vec::new();
+    for (name, replay) in [
+        ("one", "page-tool"),
+        ("two", "page-tools-two"),
+        ("one-0.0", "page-tool"),
+        ("codex-two", "page-tools-two"),
+    ] {
+        let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&sent);
+        let (cli, dir, var) = if name.starts_with("codex") {
+            ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER")
+        } else {
+            ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL")
+        };
+        let replay = root().join(dir).join(format!("{replay}.jsonl"));
+        let server = common::serve_run(cli, &[], &[], &[(var, &replay), ("FAKE_SENT", &sent)]);
+        args.push(std::ffi::OsString::from(format!(
+            "http://{}/agent",
+            server.addr
+        )));
+        args.push(sent.into_os_string());
+        servers.push(server);
+    }
+    let out = Command::new("node")
+        .arg(dir.join("tools.cjs"))
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

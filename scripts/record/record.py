@@ -22,6 +22,8 @@ A CLI module (clis/NAME.py) provides:
   error(status, ctx) -> mock.Response
   aux(method, path, body, ctx) -> mock.Response
 and may provide
+  PAGE_TOOLS                        True when `converse` plays the MCP
+                                    server of a scenario's page_tools
   OUT                               where its recordings go under
                                     testdata, "{version}" standing for the
                                     version (default "CLI/{version}")
@@ -225,6 +227,8 @@ def record(cli_name, version, names, out_dir, keep):
     variants = getattr(cli, "variants", lambda version, scenario: [""])
     for scenario in scenarios:
         why = cli.supports(version, scenario)
+        if why is None and "page" in scenario.needs and not getattr(cli, "PAGE_TOOLS", False):
+            why = "the front end's tools are recorded only where the CLI module plays their server"
         if why:
             print(f"{scenario.name}: skipped ({why})", file=sys.stderr)
             continue

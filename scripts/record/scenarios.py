@@ -14,15 +14,26 @@ Call kinds and their arguments (paths are relative to the working folder):
   read     {"path": str}
   plan     {"items": [(text, "pending" | "in_progress" | "completed"), ...]}
   subagent {"description": str, "prompt": str}   (prompt must contain SUB_MARK)
+  page     {"tool": str, "args": dict}            a tool of the front end (needs "page")
 
 A scenario that needs "approval" runs the CLI in a mode that asks its host
 before a tool runs; `answers` says what the host answers, one per question
 in order: allow() (the arguments as asked), allow(command=...) (the
 arguments with these changed) or deny(message); with `together`, only once
 all of them are asked.
+
+A scenario that needs "page" offers the CLI the front end's tools
+(`page_tools`, AG-UI `tools` entries) through an MCP server its host
+answers; the host answers each call with the next of `page_answers`, all
+at once when the turn's calls have all arrived. A turn whose text holds
+PAGE_ANSWERS has it replaced by the answers the model's request carries
+(the recording shows that the answer reached the model).
 """
 
 from dataclasses import dataclass, field
+
+# Replaced, in a turn's text, by the tool results the request carries.
+PAGE_ANSWERS = "{page answers}"
 
 # A subagent's requests are told from the main agent's by this mark in its prompt.
 SUB_MARK = "[subtask]"
@@ -73,6 +84,9 @@ class Scenario:
     together: bool = False
     # Files written into HOME before the run: {path: content}.
     home_files: dict = field(default_factory=dict)
+    # The front end's tools ("page"), and the host's answers to their calls.
+    page_tools: list = field(default_factory=list)
+    page_answers: list = field(default_factory=list)
 
 
 def call(kind, **args):
@@ -93,6 +107,18 @@ def interrupt():
     """Leave the question unanswered and interrupt the turn instead."""
     return {"interrupt_turn": True}
 
+
+PICK_BRANCH = {
+    "name": "pick_branch",
+    "description": "Ask the user which git branch to use.",
+    "parameters": {"type": "object", "properties": {"branches": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["branches"]},
+}
+SHOW_DIFF = {
+    "name": "show_diff",
+    "description": "Show a diff in the user's editor pane.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+}
 
 SCENARIOS = [
     Scenario("text", "Say hello in several languages.", [turn(text=UNICODE)]),
@@ -202,6 +228,29 @@ SCENARIOS = [
             turn(text="The folder holds only dot entries."),
         ],
         needs={"subagent"},
+    ),
+    Scenario(
+        "page-tool",
+        "Which branch should I work on?",
+        [
+            turn(text="I will ask you.", calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
+        "page-tools-two",
+        "Pick a branch and show me the diff.",
+        [
+            turn(calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]}),
+                        call("page", tool="show_diff", args={"path": "src/lib.rs"})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[PICK_BRANCH, SHOW_DIFF],
+        page_answers=["main", "shown: 3 hunks"],
     ),
     Scenario(
         "approval-allow",

@@ -264,6 +264,10 @@ pub enum Outcome<'a> {
     /// The run waits for decisions (at least one): the client answers each
     /// with a `resume` entry in its next run on the thread.
     Interrupt(&'a [Interrupt<'a>]),
+    /// Success, with tool calls the client is to run (the page's own tools)
+    /// and answer in its next run: `pendingToolCallIds` in AG-UI 1.0, a
+    /// plain success in 0.0 (whose schema has no such field).
+    Pending(&'a [&'a str]),
 }
 
 /// One AG-UI 1.0 interrupt: a decision a run ended waiting for. `reason` is
@@ -493,6 +497,9 @@ pub mod code {
     /// `serve --approval ask`: the run that waited for the decisions was
     /// ended to make room for another.
     pub const INTERRUPT_EVICTED: &str = "interrupt_evicted";
+    /// Tools from the page: the answers to the pending tool calls are not
+    /// the ones pending (unknown ids, some missing, or new input).
+    pub const INVALID_TOOL_RESULT: &str = "invalid_tool_result";
 }
 
 #[derive(Clone)]
@@ -588,6 +595,12 @@ pub struct Emitter {
     /// The id the next run gets, whatever else would name it (a resumed
     /// run named by the client).
     next_run: Option<String>,
+    /// How the CLI names the page's own tools (tools from the page): a
+    /// prefix, then one of the names; see [`Emitter::set_page_tools`].
+    page_prefix: Option<&'static str>,
+    page_names: Vec<String>,
+    /// The page's tool calls started, oldest first (id, the page's name).
+    page_calls: std::collections::VecDeque<(String, String)>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -597,6 +610,10 @@ const _: () = assert!(matches!(EVENT_TYPES[RAW_INDEX].as_bytes(), b"RAW"));
 /// How many tool call ids of a run are remembered, so that none is started
 /// twice.
 const STARTED_TOOLS: usize = 4096;
+
+/// How many of the page's tool calls are remembered (see
+/// [`Emitter::page_calls`]).
+pub const PAGE_CALLS: usize = 1024;
 
 /// Held events beyond this many bytes start a run without waiting further.
 const HOLD_LIMIT: usize = 1024 * 1024;
@@ -642,6 +659,9 @@ impl Emitter {
             line_raw: Vec::new(),
             line_raw_events: 0,
             next_run: None,
+            page_prefix: None,
+            page_names: Vec::new(),
+            page_calls: std::collections::VecDeque::new(),
         }
     }
 
@@ -756,6 +776,23 @@ impl Emitter {
     /// Which tool names TOOL_CALL_START carries.
     pub fn set_tool_names(&mut self, names: ToolNames) {
         self.tool_names = names;
+    }
+
+    /// The page's own tools, `names`, as the CLI names them: `prefix` and
+    /// the name (`mcp__page__pick`; Codex: no prefix). TOOL_CALL_START names
+    /// such a call by the page's name (`pick`), the one the page finds its
+    /// handler by, and its result is not written (the page gave it).
+    pub fn set_page_tools(&mut self, prefix: &'static str, names: Vec<String>) {
+        self.page_prefix = Some(prefix);
+        self.page_names = names;
+    }
+
+    /// The page's tool calls started so far, oldest first: (id, the page's
+    /// name of the tool). At most [`PAGE_CALLS`] are remembered.
+    pub fn page_calls(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.page_calls
+            .iter()
+            .map(|(id, name)| (id.as_str(), name.as_str()))
     }
 
     /// The session id the input gave last, even when `--thread-id` replaces
@@ -1373,7 +1410,19 @@ impl Emitter {
         if !self.started_tools.insert(id) {
             return false;
         }
+        let page = self
+            .page_prefix
+            .and_then(|p| name.strip_prefix(p))
+            .filter(|n| self.page_names.iter().any(|p| p == n));
+        if let Some(page) = page {
+            if self.page_calls.len() >= PAGE_CALLS {
+                self.page_calls.pop_front();
+            }
+            self.page_calls.push_back((id.to_owned(), page.to_owned()));
+        }
+        let name = page.unwrap_or(name);
         let (tool_call_name, extra) = match self.tool_names {
+            _ if page.is_some() => (name, [None, None, None]),
             ToolNames::Native => (name, [None, None, None]),
             ToolNames::Canonical => {
                 let canon = crate::agui::tools::canonical(name);
@@ -1489,6 +1538,10 @@ impl Emitter {
     ) {
         self.ensure_run();
         self.tool_end(tool_call_id);
+        if self.page_calls.iter().any(|(id, _)| id == tool_call_id) {
+            // The page ran it and holds its result.
+            return;
+        }
         self.scratch.clear();
         self.scratch.push_str(tool_call_id);
         self.scratch.push_str("-result");

@@ -116,6 +116,8 @@ fn run_fields<'a>(o: &mut Obj, ev: &Event<'a>, v0: bool, kept: &mut Kept<'a>) {
             }
             match outcome {
                 Some(Outcome::Cancelled) if v0 => kept.cancelled = true,
+                // 0.0.59's schema has no pendingToolCallIds.
+                Some(Outcome::Pending(_)) if v0 => o.outcome(Outcome::Pending(&[])),
                 Some(outcome) => o.outcome(outcome),
                 None => {}
             }
@@ -648,7 +650,29 @@ impl Obj<'_> {
                 self.interrupts(interrupts);
                 return;
             }
+            Outcome::Pending(ids) => {
+                self.pending(ids);
+                return;
+            }
         });
+    }
+
+    /// `,"outcome":{"type":"success","pendingToolCallIds":[…]}` (the ids
+    /// left out when there are none).
+    fn pending(&mut self, ids: &[&str]) {
+        self.0
+            .extend_from_slice(b",\"outcome\":{\"type\":\"success\"");
+        if !ids.is_empty() {
+            self.0.extend_from_slice(b",\"pendingToolCallIds\":[");
+            for (i, id) in ids.iter().enumerate() {
+                if i > 0 {
+                    self.0.push(b',');
+                }
+                string(self.0, id);
+            }
+            self.0.push(b']');
+        }
+        self.0.push(b'}');
     }
 
     /// `,"outcome":{"type":"interrupt","interrupts":[…]}`: the same for

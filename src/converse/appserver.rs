@@ -9,7 +9,11 @@
 //! what it does not allow is declined, and the stream says so (a CUSTOM
 //! `approval_response` event). With `--approval ask` they become interrupts
 //! instead, and the decisions come back as [`crate::converse::ask`] says. A stop request (SIGINT, SIGTERM, `--timeout`)
-//! sends `turn/interrupt` once the turn is known.
+//! sends `turn/interrupt` once the turn is known. The page's tools
+//! (`--page-tools`) are the new thread's `dynamicTools` (an experimental
+//! field: the client says it takes the experimental API); each call comes
+//! as an `item/tool/call` request that waits for the page, as
+//! [`crate::converse::mcp`] says.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
@@ -21,6 +25,7 @@ use serde_json::value::RawValue;
 use crate::agui::Emitter;
 use crate::base::json;
 use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::converse::mcp;
 use crate::dialect::request::Approval;
 use crate::source::Translate;
 
@@ -34,6 +39,9 @@ pub struct Options<'a> {
     pub approval: Approval,
     /// With `--approval ask`: where the decisions come from.
     pub ask: Option<Waiting<'a>>,
+    /// With `--page-tools`: the page's tools, and where the answers to
+    /// their calls come from (its timeout is the tool timeout).
+    pub page: Option<(mcp::Server, Waiting<'a>)>,
 }
 
 /// How a session ended.
@@ -115,6 +123,32 @@ struct ThreadParams<'a> {
     approval_policy: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dynamic_tools: Option<Vec<DynamicTool<'a>>>,
+}
+
+/// One of the page's tools, as `thread/start` takes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DynamicTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a RawValue,
+}
+
+/// The parts of an `item/tool/call` request the client reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCallLine {
+    params: ToolCallParams,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCallParams {
+    #[serde(default)]
+    call_id: Option<String>,
+    tool: String,
 }
 
 #[derive(Serialize)]
@@ -208,6 +242,8 @@ pub struct Session<'a> {
     answered: Option<Box<RawValue>>,
     /// With `--approval ask`: the approval requests waiting for decisions.
     pending: Pending<Asked>,
+    /// With `--page-tools`: the calls waiting for the page.
+    calls: mcp::Calls,
     /// How the session ended, when a line taken ended it.
     ended: Option<End>,
     line: Vec<u8>,
@@ -231,6 +267,7 @@ impl<'a> Session<'a> {
             interrupted: false,
             answered: None,
             pending: Pending::default(),
+            calls: mcp::Calls::default(),
             ended: None,
             line: Vec::new(),
             msg: Vec::new(),
@@ -258,7 +295,7 @@ impl<'a> Session<'a> {
                 version: env!("CARGO_PKG_VERSION"),
             },
             capabilities: Capabilities {
-                experimental_api: false,
+                experimental_api: self.opts.page.is_some(),
             },
         };
         self.send(server_in, &request(INITIALIZE, "initialize", init))?;
@@ -275,6 +312,18 @@ impl<'a> Session<'a> {
                 Ok(0) if self.line.is_empty() => return Ok(End::Eof),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.calls.due() {
+                        let stopped = || stop.load(Ordering::Relaxed);
+                        match self.wait_for_page(server_out, server_in, tr, em, out, &stopped)? {
+                            Waited::Resumed => {}
+                            Waited::Over => {
+                                return Ok(self.ended.take().unwrap_or(End::TurnCompleted))
+                            }
+                            Waited::Eof => return Ok(End::Eof),
+                            Waited::Stopped => return Ok(End::Stopped),
+                            Waited::Expired(why) => return Ok(End::Expired(why)),
+                        }
+                    }
                     if let Some(w) = self.opts.ask.take() {
                         let waited = if self.pending.due() {
                             let stopped = || stop.load(Ordering::Relaxed);
@@ -364,12 +413,21 @@ impl<'a> Session<'a> {
                             None => ("thread/start", None),
                         };
                         let (approval_policy, sandbox) = policy(self.opts.approval);
+                        // A resumed thread keeps the tools it started with
+                        // (thread/resume takes none).
+                        let dynamic_tools = self
+                            .opts
+                            .page
+                            .as_ref()
+                            .filter(|_| thread_id.is_none())
+                            .map(|(server, _)| dynamic_tools(server));
                         let params = ThreadParams {
                             thread_id,
                             cwd: self.opts.cwd,
                             model: self.opts.model,
                             approval_policy,
                             sandbox,
+                            dynamic_tools,
                         };
                         self.send(server_in, &request(THREAD, method, params))?;
                     }
@@ -399,6 +457,9 @@ impl<'a> Session<'a> {
             // A request from the server.
             (Some(method), Some(id)) => {
                 let item = ids.and_then(|i| i.item_id.as_deref());
+                if method == "item/tool/call" && self.page_call(line, id, em) {
+                    return Ok(None);
+                }
                 if self.opts.ask.is_some() && self.ask(line, method, id, item, em) {
                     return Ok(None);
                 }
@@ -420,6 +481,44 @@ impl<'a> Session<'a> {
             _ => {}
         }
         Ok(None)
+    }
+
+    /// Keep a call of one of the page's tools for the page; false when it
+    /// is not one.
+    fn page_call(&mut self, line: &[u8], id: &RawValue, em: &Emitter) -> bool {
+        let Some((server, _)) = &self.opts.page else {
+            return false;
+        };
+        let Ok(call) = serde_json::from_slice::<ToolCallLine>(line) else {
+            return false;
+        };
+        if !server.names().contains(&call.params.tool) {
+            return false;
+        }
+        let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
+        let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
+        self.calls.push(call, em);
+        true
+    }
+
+    /// End the run with the page's calls pending, and wait for the answers.
+    fn wait_for_page(
+        &mut self,
+        server_out: &mut dyn BufRead,
+        server_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<Waited> {
+        let (server, w) = self
+            .opts
+            .page
+            .take()
+            .expect("calls come only with the page's tools");
+        let waited = mcp::wait(self, &w, server_out, server_in, tr, em, out, stop);
+        self.opts.page = Some((server, w));
+        waited
     }
 
     /// Keep an approval request for an interrupt (`--approval ask`); false
@@ -536,6 +635,36 @@ impl<'a> Session<'a> {
         server_in.write_all(&self.msg)?;
         server_in.flush()
     }
+}
+
+impl mcp::Host for Session<'_> {
+    fn calls(&mut self) -> &mut mcp::Calls {
+        &mut self.calls
+    }
+
+    fn answer_call(
+        &mut self,
+        server_in: &mut dyn Write,
+        call: &mcp::Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        self.send(server_in, &mcp::codex_answer(call, text, is_error))
+    }
+}
+
+/// The page's tools as `thread/start` takes them.
+fn dynamic_tools(server: &mcp::Server) -> Vec<DynamicTool<'_>> {
+    let any: &RawValue = serde_json::from_str(r#"{"type":"object"}"#).expect("JSON");
+    server
+        .tools()
+        .iter()
+        .map(|t| DynamicTool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: t.parameters.as_deref().unwrap_or(any),
+        })
+        .collect()
 }
 
 impl Asker for Session<'_> {

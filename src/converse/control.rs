@@ -19,6 +19,7 @@ use crate::agui::Emitter;
 use crate::converse::ask::{
     self, translate_line, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting,
 };
+use crate::converse::mcp;
 use crate::source::Translate;
 
 /// What the session is given.
@@ -28,6 +29,10 @@ pub struct Options<'a> {
     pub timeout: Duration,
     /// Write [`ask::MARKER`] whenever the run waits for an input line.
     pub marker: bool,
+    /// The page's tools, served to the CLI ([`crate::converse::mcp`]), and
+    /// how long their calls wait for the page.
+    pub tools: Option<mcp::Server>,
+    pub tool_timeout: Duration,
 }
 
 /// How a session ended.
@@ -64,6 +69,10 @@ struct Request<'a> {
     input: Option<&'a RawValue>,
     #[serde(default)]
     tool_use_id: Option<String>,
+    #[serde(default)]
+    server_name: Option<String>,
+    #[serde(default, borrow)]
+    message: Option<&'a RawValue>,
 }
 
 #[derive(Serialize)]
@@ -120,6 +129,8 @@ struct TextPart<'a> {
 pub struct Session<'a> {
     opts: Options<'a>,
     pending: Pending<Box<RawValue>>,
+    /// The page's tool calls waiting for the page.
+    calls: mcp::Calls,
     line: Vec<u8>,
     msg: Vec<u8>,
 }
@@ -129,6 +140,7 @@ impl<'a> Session<'a> {
         Session {
             opts,
             pending: Pending::default(),
+            calls: mcp::Calls::default(),
             line: Vec::new(),
             msg: Vec::new(),
         }
@@ -173,14 +185,24 @@ impl<'a> Session<'a> {
                 Ok(0) if self.line.is_empty() => return Ok(End::Eof),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.pending.due() {
-                        match ask::wait(self, &w, cli_out, cli_in, tr, em, out, stop)? {
-                            Waited::Resumed => {}
-                            Waited::Over => return Ok(End::Result),
-                            Waited::Eof => return Ok(End::Eof),
-                            Waited::Stopped => return Ok(End::Stopped),
-                            Waited::Expired(why) => return Ok(End::Expired(why)),
-                        }
+                    let waited = if self.pending.due() {
+                        ask::wait(self, &w, cli_out, cli_in, tr, em, out, stop)?
+                    } else if self.calls.due() {
+                        let w = Waiting {
+                            input,
+                            timeout: self.opts.tool_timeout,
+                            marker: self.opts.marker,
+                        };
+                        mcp::wait(self, &w, cli_out, cli_in, tr, em, out, stop)?
+                    } else {
+                        continue;
+                    };
+                    match waited {
+                        Waited::Resumed => {}
+                        Waited::Over => return Ok(End::Result),
+                        Waited::Eof => return Ok(End::Eof),
+                        Waited::Stopped => return Ok(End::Stopped),
+                        Waited::Expired(why) => return Ok(End::Expired(why)),
                     }
                     continue;
                 }
@@ -212,6 +234,9 @@ impl<'a> Session<'a> {
         let req = rec
             .request
             .and_then(|r| serde_json::from_str::<Request>(r.get()).ok());
+        if let Some(r) = req.as_ref().filter(|r| self.page_s(r)) {
+            return self.page_request(id, r, cli_in, em);
+        }
         let Some(req) = req.filter(|r| r.subtype.as_deref() == Some("can_use_tool")) else {
             let msg = ControlResponse {
                 kind: "control_response",
@@ -241,6 +266,65 @@ impl<'a> Session<'a> {
             cli: input,
         });
         Ok(())
+    }
+
+    /// Whether a request is the page's server's: a message to it, or the
+    /// permission to run one of its tools.
+    fn page_s(&self, r: &Request) -> bool {
+        self.opts.tools.is_some()
+            && match r.subtype.as_deref() {
+                Some("mcp_message") => r.server_name.as_deref() == Some(mcp::SERVER),
+                Some("can_use_tool") => r
+                    .tool_name
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with(mcp::PREFIX)),
+                _ => false,
+            }
+    }
+
+    /// A request of the page's server: a message is answered (a call waits
+    /// for the page), a permission is given at once (the page, which runs
+    /// the tool, is the one who decides; `--approval` does not apply).
+    fn page_request(
+        &mut self,
+        id: &str,
+        r: &Request,
+        cli_in: &mut dyn Write,
+        em: &Emitter,
+    ) -> io::Result<()> {
+        let server = self.opts.tools.as_ref().expect("checked");
+        if r.subtype.as_deref() == Some("can_use_tool") {
+            let input = r.input.map_or_else(
+                || RawValue::from_string("{}".into()).expect("JSON"),
+                ToOwned::to_owned,
+            );
+            let msg = ControlResponse {
+                kind: "control_response",
+                response: ResponseBody {
+                    subtype: "success",
+                    request_id: id,
+                    response: Some(Decision {
+                        behavior: "allow",
+                        updated_input: Some(&input),
+                        message: None,
+                        interrupt: false,
+                    }),
+                    error: None,
+                },
+            };
+            return self.send(cli_in, &serde_json::to_vec(&msg).expect("serializable"));
+        }
+        let empty = RawValue::from_string("{}".into()).expect("JSON");
+        match server.message(id, r.message.unwrap_or(&empty)) {
+            mcp::Reply::Now(reply) => {
+                let msg = mcp::control_response(id, &reply);
+                self.send(cli_in, &msg)
+            }
+            mcp::Reply::Call(call) => {
+                self.calls.push(call, em);
+                Ok(())
+            }
+        }
     }
 
     fn send(&mut self, cli_in: &mut dyn Write, msg: &[u8]) -> io::Result<()> {
@@ -335,6 +419,22 @@ impl Asker for Session<'_> {
             },
         };
         self.send(cli_in, &serde_json::to_vec(&msg).expect("serializable"))
+    }
+}
+
+impl mcp::Host for Session<'_> {
+    fn calls(&mut self) -> &mut mcp::Calls {
+        &mut self.calls
+    }
+
+    fn answer_call(
+        &mut self,
+        cli_in: &mut dyn Write,
+        call: &mcp::Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        self.send(cli_in, &mcp::claude_answer(call, text, is_error))
     }
 }
 

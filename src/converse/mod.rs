@@ -1,8 +1,9 @@
 //! What is said with a running CLI, beyond reading its stream: Claude Code's
 //! control protocol ([`control`]), the client of `codex app-server`
 //! ([`appserver`]), the client of an Agent Client Protocol agent ([`acp`]),
-//! and the approval requests of each as AG-UI interrupts answered by resume
-//! lines ([`ask`]).
+//! the approval requests of each as AG-UI interrupts answered by resume
+//! lines ([`ask`]), and the page's own tools offered to the CLI, their
+//! calls answered by the page ([`mcp`]).
 //!
 //! Each conversation writes events through the writer and the translators;
 //! it never starts or stops a process (that is [`crate::process`]) and
@@ -12,3 +13,4 @@ pub mod acp;
 pub mod appserver;
 pub mod ask;
 pub mod control;
+pub mod mcp;

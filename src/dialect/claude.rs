@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::{Command, Exec, Probe, Spec};
-use crate::dialect::request::{Approval, RunRequest};
+use crate::dialect::request::{Approval, RunRequest, PAGE_SERVER};
 
 pub static SPEC: Spec = Spec {
     name: "claude",
@@ -24,12 +24,14 @@ pub static SPEC: Spec = Spec {
 };
 
 /// `system` (but Qwen Code's `init`), `assistant`, `user`, `stream_event`,
-/// and `result` with `subtype` (Gemini's has `status`).
+/// `control_request` (its control protocol: the messages to an MCP server
+/// its host answers come before `system`), and `result` with `subtype`
+/// (Gemini's has `status`).
 fn detect(p: &Probe) -> bool {
     match p.kind() {
         Some("result") => p.has("subtype"),
         Some("system") => !super::qwen::writes(p),
-        Some("assistant" | "user" | "stream_event") => true,
+        Some("assistant" | "user" | "stream_event" | "control_request") => true,
         _ => false,
     }
 }
@@ -66,15 +68,26 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         // The control protocol: the prompt goes in on stdin as a user
         // message, and each permission the CLI would ask for comes out as a
         // `control_request` that the host answers.
-        Approval::Ask => v.extend([
-            s("--input-format"),
-            s("stream-json"),
-            s("--permission-prompt-tool"),
-            s("stdio"),
-        ]),
+        Approval::Ask => v.extend([s("--permission-prompt-tool"), s("stdio")]),
+    }
+    let talks = a.approval == Approval::Ask || a.page_tools;
+    if talks {
+        v.extend([s("--input-format"), s("stream-json")]);
+    }
+    if a.page_tools {
+        // The page's tools: an MCP server the host answers over the
+        // control protocol, its tools allowed (the page decides).
+        v.extend([
+            s("--mcp-config"),
+            format!(
+                r#"{{"mcpServers":{{"{PAGE_SERVER}":{{"type":"sdk","name":"{PAGE_SERVER}"}}}}}}"#
+            ),
+            s("--allowedTools"),
+            format!("mcp__{PAGE_SERVER}"),
+        ]);
     }
     v.extend(a.extra.iter().cloned());
-    if a.approval != Approval::Ask {
+    if !talks {
         // `-p` is a switch and the prompt an argument: last, after `--`, so
         // that neither a prompt that begins with `-` nor a variadic option
         // such as --allowedTools can take it.

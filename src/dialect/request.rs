@@ -24,9 +24,16 @@ pub struct RunRequest {
     pub deny_tool: Vec<String>,
     /// How tool calls are approved.
     pub approval: Approval,
+    /// The page's own tools are served to the CLI (`--page-tools`): the
+    /// CLI is started to take them, and talked with as `--approval ask`
+    /// does.
+    pub page_tools: bool,
     /// Arguments passed to the CLI untouched.
     pub extra: Vec<String>,
 }
+
+/// The name of the MCP server that serves the page's tools to a CLI.
+pub const PAGE_SERVER: &str = "page";
 
 /// How tool calls are approved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -194,6 +194,10 @@ pub struct Run {
     pub approval_timeout: Duration,
     /// With `--approval ask`: mark each wait for an input line (`serve`).
     pub input_marker: bool,
+    /// The file of the page's tools (`--page-tools`).
+    pub page_tools: Option<PathBuf>,
+    /// How long a call of one waits for its answer.
+    pub tool_timeout: Duration,
 }
 
 /// Why `cli` cannot ask (`--approval ask`) with the run options `options`
@@ -233,7 +237,18 @@ pub const EXPIRED: u8 = 3;
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let asking = a.request.approval == Approval::Ask;
+    let tools = page_tools(&a)?;
+    if let Some(t) = &tools {
+        // Claude Code names them as its MCP tools; Codex by their names.
+        let prefix = if cli.name() == "claude" {
+            crate::converse::mcp::PREFIX
+        } else {
+            ""
+        };
+        em.set_page_tools(prefix, t.names().to_vec());
+    }
+    // The page's tools are served over the control protocol, as asks are.
+    let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking)?;
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
@@ -299,6 +314,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let mut tr = translator(&a, stream)?;
     let mut talk = Talk {
         prompt: &prompt,
+        tools,
         lines: lines.as_ref(),
         tr: tr.as_mut(),
         em: &mut em,
@@ -347,6 +363,37 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     )?;
     keep(&a, &em, tr.as_ref())?;
     Ok(ended.exit_code())
+}
+
+/// The most a `--page-tools` file is read of.
+const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
+
+/// The page's tools (`--page-tools`), read and checked, as the server that
+/// offers them to the CLI; refused for a CLI that cannot take them.
+fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
+    let Some(file) = &a.page_tools else {
+        return Ok(None);
+    };
+    match a.cli.name() {
+        "claude" => {}
+        "codex" if a.transport != Transport::Exec => {}
+        "codex" => anyhow::bail!(
+            "--page-tools: codex takes tools from the page over its app-server only, not with --codex-transport exec"
+        ),
+        other => anyhow::bail!(
+            "--page-tools: {other} cannot take tools from the page yet; only claude and codex can"
+        ),
+    }
+    let mut json = String::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_PAGE_TOOLS + 1).read_to_string(&mut json))
+        .with_context(|| format!("--page-tools {}", file.display()))?;
+    if json.len() as u64 > MAX_PAGE_TOOLS {
+        anyhow::bail!("--page-tools {}: larger than 16 MiB", file.display());
+    }
+    let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
+        .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
+    Ok(Some(crate::converse::mcp::Server::new(tools)))
 }
 
 /// The translator of `stream`, given the list the thread's last run left
@@ -580,6 +627,8 @@ struct Started {
 /// What a conversation with the CLI writes to and reads from.
 struct Talk<'t> {
     prompt: &'t str,
+    /// The page's tools, served to the CLI (`--page-tools`).
+    tools: Option<crate::converse::mcp::Server>,
     /// The input lines (`--approval ask`).
     lines: Option<&'t std::sync::mpsc::Receiver<ask::InputLine>>,
     tr: &'t mut dyn crate::source::Translate,
@@ -628,6 +677,8 @@ impl Started {
             prompt: talk.prompt,
             timeout: a.approval_timeout,
             marker: a.input_marker,
+            tools: talk.tools.take(),
+            tool_timeout: a.tool_timeout,
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -653,7 +704,12 @@ impl Started {
                 // The run has ended waiting: what the CLI says after the
                 // denial is no run's. It has the usual grace to take the
                 // denial and exit, its stdin closed.
-                self.expired(&why, "the pending tool calls were denied", a.cli);
+                let pending = if why.contains("the page") {
+                    "the pending calls of the page's tools were answered with that error"
+                } else {
+                    "the pending tool calls were denied"
+                };
+                self.expired(&why, pending, a.cli);
                 Ok(None)
             }
             Ok(_) => Ok(Some(Conversed {
@@ -685,10 +741,21 @@ impl Started {
             cwd,
             model: a.request.model.as_deref(),
             approval: a.request.approval,
-            ask: talk.lines.map(|input| ask::Waiting {
-                input,
-                timeout: a.approval_timeout,
-                marker: a.input_marker,
+            ask: talk
+                .lines
+                .filter(|_| a.request.approval == Approval::Ask)
+                .map(|input| ask::Waiting {
+                    input,
+                    timeout: a.approval_timeout,
+                    marker: a.input_marker,
+                }),
+            page: talk.tools.take().zip(talk.lines).map(|(server, input)| {
+                let w = ask::Waiting {
+                    input,
+                    timeout: a.tool_timeout,
+                    marker: a.input_marker,
+                };
+                (server, w)
             }),
         };
         let output = self.output.as_mut().expect("not pumped");
@@ -708,7 +775,12 @@ impl Started {
         match ran {
             Ok(appserver::End::Expired(why)) => {
                 // As with Claude Code: the decisions never came.
-                self.expired(&why, "the pending requests were cancelled", a.cli);
+                let pending = if why.contains("the page") {
+                    "the pending calls of the page's tools were answered with that error"
+                } else {
+                    "the pending requests were cancelled"
+                };
+                self.expired(&why, pending, a.cli);
                 Ok(None)
             }
             Ok(end) => Ok(Some(Conversed {

@@ -1,7 +1,10 @@
 //! A request's body read and checked: the AG-UI `RunAgentInput` it holds,
 //! of which a run needs the prompt (the last user message), the thread and
-//! run ids, the decisions it resumes with, and the AG-UI release of the
-//! client (`protocolVersion`).
+//! run ids, the decisions it resumes with, the AG-UI release of the
+//! client (`protocolVersion`), and what the page gives besides: its tools,
+//! its context and its state (each checked against its limit), and its
+//! answers to the calls of its tools (the `role: "tool"` messages after
+//! the last user message).
 
 use std::borrow::Cow;
 use std::net::TcpStream;
@@ -14,20 +17,29 @@ use serde_json::value::RawValue;
 use crate::agui::AguiVersion;
 use crate::serve::http::{self, Head, Refused};
 use crate::serve::listen::{refuse, refuse_with};
+use crate::serve::page;
 
 /// A request checked: what its run needs.
 pub(super) struct Request<'a> {
     pub(super) input: RunAgentInput<'a>,
-    /// The text of the last user message, if it has any.
+    /// The text of the last user message, if it has any, after the page's
+    /// context (see [`page`]).
     pub(super) prompt: Option<String>,
     /// Whether the request carries decisions (a `resume` not empty).
     pub(super) resuming: bool,
+    /// The page's tools, checked, as JSON (none when it gives none).
+    pub(super) tools: Option<String>,
 }
 
 impl<'a> Request<'a> {
-    /// The request in `body`, or `None` when it is answered here as one
-    /// no run can take.
-    pub(super) fn check(conn: &mut TcpStream, cors: &str, body: &'a [u8]) -> Option<Self> {
+    /// The request in `body` to a server of `cli`, or `None` when it is
+    /// answered here as one no run can take.
+    pub(super) fn check(
+        conn: &mut TcpStream,
+        cors: &str,
+        body: &'a [u8],
+        cli: crate::dialect::Dialect,
+    ) -> Option<Self> {
         let input: RunAgentInput = match serde_json::from_slice(body) {
             Ok(i) => i,
             Err(e) => {
@@ -50,10 +62,18 @@ impl<'a> Request<'a> {
             let _ = refuse(conn, cors, Refused(400, "no user message with text"));
             return None;
         }
+        let page = match page::Page::check(&input, cli) {
+            Ok(p) => p,
+            Err(why) => {
+                let _ = refuse_with(conn, cors, 400, &why);
+                return None;
+            }
+        };
         Some(Request {
+            prompt: prompt.map(|p| page.prompt(p)),
             input,
-            prompt,
             resuming,
+            tools: page.tools,
         })
     }
 }
@@ -96,13 +116,22 @@ pub(super) struct RunAgentInput<'a> {
     #[serde(default)]
     pub(super) run_id: Option<String>,
     #[serde(default, borrow)]
-    messages: LastUserContent<'a>,
+    pub(super) messages: LastUserContent<'a>,
     /// Sent by 1.0 clients (`"1.0"`, as `@ag-ui/client` 1.0 does); 0.0 clients send none.
     #[serde(default)]
     protocol_version: Option<String>,
     /// The decisions on the interrupts the thread's last run ended with.
     #[serde(default, borrow)]
     pub(super) resume: Option<&'a RawValue>,
+    /// The page's own tools (`[{name, description, parameters}]`).
+    #[serde(default, borrow)]
+    pub(super) tools: Option<&'a RawValue>,
+    /// What the page tells the model (`[{description, value}]`).
+    #[serde(default, borrow)]
+    pub(super) context: Option<&'a RawValue>,
+    /// The page's state (any JSON).
+    #[serde(default, borrow)]
+    pub(super) state: Option<&'a RawValue>,
 }
 
 /// Which AG-UI release a run writes for.
@@ -142,9 +171,16 @@ fn client_version(input: &RunAgentInput) -> AguiVersion {
     }
 }
 
-/// The content of the last message with role `user`.
+/// Of the messages: the content of the last one with role `user`, the
+/// `role: "tool"` messages after it (the page's answers to the calls of
+/// its tools: the call's id and the content), and the role of the last
+/// message.
 #[derive(Default)]
-struct LastUserContent<'a>(Option<&'a RawValue>);
+pub(super) struct LastUserContent<'a>(
+    Option<&'a RawValue>,
+    pub(super) Vec<(Cow<'a, str>, Option<&'a RawValue>)>,
+    pub(super) Option<Cow<'a, str>>,
+);
 
 impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -156,12 +192,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut last = None;
+                let mut answers = Vec::new();
+                let mut role = None;
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     if m.role == "user" {
                         last = m.content;
+                        answers.clear();
                     }
+                    if let (true, Some(id)) = (m.role == "tool", m.tool_call_id) {
+                        answers.push((id, m.content));
+                    }
+                    role = Some(m.role);
                 }
-                Ok(LastUserContent(last))
+                Ok(LastUserContent(last, answers, role))
             }
         }
         d.deserialize_seq(Messages(std::marker::PhantomData))
@@ -169,11 +212,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Message<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
     #[serde(default, borrow)]
     content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_call_id: Option<Cow<'a, str>>,
 }
 
 /// A part of a message's content (AG-UI `InputContent`).

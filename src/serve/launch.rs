@@ -133,19 +133,30 @@ pub(super) fn kept_args(
     v
 }
 
+/// The extension of the file of a run's page tools, beside its session
+/// file (and removed with it).
+pub(super) const TOOLS_EXT: &str = "tools";
+
 /// A new run of `prompt` on the request's thread, resuming the thread's
-/// session if it has one, streamed to the client and then settled.
+/// session if it has one, offered the page's `tools` (JSON, checked),
+/// streamed to the client and then settled.
 pub(super) fn run_one(
     conn: &mut TcpStream,
     shared: &Shared,
     input: &RunAgentInput,
     prompt: &str,
     slot: Slot,
+    tools: Option<&str>,
     cors: &str,
 ) {
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
-    let started = run_command(shared, input, &file.0).and_then(|cmd| shared.spawner.spawn(cmd));
+    // A run with the page's tools talks with its CLI as one that asks does:
+    // its calls wait for the thread's next request.
+    let talks = shared.ask || tools.is_some();
+    let started = tools_file(&file.0, tools)
+        .and_then(|tools| run_command(shared, input, &file.0, tools.as_deref(), talks))
+        .and_then(|cmd| shared.spawner.spawn(cmd));
     let mut child = match started {
         Ok(c) => c,
         Err(e) => {
@@ -159,7 +170,7 @@ pub(super) fn run_one(
     let stdout = child.stdout.take().expect("piped");
     if let Some(pipe) = &mut stdin {
         // A run that has already failed does not read it: its output says why.
-        let _ = if shared.ask {
+        let _ = if talks {
             // One line, the prompt as a JSON string: the decisions follow.
             let line = serde_json::to_string(prompt).expect("a string");
             writeln!(pipe, "{line}")
@@ -167,7 +178,7 @@ pub(super) fn run_one(
             pipe.write_all(prompt.as_bytes())
         };
     }
-    if !shared.ask {
+    if !talks {
         stdin = None;
     }
     let mut w = Waiting {
@@ -181,14 +192,33 @@ pub(super) fn run_one(
     // arguments) still ends its client's run.
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
-    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, shared.ask, &failed);
+    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, talks, &failed);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
+}
+
+/// The file of the page's `tools` beside `session_file` (in the server's
+/// private directory), if there are tools.
+fn tools_file(session_file: &Path, tools: Option<&str>) -> io::Result<Option<std::path::PathBuf>> {
+    let Some(tools) = tools else {
+        return Ok(None);
+    };
+    let file = session_file.with_extension(TOOLS_EXT);
+    std::fs::write(&file, tools)?;
+    Ok(Some(file))
 }
 
 /// The command of the run of `input`: this program's `run`, with the
 /// thread's session to resume and `session_file` for the session it
-/// reports, its pipes, no token, and the server's death as its end.
-fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> io::Result<Command> {
+/// reports, the page's tools in `tools` (a file), its pipes, no token, and
+/// the server's death as its end; `talks`: it reads its prompt and the
+/// thread's next requests as lines, and marks each wait.
+fn run_command(
+    shared: &Shared,
+    input: &RunAgentInput,
+    session_file: &Path,
+    tools: Option<&Path>,
+    talks: bool,
+) -> io::Result<Command> {
     let (resume, plan_file) = {
         let threads = shared.threads.lock().expect("not poisoned");
         let resume = threads.session(&input.thread_id).map(str::to_owned);
@@ -203,9 +233,14 @@ fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> i
         session_file,
         kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
-    if shared.ask {
+    if talks {
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
+    }
+    if let Some(t) = tools {
+        let mut arg = std::ffi::OsString::from("--page-tools=");
+        arg.push(t);
+        argv.insert(3, arg);
     }
     let mut cmd = shared.spawner.this_program();
     cmd.args(&argv)

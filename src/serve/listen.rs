@@ -239,7 +239,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     };
     pending.done();
-    let Some(request) = input::Request::check(&mut conn, &cors, &body) else {
+    let Some(request) = input::Request::check(&mut conn, &cors, &body, shared.cli) else {
         return;
     };
     let thread = &request.input.thread_id;
@@ -283,9 +283,18 @@ fn run_or_resume(
     let input = &request.input;
     match (claim, &request.prompt) {
         (Claim::Resume(slot, w), _) => waiting::resume_run(conn, shared, input, w, slot, cors),
+        (_, _) if !request.resuming && crate::serve::page::answers_calls(input) => {
+            if let Some(gone) = waiting::gone(shared, &input.thread_id) {
+                waiting::answer_gone(conn, shared, input, cors, gone);
+                return;
+            }
+            let why = "no call of the page's tools waits on this thread: the answers are stale (the call's tool timeout passed, or the server restarted)";
+            let _ = launch::answer_error(conn, shared, input, cors, why, code::INVALID_TOOL_RESULT);
+        }
         (Claim::Start(slot), Some(prompt)) => {
             waiting::forget_gone(shared, &input.thread_id);
-            launch::run_one(conn, shared, input, prompt, slot, cors);
+            let tools = request.tools.as_deref();
+            launch::run_one(conn, shared, input, prompt, slot, tools, cors);
         }
         _ => {
             if let Some(gone) = waiting::gone(shared, &input.thread_id) {

@@ -13,6 +13,8 @@
 //! - [`listen`]: the listening loop, connections, run slots, the stop;
 //! - [`access`]: who may call (`Host`, `Origin`, the token, CORS);
 //! - [`input`]: the request's body, a `RunAgentInput`, read and checked;
+//!   [`page`]: what the page gives besides its prompt (tools, context,
+//!   state, answers), checked;
 //! - [`launch`]: a run started and streamed to its client;
 //! - [`waiting`]: runs kept for their thread's decisions, and what a run
 //!   leaves for its thread;
@@ -23,6 +25,7 @@ pub mod http;
 mod input;
 mod launch;
 mod listen;
+mod page;
 pub mod threads;
 mod waiting;
 

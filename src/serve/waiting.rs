@@ -40,6 +40,7 @@ impl SessionFile {
 impl Drop for SessionFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(self.0.with_extension(crate::serve::launch::TOOLS_EXT));
     }
 }
 
@@ -161,6 +162,10 @@ pub(super) fn answer_gone(
         return;
     }
     let (why, code) = match gone {
+        Gone::Expired if crate::serve::page::answers_calls(input) => (
+            "the calls of the page's tools on this thread expired: no answer came within the tool timeout (--tool-timeout), so the model was told so and the CLI stopped",
+            code::INTERRUPT_EXPIRED,
+        ),
         Gone::Expired => (
             "the interrupts of this thread expired: no decision came within the approval timeout (--approval-timeout), so the tool calls were denied and the turn ended; resume them with status \"cancelled\" to go on",
             code::INTERRUPT_EXPIRED,
@@ -303,6 +308,7 @@ fn resume_line(input: &RunAgentInput) -> Vec<u8> {
             .bytes()
             .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
     );
+    line.extend(crate::serve::page::answer_fields(input));
     line.extend_from_slice(b"}\n");
     line
 }

@@ -23,7 +23,7 @@ import time
 import mock
 import stdio
 from clis import version as version_of
-from scenarios import SUB_MARK
+from scenarios import PAGE_ANSWERS, SUB_MARK
 
 PACKAGE = "@anthropic-ai/claude-code"
 BIN = "claude"
@@ -41,8 +41,13 @@ def supports(version, scenario):
     return None
 
 
+# `converse` plays the server of the front end's tools (scenarios that need "page").
+PAGE_TOOLS = True
+PAGE_SERVER = "page"
+
+
 def converses(ctx):
-    return "approval" in ctx.scenario.needs
+    return bool({"approval", "page"} & ctx.scenario.needs)
 
 
 def variants(version, scenario):
@@ -54,7 +59,15 @@ def prepare(ctx):
         # No prompt argument: it comes on stdin. No permission option: the
         # default mode asks before Bash runs a command that changes files.
         argv = [ctx.bin, "-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
-                "--permission-prompt-tool", "stdio", "--model", MODEL]
+                "--model", MODEL]
+        if "approval" in ctx.scenario.needs:
+            argv += ["--permission-prompt-tool", "stdio"]
+        if "page" in ctx.scenario.needs:
+            # An MCP server the host answers over the control protocol, its
+            # tools allowed: as `run --page-tools` starts it.
+            config = {"mcpServers": {PAGE_SERVER: {"type": "sdk", "name": PAGE_SERVER}}}
+            argv += ["--mcp-config", json.dumps(config, separators=(",", ":")),
+                     "--allowedTools", "mcp__" + PAGE_SERVER]
     else:
         argv = [ctx.bin, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", MODEL]
@@ -131,11 +144,28 @@ def _tool_call(kind, args, tools, ctx):
                 todo["id"] = str(i + 1)
             todos.append(todo)
         return "TodoWrite", {"todos": todos}
+    if kind == "page":
+        return f"mcp__{PAGE_SERVER}__{args['tool']}", args["args"]
     if kind == "subagent":
         name = "Agent" if _tool(tools, "Agent") else "Task"
         return name, {"description": args["description"], "prompt": args["prompt"],
                       "subagent_type": "general-purpose"}
     raise ValueError(kind)
+
+
+def _tool_results(body):
+    """The text of the tool results in the request's last message."""
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    texts = []
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_result":
+            c = b.get("content")
+            if isinstance(c, list):
+                c = " ".join(p.get("text", "") for p in c if isinstance(p, dict))
+            # Claude Code adds a reminder of its own after a result.
+            texts.append(str(c).split("<system-reminder>")[0].strip())
+    return texts
 
 
 def _blocks(t, body, who, index, ctx):
@@ -144,7 +174,14 @@ def _blocks(t, body, who, index, ctx):
     if t["thinking"]:
         blocks.append({"type": "thinking", "thinking": t["thinking"], "signature": SIGNATURE})
     if t["text"]:
-        blocks.append({"type": "text", "text": t["text"]})
+        text = t["text"]
+        if PAGE_ANSWERS in text:
+            got = _tool_results(body)
+            want = list(ctx.scenario.page_answers)
+            if sorted(got) != sorted(want):
+                print(f"  the model's request carries {got!r}, not the page's answers {want!r}", file=sys.stderr)
+            text = text.replace(PAGE_ANSWERS, "; ".join(got))
+        blocks.append({"type": "text", "text": text})
     for k, (kind, args) in enumerate(t["calls"]):
         name, inp = _tool_call(kind, args, tools, ctx)
         tag = "s" if who == "sub" else "m"
@@ -253,9 +290,15 @@ HOLD = 10.0
 def _host(pipe, ctx, deadline):
     pipe.send({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": ctx.prompt}]}})
     answers = list(ctx.scenario.answers)
+    page_answers = list(ctx.scenario.page_answers)
+    calls = []  # calls of the page's tools not answered yet
     held = []  # questions not answered yet
     hold_until = None
     while time.monotonic() < deadline:
+        if calls and (len(calls) >= len(page_answers) or time.monotonic() > hold_until):
+            for msg in calls:
+                _answer_call(pipe, msg, page_answers.pop(0))
+            calls = []
         if held and (len(held) >= len(answers) or time.monotonic() > hold_until):
             for msg in held:
                 _answer(pipe, msg, answers)
@@ -271,6 +314,12 @@ def _host(pipe, ctx, deadline):
             return
         if kind != "control_request":
             continue
+        if (msg.get("request") or {}).get("subtype") == "mcp_message":
+            if _serve_page(pipe, msg, ctx):
+                calls.append(msg)
+                # The turn's other calls come at once: hold for them.
+                hold_until = time.monotonic() + 2.0
+            continue
         if ctx.scenario.together and (msg.get("request") or {}).get("subtype") == "can_use_tool":
             if not held:
                 hold_until = time.monotonic() + HOLD
@@ -278,6 +327,44 @@ def _host(pipe, ctx, deadline):
         else:
             _answer(pipe, msg, answers)
     print("  no result in time", file=sys.stderr)
+
+
+def _serve_page(pipe, msg, ctx):
+    """Answer a message to the page's MCP server at once; True for a
+    `tools/call`, which waits for its answer."""
+    rid = msg.get("request_id")
+    request = msg.get("request") or {}
+    rpc = request.get("message") or {}
+    method = rpc.get("method")
+    if request.get("server_name") != PAGE_SERVER:
+        result = {"jsonrpc": "2.0", "id": rpc.get("id"), "error": {"code": -32601, "message": "no such server"}}
+    elif "id" not in rpc:
+        result = {"jsonrpc": "2.0", "result": {}}
+    elif method == "initialize":
+        result = {"jsonrpc": "2.0", "id": rpc["id"], "result": {
+            "protocolVersion": (rpc.get("params") or {}).get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}}, "serverInfo": {"name": PAGE_SERVER, "version": "1"}}}
+    elif method == "tools/list":
+        tools = [{"name": t["name"], "description": t.get("description", ""),
+                  "inputSchema": t.get("parameters") or {"type": "object"},
+                  "annotations": {"readOnlyHint": True}} for t in ctx.scenario.page_tools]
+        result = {"jsonrpc": "2.0", "id": rpc["id"], "result": {"tools": tools}}
+    elif method == "tools/call":
+        return True
+    else:
+        result = {"jsonrpc": "2.0", "id": rpc["id"], "error": {"code": -32601, "message": f"{method} not found"}}
+    pipe.send({"type": "control_response", "response": {"subtype": "success", "request_id": rid,
+                                                        "response": {"mcp_response": result}}})
+    return False
+
+
+def _answer_call(pipe, msg, text):
+    """Answer a held `tools/call` with the page's answer."""
+    rpc = (msg.get("request") or {}).get("message") or {}
+    result = {"jsonrpc": "2.0", "id": rpc.get("id"),
+              "result": {"content": [{"type": "text", "text": text}], "isError": False}}
+    pipe.send({"type": "control_response", "response": {"subtype": "success", "request_id": msg.get("request_id"),
+                                                        "response": {"mcp_response": result}}})
 
 
 def _answer(pipe, msg, answers):

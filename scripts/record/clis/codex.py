@@ -19,7 +19,7 @@ import time
 import mock
 from clis import chat
 from clis import version as version_of
-from scenarios import SUB_MARK
+from scenarios import PAGE_ANSWERS, SUB_MARK
 
 PACKAGE = "@openai/codex"
 BIN = "codex"
@@ -319,7 +319,24 @@ def _call_item(kind, args, tools, call_id, ctx):
         return _plan_call(tools, args["items"], call_id)
     if kind == "subagent":
         return _subagent_call(tools, args, call_id)
+    if kind == "page":
+        return _function_call(args["tool"], args["args"], call_id, tools.get(args["tool"]))
     raise ValueError(kind)
+
+
+def _page_answers(turn, body):
+    """The turn with PAGE_ANSWERS in its text replaced by the outputs of the
+    calls the request carries (the front end's answers)."""
+    if not turn["text"] or PAGE_ANSWERS not in turn["text"]:
+        return turn
+    got = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            out = item.get("output")
+            if isinstance(out, list):
+                out = " ".join(p.get("text", "") for p in out if isinstance(p, dict))
+            got.append(str(out))
+    return dict(turn, text=turn["text"].replace(PAGE_ANSWERS, "; ".join(got)))
 
 
 def _added(item):
@@ -351,6 +368,7 @@ def _wait_for_helper(who, index, ctx):
 
 def reply(turn, body, who, index, ctx):
     _wait_for_helper(who, index, ctx)
+    turn = _page_answers(turn, body)
     tools = _tools(body)
     prefix = ("s" if who == "sub" else "m") + str(index)
     resp_id = f"resp_{prefix}"

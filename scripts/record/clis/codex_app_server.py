@@ -54,7 +54,18 @@ def _policies(version, approval):
 SETUP_TIMEOUT = 60.0
 
 
+# `converse` gives the front end's tools as the thread's `dynamicTools` and
+# answers their calls (scenarios that need "page").
+PAGE_TOOLS = True
+
+# How long the client holds a call of the front end's tools for the turn's
+# other calls.
+PAGE_HOLD = 2.0
+
+
 def supports(version, scenario):
+    if "page" in scenario.needs and version_of(version) < (0, 169, 0):
+        return "the front end's tools (dynamicTools) are recorded from 0.169 on"
     if "approval" in scenario.needs:
         return "its approvals are recorded in the shell scenario's -approval variant"
     if "subagent" in scenario.needs and version_of(version) < (0, 169, 0):
@@ -142,7 +153,9 @@ def converse(proc, ctx, engine, stdout_file, deadline):
 
 def _play(client, ctx, engine, deadline):
     setup = min(deadline, time.monotonic() + SETUP_TIMEOUT)
-    rid = client.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": False}})
+    page = "page" in ctx.scenario.needs
+    # dynamicTools is an experimental field of thread/start.
+    rid = client.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": page}})
     if _wait_for(client, rid, setup) is None:
         return
     client.send({"method": "initialized"})
@@ -152,7 +165,12 @@ def _play(client, ctx, engine, deadline):
                   "sandbox": sandbox}
         rid = client.request("thread/resume", params)
     else:
-        rid = client.request("thread/start", {"cwd": str(ctx.work), "approvalPolicy": policy, "sandbox": sandbox})
+        params = {"cwd": str(ctx.work), "approvalPolicy": policy, "sandbox": sandbox}
+        if page:
+            params["dynamicTools"] = [{"name": t["name"], "description": t.get("description", ""),
+                                       "inputSchema": t.get("parameters") or {"type": "object"}}
+                                      for t in ctx.scenario.page_tools]
+        rid = client.request("thread/start", params)
     answer = _wait_for(client, rid, setup)
     thread = ((answer or {}).get("result") or {}).get("thread") or {}
     if not thread.get("id"):
@@ -164,8 +182,16 @@ def _play(client, ctx, engine, deadline):
     if not turn.get("id"):
         return
     interrupted = False
+    answers = list(ctx.scenario.page_answers)
+    calls, hold_until = [], None
     while time.monotonic() < deadline:
         now = time.monotonic()
+        if calls and (len(calls) >= len(answers) or now > hold_until):
+            for call in calls:
+                text = answers.pop(0) if answers else "no answer left in the scenario"
+                client.send({"id": call["id"], "result": {"contentItems": [{"type": "inputText", "text": text}],
+                                                          "success": True}})
+            calls = []
         if not interrupted and engine.signal_at is not None and now > engine.signal_at + 2.0:
             client.request("turn/interrupt", {"threadId": thread["id"], "turnId": turn["id"]})
             interrupted = True
@@ -175,7 +201,10 @@ def _play(client, ctx, engine, deadline):
             continue
         if msg is None:
             return
-        if "method" in msg and "id" in msg:
+        if msg.get("method") == "item/tool/call" and "id" in msg:
+            calls.append(msg)
+            hold_until = time.monotonic() + PAGE_HOLD
+        elif "method" in msg and "id" in msg:
             client.answer(msg)
         elif msg.get("method") == "turn/completed":
             params = msg.get("params") or {}

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// Drives `agui-translate serve claude` with the official @ag-ui/client 1.0
+// HttpAgent as a page with tools of its own does: the run ends with the
+// page's tool calls pending (`pendingToolCallIds`), the page answers each
+// with a `role: "tool"` message, and a follow-up run on the same thread
+// carries the answers to the CLI and streams the rest of the turn. Cases:
+// one call; two calls answered together; one call with the 0.0.59
+// HttpAgent (CopilotKit's pin), which gets a plain success; then `serve
+// codex`, whose app-server gets them as dynamic tools: two calls answered
+// together.
+//
+//   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
+//
+// One server per case, in the order below, each serving the stand-in CLI
+// replaying the real Claude Code (or Codex) calling the page's tools, its CLI's input
+// written to SENT_FILE. Prints what failed and exits 1, or prints OK.
+"use strict";
+const fs = require("fs");
+const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
+
+const args = process.argv.slice(2);
+const problems = [];
+const check = (ok, what) => {
+  if (!ok) problems.push(what);
+};
+
+const tool = (name) => ({ name, description: `The page's ${name}.`, parameters: { type: "object", properties: {} } });
+const cases = [
+  { name: "one", tools: ["pick_branch"], answers: { pick_branch: "dev" } },
+  { name: "two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+  { name: "one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59" },
+  { name: "codex-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+];
+
+// The texts of the `tools/call` results the CLI was sent (Codex: the
+// answers to its `item/tool/call` requests).
+function results(sentFile) {
+  const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const codex = lines.filter((l) => l.result && Array.isArray(l.result.contentItems));
+  if (codex.length) return codex.map((l) => l.result.contentItems[0].text);
+  return lines
+    .map((l) => l.type === "control_response" && l.response.response && l.response.response.mcp_response)
+    .filter((r) => r && r.result && r.result.content)
+    .map((r) => r.result.content[0].text);
+}
+
+async function one(c, url, sentFile) {
+  const v1 = !c.client;
+  const a = new clients[c.client || "1.0"]({ url, threadId: `thread-${c.name}` });
+  const tools = c.tools.map(tool);
+  a.addMessage({ id: `user-${c.name}`, role: "user", content: "Which branch?" });
+  const seen = [];
+  // Either client throws on an event its schema rejects.
+  await a.runAgent({ runId: `${c.name}-1`, tools }, { onEvent: ({ event }) => seen.push(event) });
+  const end = seen[seen.length - 1];
+  const starts = seen.filter((e) => e.type === "TOOL_CALL_START");
+  check(JSON.stringify(starts.map((e) => e.toolCallName)) === JSON.stringify(c.tools), `${c.name}: the calls are named by the page's tools: ${JSON.stringify(starts)}`);
+  check(!seen.some((e) => e.type === "TOOL_CALL_RESULT"), `${c.name}: no result is streamed`);
+  check(end.type === "RUN_FINISHED", `${c.name}: the run finishes: ${JSON.stringify(end)}`);
+  if (v1) {
+    const ids = (end.outcome && end.outcome.pendingToolCallIds) || [];
+    check(end.outcome && end.outcome.type === "success" && JSON.stringify(ids) === JSON.stringify(starts.map((e) => e.toolCallId)), `${c.name}: the calls are pending: ${JSON.stringify(end)}`);
+  } else {
+    check(!end.outcome || end.outcome.pendingToolCallIds === undefined, `${c.name}: a 0.0 client gets a plain success: ${JSON.stringify(end)}`);
+  }
+  // As CopilotKit's run handler does: every call of the page's tools in the
+  // agent's messages with no answer yet is run, and answered.
+  const calls = a.messages.flatMap((m) => m.toolCalls || []).filter((t) => !a.messages.some((m) => m.role === "tool" && m.toolCallId === t.id));
+  check(calls.length === c.tools.length, `${c.name}: the agent holds the calls: ${JSON.stringify(a.messages)}`);
+  for (const call of calls) {
+    a.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: c.answers[call.function.name] });
+  }
+  check(results(sentFile).length === 0, `${c.name}: nothing answered before the follow-up`);
+  const next = [];
+  await a.runAgent({ runId: `${c.name}-2`, tools }, { onEvent: ({ event }) => next.push(event) });
+  check(next[0].type === "RUN_STARTED" && next[0].runId === `${c.name}-2`, `${c.name}: the follow-up is the request's run`);
+  const last = next[next.length - 1];
+  check(last.type === "RUN_FINISHED" && !(last.outcome && last.outcome.pendingToolCallIds), `${c.name}: the turn finishes: ${JSON.stringify(last)}`);
+  const text = next.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+  const want = c.tools.map((t) => c.answers[t]);
+  check(text === `The page answered: ${want.join("; ")}`, `${c.name}: the model's answer (the recording's): ${text}`);
+  const got = results(sentFile);
+  check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
+}
+
+async function main() {
+  for (const [i, c] of cases.entries()) await one(c, args[2 * i], args[2 * i + 1]);
+  if (problems.length) {
+    console.log(`FAIL ${problems.join("\nFAIL ")}`);
+    process.exit(1);
+  }
+  console.log("OK");
+}
+
+main().catch((e) => {
+  console.log(`FAIL ${e.stack || e}`);
+  process.exit(1);
+});

@@ -1,0 +1,744 @@
+//! Tools from the page: `agui-translate serve claude` offers a request's
+//! `tools` to Claude Code, a call of one ends the run with the call pending
+//! and the CLI alive, and the thread's next request answers it. The
+//! stand-in CLI (`tests/fake/cli`, FAKE_CONTROL) replays the real Claude
+//! Code 2.1.332 calling a page's tool (`scripts/record`, scenarios
+//! page-tool and page-tools-two), and waits for each answer.
+
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
+const CALL_A: &str = "toolu_m0000scripted";
+const CALL_B: &str = "toolu_m0001scripted";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-serve-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    let _ = std::fs::remove_file(&file);
+    file
+}
+
+/// `serve claude` replaying the recording `scenario`; the CLI's stdin
+/// lines go to `sent`, its arguments to `argv`.
+fn server(scenario: &str, sent: &Path, argv: &Path, run_args: &[&str]) -> common::Server {
+    let replay = root()
+        .join("testdata/claude/2.1.332")
+        .join(format!("{scenario}.jsonl"));
+    common::serve_run(
+        "claude",
+        &[],
+        run_args,
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", sent),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// The status line and the events of one POST.
+fn post(addr: &str, body: &Value) -> (String, Vec<Value>) {
+    let body = body.to_string();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    assert!(
+        !text.contains(": agui-translate"),
+        "the marker is not sent: {text}"
+    );
+    let status = text.lines().next().unwrap_or_default().to_owned();
+    let events = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    (status, events)
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "description": format!("The page's {name}."),
+           "parameters": {"type": "object", "properties": {}}})
+}
+
+/// A first request as `HttpAgent` 1.0 sends it, with the page's tools.
+fn first(thread: &str, tools: &[&str]) -> Value {
+    json!({
+        "threadId": thread, "runId": "r1", "protocolVersion": "1.0.0",
+        "state": {}, "context": [], "forwardedProps": {},
+        "tools": tools.iter().map(|t| tool(t)).collect::<Vec<_>>(),
+        "messages": [{"id": "m1", "role": "user", "content": "Which branch?"}],
+    })
+}
+
+/// The follow-up: all messages so far, the assistant's calls and the
+/// page's answers to them.
+fn follow_up(thread: &str, run: &str, tools: &[&str], answers: &[(&str, &str)]) -> Value {
+    let mut b = first(thread, tools);
+    b["runId"] = json!(run);
+    let msgs = b["messages"].as_array_mut().unwrap();
+    msgs.push(json!({"id": "a1", "role": "assistant", "toolCalls": answers.iter().map(|(id, _)| json!({
+        "id": id, "type": "function", "function": {"name": "pick_branch", "arguments": "{}"}})).collect::<Vec<_>>()}));
+    for (i, (id, text)) in answers.iter().enumerate() {
+        msgs.push(
+            json!({"id": format!("t{i}"), "role": "tool", "toolCallId": id, "content": text}),
+        );
+    }
+    b
+}
+
+fn sent(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `tools/call` results the CLI was sent.
+fn results(file: &Path) -> Vec<Value> {
+    sent(file)
+        .into_iter()
+        .filter_map(|l| {
+            let r = &l["response"]["response"]["mcp_response"]["result"];
+            r.get("content").is_some().then(|| r.clone())
+        })
+        .collect()
+}
+
+fn last(events: &[Value]) -> &Value {
+    events.last().expect("events")
+}
+
+/// The responses together are valid AG-UI.
+fn assert_valid(responses: &[&[Value]]) {
+    let file = tmp(&format!("check-{}.ndjson", responses.len()));
+    let text: String = responses
+        .iter()
+        .flat_map(|r| r.iter())
+        .map(|e| format!("{e}\n"))
+        .collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli() {
+    let (sent_file, argv) = (tmp("one-sent"), tmp("one-argv"));
+    let s = server("page-tool", &sent_file, &argv, &[]);
+    let (status, one) = post(&s.addr, &first("t1", &["pick_branch"]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let start = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .expect("a call");
+    assert_eq!(start["toolCallName"], "pick_branch", "the page's own name");
+    assert_eq!(start["toolCallId"], CALL_A);
+    assert!(one.iter().any(|e| e["type"] == "TOOL_CALL_END"));
+    assert!(
+        !one.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "{one:?}"
+    );
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": [CALL_A]})
+    );
+    // The CLI was offered the tools through the page's server.
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        args.contains(r#"{"mcpServers":{"page":{"type":"sdk","name":"page"}}}"#),
+        "{args}"
+    );
+    assert!(args.contains("mcp__page"), "{args}");
+    let list = sent(&sent_file)
+        .into_iter()
+        .find_map(|l| {
+            l["response"]["response"]["mcp_response"]["result"]
+                .get("tools")
+                .cloned()
+        })
+        .expect("tools/list answered");
+    assert_eq!(list[0]["name"], "pick_branch");
+    assert!(results(&sent_file).is_empty(), "nothing answered yet");
+
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("t1", "r2", &["pick_branch"], &[(CALL_A, "dev")]),
+    );
+    assert_eq!(two[0]["type"], "RUN_STARTED");
+    assert_eq!(two[0]["runId"], "r2");
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert!(
+        !two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "the page holds the result"
+    );
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: dev");
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+    assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn two_calls_are_answered_together() {
+    let (sent_file, argv) = (tmp("two-sent"), tmp("two-argv"));
+    let s = server("page-tools-two", &sent_file, &argv, &[]);
+    let tools = ["pick_branch", "show_diff"];
+    let (_, one) = post(&s.addr, &first("t2", &tools));
+    let names: Vec<&str> = one
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, tools);
+    assert_eq!(
+        last(&one)["outcome"]["pendingToolCallIds"],
+        json!([CALL_A, CALL_B])
+    );
+    // Answering one of two is refused, and changes nothing.
+    let (_, partial) = post(&s.addr, &follow_up("t2", "r2", &tools, &[(CALL_A, "main")]));
+    assert_eq!(last(&partial)["type"], "RUN_ERROR");
+    assert_eq!(last(&partial)["code"], "invalid_tool_result");
+    assert!(results(&sent_file).is_empty());
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "t2",
+            "r3",
+            &tools,
+            &[(CALL_A, "main"), (CALL_B, "shown: 3 hunks")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let got: Vec<Value> = results(&sent_file)
+        .iter()
+        .map(|r| r["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
+    assert_valid(&[&one, &partial, &two]);
+}
+
+#[test]
+fn a_stale_answer_or_a_new_message_while_a_call_waits_is_refused() {
+    let (sent_file, argv) = (tmp("stale-sent"), tmp("stale-argv"));
+    let s = server("page-tool", &sent_file, &argv, &[]);
+    let (_, one) = post(&s.addr, &first("t3", &["pick_branch"]));
+    assert_eq!(last(&one)["outcome"]["pendingToolCallIds"], json!([CALL_A]));
+    let (_, unknown) = post(
+        &s.addr,
+        &follow_up("t3", "r2", &["pick_branch"], &[("toolu_other", "x")]),
+    );
+    assert_eq!(last(&unknown)["code"], "invalid_tool_result");
+    assert!(last(&unknown)["message"]
+        .as_str()
+        .unwrap()
+        .contains("is not pending"));
+    let mut new_user = first("t3", &["pick_branch"]);
+    new_user["runId"] = json!("r3");
+    new_user["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "m2", "role": "user", "content": "Never mind"}));
+    let (_, refused) = post(&s.addr, &new_user);
+    assert!(last(&refused)["message"]
+        .as_str()
+        .unwrap()
+        .contains("a new user message is refused"));
+    assert!(results(&sent_file).is_empty(), "nothing reached the CLI");
+    // The call still waits, and is answered.
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("t3", "r4", &["pick_branch"], &[(CALL_A, "dev")]),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert_eq!(results(&sent_file).len(), 1);
+    // Nothing waits any more: answers again are stale, and start no CLI.
+    let (_, again) = post(
+        &s.addr,
+        &follow_up("t3", "r5", &["pick_branch"], &[(CALL_A, "dev")]),
+    );
+    assert_eq!(last(&again)["code"], "invalid_tool_result");
+    assert_eq!(again.len(), 2, "{again:?}");
+}
+
+#[test]
+fn a_call_the_page_does_not_answer_in_time_gets_an_error_the_model_reads() {
+    let (sent_file, argv) = (tmp("late-sent"), tmp("late-argv"));
+    let s = server("page-tool", &sent_file, &argv, &["--tool-timeout", "1s"]);
+    let (_, one) = post(&s.addr, &first("t4", &["pick_branch"]));
+    assert_eq!(last(&one)["outcome"]["pendingToolCallIds"], json!([CALL_A]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while results(&sent_file).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let r = results(&sent_file);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["isError"], true);
+    assert!(r[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer this tool call within 1s"));
+    let (_, late) = post(
+        &s.addr,
+        &follow_up("t4", "r2", &["pick_branch"], &[(CALL_A, "dev")]),
+    );
+    assert_eq!(last(&late)["type"], "RUN_ERROR", "{late:?}");
+    assert!(
+        last(&late)["message"]
+            .as_str()
+            .unwrap()
+            .contains("no answer came within the tool timeout"),
+        "{late:?}"
+    );
+}
+
+#[test]
+fn a_0_0_client_gets_a_plain_success() {
+    let (sent_file, argv) = (tmp("v0-sent"), tmp("v0-argv"));
+    let s = server("page-tool", &sent_file, &argv, &[]);
+    let mut b = first("t5", &["pick_branch"]);
+    b.as_object_mut().unwrap().remove("protocolVersion");
+    let (_, one) = post(&s.addr, &b);
+    let end = last(&one);
+    assert_eq!(end["type"], "RUN_FINISHED");
+    assert!(
+        end.get("outcome")
+            .is_none_or(|o| o.get("pendingToolCallIds").is_none()),
+        "{end}"
+    );
+    assert!(one
+        .iter()
+        .any(|e| e["type"] == "TOOL_CALL_START" && e["toolCallName"] == "pick_branch"));
+}
+
+#[test]
+fn each_field_from_the_page_has_its_limit_and_a_clear_refusal() {
+    let (sent_file, argv) = (tmp("limits-sent"), tmp("limits-argv"));
+    let s = server("page-tool", &sent_file, &argv, &[]);
+    let refused = |body: Value, want: &str| {
+        let (status, events) = post(&s.addr, &body);
+        assert!(status.starts_with("HTTP/1.1 400"), "{status} for {want}");
+        assert!(events.is_empty());
+        let _ = want;
+    };
+    let with = |field: &str, v: Value| {
+        let mut b = first("t6", &["pick_branch"]);
+        b[field] = v;
+        b
+    };
+    refused(
+        with("tools", json!([{"name": "pick branch"}])),
+        "a name with a space",
+    );
+    refused(
+        with("tools", json!([{"name": "x".repeat(65)}])),
+        "a long name",
+    );
+    refused(
+        with("tools", json!([{"name": "Bash"}])),
+        "Claude's own tool",
+    );
+    refused(
+        with("tools", json!([{"name": "mcp__page__x"}])),
+        "an MCP name",
+    );
+    refused(
+        with(
+            "tools",
+            json!((0..129)
+                .map(|i| json!({"name": format!("t{i}")}))
+                .collect::<Vec<_>>()),
+        ),
+        "129 tools",
+    );
+    refused(
+        with(
+            "tools",
+            json!([{"name": "x", "parameters": {"d": "a".repeat(64 * 1024)}}]),
+        ),
+        "a large schema",
+    );
+    refused(
+        with(
+            "context",
+            json!([{"description": "d", "value": "a".repeat(64 * 1024 + 1)}]),
+        ),
+        "a large context",
+    );
+    refused(with("context", json!("text")), "a context that is no list");
+    refused(
+        with("state", json!({"a": "a".repeat(64 * 1024)})),
+        "a large state",
+    );
+    let mut answer = follow_up("t6", "r2", &["pick_branch"], &[(CALL_A, "x")]);
+    answer["messages"][2]["content"] = json!("a".repeat(1024 * 1024 + 1));
+    refused(answer, "a large answer");
+    // The refusal names the field and the reason.
+    let body = with("tools", json!([{"name": "ok"}, {"name": "Bash"}])).to_string();
+    let mut conn = TcpStream::connect(&s.addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr,
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    assert!(
+        text.contains("tools[1].name \\\"Bash\\\": the CLI has a tool of that name")
+            || text.contains("tools[1].name \"Bash\": the CLI has a tool of that name"),
+        "{text}"
+    );
+    // No CLI was started for any of them.
+    assert!(sent(&sent_file).is_empty());
+}
+
+#[test]
+fn context_and_state_reach_the_model_before_the_prompt() {
+    let (sent_file, argv) = (tmp("context-sent"), tmp("context-argv"));
+    let s = server("page-tool", &sent_file, &argv, &[]);
+    let mut b = first("t7", &["pick_branch"]);
+    b["context"] = json!([{"description": "The user's name", "value": "Ada"}]);
+    b["state"] = json!({"branch": "dev"});
+    let _ = post(&s.addr, &b);
+    let prompt = sent(&sent_file)[0]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        prompt,
+        "<context from the application>\nThe user's name: Ada\nThe application's state (JSON): {\"branch\":\"dev\"}\n</context from the application>\n\nWhich branch?"
+    );
+}
+
+/// `run claude --page-tools FILE` with the stand-in replaying `scenario`:
+/// the prompt is the first input line, the answers the next ones.
+fn run_with_tools(
+    scenario: &str,
+    tools: &Value,
+    lines: &[&str],
+    sent_file: &Path,
+) -> (i32, Vec<Value>, String) {
+    let file = tmp(&format!("{scenario}-tools.json"));
+    std::fs::write(&file, tools.to_string()).unwrap();
+    let replay = root()
+        .join("testdata/claude/2.1.332")
+        .join(format!("{scenario}.jsonl"));
+    let mut child = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_CONTROL", &replay)
+        .env("FAKE_SENT", sent_file)
+        .args(["run", "claude", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .args(["--thread-id", "t", "--run-id", "r1", "--tool-timeout", "5s"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "Which branch?").unwrap();
+    let mut events = Vec::new();
+    let mut answers = lines.iter();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        let ev: Value = serde_json::from_str(&line).unwrap();
+        let ended = matches!(ev["type"].as_str(), Some("RUN_FINISHED" | "RUN_ERROR"));
+        events.push(ev);
+        if ended {
+            match answers.next() {
+                Some(a) => writeln!(stdin, "{a}").unwrap(),
+                None => break,
+            }
+        }
+    }
+    drop(stdin);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (status, events, err)
+}
+
+#[test]
+fn run_takes_the_answers_as_input_lines_and_refuses_what_is_not_pending() {
+    let sent_file = tmp("run-sent");
+    let tools = json!([tool("pick_branch")]);
+    let (status, events, err) = run_with_tools(
+        "page-tool",
+        &tools,
+        &[
+            "not json",
+            r#"{"runId":"r2","toolResults":[{"toolCallId":"nope","content":"x"}]}"#,
+            r#"{"runId":"r3","toolResults":[{"toolCallId":"toolu_m0000scripted","content":[{"type":"text","text":"dev"}]}]}"#,
+        ],
+        &sent_file,
+    );
+    assert_eq!(status, 0, "{err}");
+    let ends: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| matches!(e["type"].as_str(), Some("RUN_FINISHED" | "RUN_ERROR")))
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("RUN_FINISHED", ""),
+            ("RUN_ERROR", "invalid_tool_result"),
+            ("RUN_ERROR", "invalid_tool_result"),
+            ("RUN_FINISHED", ""),
+        ]
+    );
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+}
+
+#[test]
+fn run_answers_with_an_error_when_its_input_ends() {
+    let sent_file = tmp("run-eof-sent");
+    let (status, events, err) =
+        run_with_tools("page-tool", &json!([tool("pick_branch")]), &[], &sent_file);
+    assert_eq!(status, 3, "{err}");
+    assert_eq!(
+        last(&events)["outcome"]["pendingToolCallIds"],
+        json!([CALL_A])
+    );
+    let r = results(&sent_file);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0]["isError"], true);
+    assert!(
+        err.contains("the input ended with no answer from the page"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
+    // `run`: refused.
+    let file = tmp("gemini-tools.json");
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "--page-tools: gemini cannot take tools from the page yet; only claude and codex can"
+        ),
+        "{err}"
+    );
+    // `serve`: the run goes on without them, and the server's stderr says so.
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let mut server = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("FAKE_REPLAY", &recording)
+        .args([
+            "serve",
+            "gemini",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-token",
+            "--state-dir",
+        ])
+        .arg(tmp("gemini-state"))
+        .args(["--", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
+        && !line.contains(" on http://")
+    {
+        line.clear();
+    }
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('/')
+        .to_owned();
+    let (status, events) = post(&addr, &first("t8", &["pick_branch", "show_diff"]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
+    // The next lines of its stderr: a warning (--no-token), then the notice.
+    line.clear();
+    while !line.contains("page's tools")
+        && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
+    {}
+    assert!(
+        line.contains("serve: gemini cannot take the page's tools yet (only claude and codex can): the run goes on without its 2 tools"),
+        "{line}"
+    );
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+}
+
+/// `serve codex` replaying the app-server recording `scenario`.
+fn codex_server(scenario: &str, sent: &Path) -> common::Server {
+    let replay = root()
+        .join("testdata/codex-app-server/0.169.0")
+        .join(format!("{scenario}.jsonl"));
+    common::serve_run(
+        "codex",
+        &[],
+        &[],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", sent)],
+    )
+}
+
+#[test]
+fn codex_gets_the_page_s_tools_as_dynamic_tools_and_the_answers_as_their_results() {
+    let sent_file = tmp("codex-sent");
+    let s = codex_server("page-tools-two", &sent_file);
+    let tools = ["pick_branch", "show_diff"];
+    let (_, one) = post(&s.addr, &first("c1", &tools));
+    let names: Vec<&str> = one
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, tools);
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": ["call_m0_0", "call_m0_1"]})
+    );
+    let sent_now = sent(&sent_file);
+    assert_eq!(
+        sent_now[0]["params"]["capabilities"]["experimentalApi"],
+        true
+    );
+    let start = sent_now
+        .iter()
+        .find(|l| l["method"] == "thread/start")
+        .unwrap();
+    assert_eq!(start["params"]["dynamicTools"][1]["name"], "show_diff");
+    assert_eq!(
+        start["params"]["dynamicTools"][1]["inputSchema"]["type"],
+        "object"
+    );
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "c1",
+            "r2",
+            &tools,
+            &[("call_m0_0", "main"), ("call_m0_1", "shown: 3 hunks")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert!(
+        !two.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "the page holds the results"
+    );
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: main; shown: 3 hunks");
+    let answers: Vec<Value> = sent(&sent_file)
+        .into_iter()
+        .filter(|l| l["result"]["contentItems"].is_array())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            json!({"id": 0, "result": {"contentItems": [{"type": "inputText", "text": "main"}], "success": true}}),
+            json!({"id": 1, "result": {"contentItems": [{"type": "inputText", "text": "shown: 3 hunks"}], "success": true}}),
+        ]
+    );
+    assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn codex_refuses_answers_that_are_not_the_pending_ones() {
+    let sent_file = tmp("codex-stale-sent");
+    let s = codex_server("page-tool", &sent_file);
+    let (_, one) = post(&s.addr, &first("c2", &["pick_branch"]));
+    assert_eq!(
+        last(&one)["outcome"]["pendingToolCallIds"],
+        json!(["call_m0_0"])
+    );
+    let (_, stale) = post(
+        &s.addr,
+        &follow_up("c2", "r2", &["pick_branch"], &[("call_other", "x")]),
+    );
+    assert_eq!(last(&stale)["code"], "invalid_tool_result");
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("c2", "r3", &["pick_branch"], &[("call_m0_0", "dev")]),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: dev");
+}
