@@ -162,7 +162,7 @@ pub(super) fn answer_gone(
         return;
     }
     let (why, code) = match gone {
-        Gone::Expired if crate::serve::page::answers_calls(input) => (
+        Gone::Expired if input.resume.is_none() && crate::serve::page::answers_calls(input) => (
             "the calls of the page's tools on this thread expired: no answer came within the tool timeout (--tool-timeout), so the model was told so and the CLI stopped",
             code::INTERRUPT_EXPIRED,
         ),
