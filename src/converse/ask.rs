@@ -344,44 +344,39 @@ pub fn wait<A: Asker>(
     waiting(w, em, out)?;
     let mut partial = std::mem::take(s.partial());
     let waited = loop {
-        if stop() {
-            break Waited::Stopped;
-        }
-        if Instant::now() >= deadline {
-            let why = format!("no decision within {}", humanize(w.timeout));
-            deny_all(s, cli_in, &why)?;
-            break Waited::Expired(why);
-        }
-        // The CLI's lines meanwhile are the next run's. A read gives up
-        // after a moment of silence.
-        match cli_out.read_until(b'\n', &mut partial) {
-            Ok(0) if partial.is_empty() => break Waited::Eof,
-            Ok(_) => {
-                let line = std::mem::take(&mut partial);
+        let line = match tick(
+            deadline,
+            stop,
+            cli_out,
+            &mut partial,
+            &mut |line| {
                 s.noticed(&line);
                 s.pending().later.push(line);
+            },
+            w.input,
+        )? {
+            Tick::Stopped => break Waited::Stopped,
+            Tick::Late => {
+                let why = format!("no decision within {}", humanize(w.timeout));
+                deny_all(s, cli_in, &why)?;
+                break Waited::Expired(why);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        let line = match w.input.try_recv() {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(TryRecvError::Disconnected) => {
+            Tick::Eof => break Waited::Eof,
+            Tick::InputEnded => {
                 let why = "the input ended with no decision";
                 deny_all(s, cli_in, why)?;
                 break Waited::Expired(why.to_owned());
             }
-            Err(TryRecvError::Empty) => continue,
+            Tick::Idle => continue,
+            Tick::Input(line) => line,
         };
         let resumed = s.pending().resume(&line);
-        let run_id = match &resumed {
-            Ok((r, _)) | Err((r, _)) => r.as_deref(),
-        };
-        if let Some(r) = run_id {
-            em.name_next_run(r);
-        }
-        let thread = em.cli_thread().map(str::to_owned);
-        em.start_run(thread.as_deref(), None);
+        start_resumed(
+            em,
+            match &resumed {
+                Ok((r, _)) | Err((r, _)) => r.as_deref(),
+            },
+        );
         match resumed {
             Ok((_, verdicts)) => {
                 let asks = std::mem::take(&mut s.pending().asks);
@@ -452,12 +447,68 @@ fn decided<T>(em: &mut Emitter, ask: &Ask<T>, verdict: &Verdict) {
 
 /// The run has ended and the next input line is awaited: what is written
 /// goes out now, with the marker if asked for.
-fn waiting(w: &Waiting, em: &mut Emitter, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn waiting(w: &Waiting, em: &mut Emitter, out: &mut dyn Write) -> io::Result<()> {
     em.drain_to(out)?;
     if w.marker {
         out.write_all(MARKER)?;
     }
     out.flush()
+}
+
+/// What one look around gives while a run waits for its input line.
+pub(crate) enum Tick {
+    /// A stop was asked for.
+    Stopped,
+    /// The deadline has passed.
+    Late,
+    /// The CLI's output ended.
+    Eof,
+    /// The input ended with nothing more.
+    InputEnded,
+    /// Nothing yet.
+    Idle,
+    /// The input line came.
+    Input(String),
+}
+
+/// One look around while a run waits: the stop and the deadline, a line
+/// the CLI wrote meanwhile (handed to `later`: it is the next run's; a read
+/// gives up after a moment of silence), then the input line if one came.
+pub(crate) fn tick(
+    deadline: Instant,
+    stop: &dyn Fn() -> bool,
+    cli_out: &mut dyn BufRead,
+    partial: &mut Vec<u8>,
+    later: &mut dyn FnMut(Vec<u8>),
+    input: &Receiver<InputLine>,
+) -> io::Result<Tick> {
+    if stop() {
+        return Ok(Tick::Stopped);
+    }
+    if Instant::now() >= deadline {
+        return Ok(Tick::Late);
+    }
+    match cli_out.read_until(b'\n', partial) {
+        Ok(0) if partial.is_empty() => return Ok(Tick::Eof),
+        Ok(_) => later(std::mem::take(partial)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(e),
+    }
+    Ok(match input.try_recv() {
+        Ok(Some(line)) => Tick::Input(line),
+        Ok(None) | Err(TryRecvError::Disconnected) => Tick::InputEnded,
+        Err(TryRecvError::Empty) => Tick::Idle,
+    })
+}
+
+/// The run that follows an answered wait starts, named by the input's
+/// `runId` where it gave one.
+pub(crate) fn start_resumed(em: &mut Emitter, run_id: Option<&str>) {
+    if let Some(r) = run_id {
+        em.name_next_run(r);
+    }
+    let thread = em.cli_thread().map(str::to_owned);
+    em.start_run(thread.as_deref(), None);
 }
 
 /// Deny every pending ask (the turn ends).

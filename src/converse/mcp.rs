@@ -24,14 +24,13 @@
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
-use std::sync::mpsc::TryRecvError;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::agui::{code, Emitter, Outcome};
-use crate::converse::ask::{self, Asker, Waited, Waiting, QUIET};
+use crate::converse::ask::{self, waiting, Asker, Tick, Waited, Waiting, QUIET};
 use crate::source::Translate;
 
 /// The MCP server's name (as the CLI knows it).
@@ -569,53 +568,48 @@ pub fn wait<H: Host>(
             .iter()
             .filter_map(|c| c.tool_call_id.as_deref())
             .collect();
-        let ids: Vec<String> = ids.into_iter().map(str::to_owned).collect();
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         em.finish_run(None, Some(Outcome::Pending(&ids)), &[]);
         em.end_run();
     }
     waiting(w, em, out)?;
     let mut partial = std::mem::take(s.partial());
     let waited = loop {
-        if stop() {
-            break Waited::Stopped;
-        }
-        if Instant::now() >= deadline {
-            let why = format!(
-                "the page did not answer this tool call within {}",
-                ask::humanize(w.timeout)
-            );
-            fail_all(s, cli_in, &why)?;
-            break Waited::Expired(why);
-        }
-        match cli_out.read_until(b'\n', &mut partial) {
-            Ok(0) if partial.is_empty() => break Waited::Eof,
-            Ok(_) => {
-                let line = std::mem::take(&mut partial);
+        let line = match ask::tick(
+            deadline,
+            stop,
+            cli_out,
+            &mut partial,
+            &mut |line| {
                 s.noticed(&line);
                 s.calls().later.push(line);
+            },
+            w.input,
+        )? {
+            Tick::Stopped => break Waited::Stopped,
+            Tick::Late => {
+                let why = format!(
+                    "the page did not answer this tool call within {}",
+                    ask::humanize(w.timeout)
+                );
+                fail_all(s, cli_in, &why)?;
+                break Waited::Expired(why);
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        let line = match w.input.try_recv() {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(TryRecvError::Disconnected) => {
+            Tick::Eof => break Waited::Eof,
+            Tick::InputEnded => {
                 let why = "the input ended with no answer from the page";
                 fail_all(s, cli_in, why)?;
                 break Waited::Expired(why.to_owned());
             }
-            Err(TryRecvError::Empty) => continue,
+            Tick::Idle => continue,
+            Tick::Input(line) => line,
         };
         let answered = s.calls().answers(&line);
-        let run_id = match &answered {
-            Ok((r, _)) | Err((r, _)) => r.as_deref(),
-        };
-        if let Some(r) = run_id {
-            em.name_next_run(r);
-        }
-        let thread = em.cli_thread().map(str::to_owned);
-        em.start_run(thread.as_deref(), None);
+        ask::start_resumed(
+            em,
+            match &answered {
+                Ok((r, _)) | Err((r, _)) => r.as_deref(),
+            },
+        );
         match answered {
             Ok((_, texts)) => {
                 let calls = std::mem::take(&mut s.calls().pending);
@@ -651,16 +645,6 @@ fn fail_all<H: Host>(s: &mut H, cli_in: &mut dyn Write, why: &str) -> io::Result
         s.answer_call(cli_in, &call, why, true)?;
     }
     Ok(())
-}
-
-/// The run has ended and the next input line is awaited: what is written
-/// goes out now, with the marker if asked for.
-fn waiting(w: &Waiting, em: &mut Emitter, out: &mut dyn Write) -> io::Result<()> {
-    em.drain_to(out)?;
-    if w.marker {
-        out.write_all(ask::MARKER)?;
-    }
-    out.flush()
 }
 
 #[cfg(test)]
