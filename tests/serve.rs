@@ -1677,3 +1677,109 @@ fn a_signal_while_starting_stops_the_server() {
         assert_eq!(status.code(), Some(0), "SIGTERM after {after:?}: {status}");
     }
 }
+
+/// A request whose `forwardedProps` are `props`.
+fn body_with(thread: &str, run: &str, props: serde_json::Value) -> String {
+    let mut b: serde_json::Value = serde_json::from_str(&body(thread, run, "Hello")).unwrap();
+    b["forwardedProps"] = props;
+    b.to_string()
+}
+
+#[test]
+fn a_page_chooses_the_model_and_effort_of_a_run() {
+    let argv = tmp("choices-argv");
+    let _ = std::fs::remove_file(&argv);
+    let recording = root().join("testdata/codex/0.169.0/text.jsonl");
+    let server = serve(
+        "codex",
+        &[],
+        &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+    );
+    // CopilotKit's own keys are left alone and reach no CLI.
+    let props = serde_json::json!({
+        "model": "gpt-5-codex", "effort": "high",
+        "threadMetadata": {"title": "--yolo"}, "nodeName": "agent",
+        "properties": {"model": "--other"},
+    });
+    let (code, r) = post(&server.addr, &body_with("t-choice", "r1", props), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--model\ngpt-5-codex\n"), "{args}");
+    assert!(args.contains("-c\nmodel_reasoning_effort=high\n"), "{args}");
+    assert!(
+        !args.contains("--yolo") && !args.contains("--other"),
+        "{args}"
+    );
+    // Without choices, none.
+    let (_, r) = post(&server.addr, &body("t-plain", "r1", "Hello"), None);
+    events(r);
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        !args.contains("--model") && !args.contains("effort"),
+        "{args}"
+    );
+}
+
+#[test]
+fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
+    let argv = tmp("choices-refused-argv");
+    let _ = std::fs::remove_file(&argv);
+    let recording = root().join("testdata/codex/0.169.0/text.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let codex = serve("codex", &[], env);
+    let claude = serve("claude", &[], env);
+    let long = "m".repeat(257);
+    for (server, props, says) in [
+        (
+            &codex,
+            serde_json::json!({"model": "--dangerously-bypass-approvals-and-sandbox"}),
+            "begins with '-'",
+        ),
+        (
+            &codex,
+            serde_json::json!({"model": "gpt\n-5"}),
+            "control character",
+        ),
+        (&codex, serde_json::json!({"model": long}), "too long"),
+        (
+            &codex,
+            serde_json::json!({"model": ["gpt-5"]}),
+            "must be a string",
+        ),
+        (
+            &codex,
+            serde_json::json!({"effort": "extreme"}),
+            "is not one of",
+        ),
+        (
+            &codex,
+            serde_json::json!({"effort": "high\n-c x=1"}),
+            "is not one of",
+        ),
+        (
+            &claude,
+            serde_json::json!({"effort": "high"}),
+            "has no option for a reasoning effort",
+        ),
+    ] {
+        let (code, mut r) = post(&server.addr, &body_with("t-bad", "r1", props.clone()), None);
+        let mut answer = String::new();
+        r.read_to_string(&mut answer).unwrap();
+        assert_eq!(code, 400, "{props}: {answer}");
+        let error: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert!(
+            error["error"].as_str().unwrap().contains(says),
+            "{props}: {answer}"
+        );
+    }
+    assert!(!argv.exists(), "a refused choice started a CLI");
+    // The thread is free again: a good request runs.
+    let (code, r) = post(
+        &codex.addr,
+        &body_with("t-bad", "r2", serde_json::json!({"model": "o3"})),
+        None,
+    );
+    assert_eq!(code, 200);
+    events(r);
+}

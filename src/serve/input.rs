@@ -103,6 +103,10 @@ pub(super) struct RunAgentInput<'a> {
     /// The decisions on the interrupts the thread's last run ended with.
     #[serde(default, borrow)]
     pub(super) resume: Option<&'a RawValue>,
+    /// What the page forwards: its `model` and `effort` are the run's
+    /// choices ([`super::choices`]), the rest is left alone.
+    #[serde(default, borrow)]
+    pub(super) forwarded_props: Option<&'a RawValue>,
 }
 
 /// Which AG-UI release a run writes for.

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::agui::{AguiVersion, RawMode};
+use crate::serve::choices::Choices;
 use crate::serve::input::RunAgentInput;
 use crate::serve::listen::refuse_with;
 use crate::serve::waiting::{settle, SessionFile, Streamed, Waiting};
@@ -142,9 +143,23 @@ pub(super) fn run_one(
     prompt: &str,
     cors: &str,
 ) {
+    let choices = crate::serve::choices::of(
+        shared.cli,
+        shared.ask,
+        &shared.run_options,
+        input.forwarded_props,
+    );
+    let choices = match choices {
+        Ok(c) => c,
+        Err(why) => {
+            let _ = refuse_with(conn, cors, 400, &why);
+            return;
+        }
+    };
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
-    let started = run_command(shared, input, &file.0).and_then(|cmd| shared.spawner.spawn(cmd));
+    let started =
+        run_command(shared, input, &choices, &file.0).and_then(|cmd| shared.spawner.spawn(cmd));
     let mut child = match started {
         Ok(c) => c,
         Err(e) => {
@@ -185,9 +200,14 @@ pub(super) fn run_one(
 }
 
 /// The command of the run of `input`: this program's `run`, with the
-/// thread's session to resume and `session_file` for the session it
-/// reports, its pipes, no token, and the server's death as its end.
-fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> io::Result<Command> {
+/// page's `choices`, the thread's session to resume and `session_file` for
+/// the session it reports, its pipes, no token, and the server's death as its end.
+fn run_command(
+    shared: &Shared,
+    input: &RunAgentInput,
+    choices: &Choices,
+    session_file: &Path,
+) -> io::Result<Command> {
     let (resume, plan_file) = {
         let threads = shared.threads.lock().expect("not poisoned");
         let resume = threads.session(&input.thread_id).map(str::to_owned);
@@ -202,6 +222,7 @@ fn run_command(shared: &Shared, input: &RunAgentInput, session_file: &Path) -> i
         session_file,
         kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
+    choices.add_to(&mut argv, &shared.run_options);
     if shared.ask {
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());

@@ -13,12 +13,14 @@
 //! - [`listen`]: the listening loop, connections, run slots, the stop;
 //! - [`access`]: who may call (`Host`, `Origin`, the token, CORS);
 //! - [`input`]: the request's body, a `RunAgentInput`, read and checked;
+//! - [`choices`]: the model and effort the page chooses for a run;
 //! - [`launch`]: a run started and streamed to its client;
 //! - [`waiting`]: runs kept for their thread's decisions, and what a run
 //!   leaves for its thread;
 //! - [`http`] and [`threads`]: the HTTP spoken, and what is kept of threads.
 
 mod access;
+mod choices;
 pub mod http;
 mod input;
 mod launch;
