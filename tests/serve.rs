@@ -1783,3 +1783,29 @@ fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
     assert_eq!(code, 200);
     events(r);
 }
+
+#[test]
+fn a_model_from_the_page_reaches_each_cli_as_its_own_option() {
+    for (cli, recording, want) in [
+        ("claude", "claude/1.0.128", "--model\nsonnet-x\n"),
+        ("gemini", "gemini/0.11.3", "--model\nsonnet-x\n"),
+        ("qwen", "qwen/0.24.4", "--model\nsonnet-x\n"),
+        ("copilot", "copilot/1.0.102", "--model=sonnet-x\n"),
+        ("opencode", "opencode/1.18.33", "--model=sonnet-x\n"),
+    ] {
+        let argv = tmp(&format!("model-{cli}-argv"));
+        let _ = std::fs::remove_file(&argv);
+        let recording = root().join(format!("testdata/{recording}/text.jsonl"));
+        let server = serve(
+            cli,
+            &[],
+            &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+        );
+        let props = serde_json::json!({"model": "sonnet-x", "nodeName": "n"});
+        let (code, r) = post(&server.addr, &body_with("t-model", "r1", props), None);
+        assert_eq!(code, 200, "{cli}");
+        events(r);
+        let args = std::fs::read_to_string(&argv).unwrap();
+        assert!(args.contains(want), "{cli}: {args}");
+    }
+}
