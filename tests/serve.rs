@@ -1809,3 +1809,70 @@ fn a_model_from_the_page_reaches_each_cli_as_its_own_option() {
         assert!(args.contains(want), "{cli}: {args}");
     }
 }
+
+/// A request that asks for its thread: no new user message.
+fn ask_thread(addr: &str, thread: &str, run: &str) -> Vec<serde_json::Value> {
+    let b = serde_json::json!({
+        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "state": {}, "tools": [], "context": [], "forwardedProps": {}, "messages": [],
+    });
+    let (code, r) = post(addr, &b.to_string(), None);
+    assert_eq!(code, 200);
+    events(r)
+}
+
+#[test]
+fn a_thread_s_history_comes_back_without_starting_a_cli() {
+    let argv = tmp("history-argv");
+    let state = tmp("history-state");
+    let _ = std::fs::remove_dir_all(&state);
+    let state_arg = state.to_str().unwrap();
+    let recording = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    for (run, prompt) in [("h1", "Remember teal."), ("h2", "Which word?")] {
+        let (code, r) = post(&server.addr, &body("thread-h", run, prompt), None);
+        assert_eq!(code, 200);
+        events(r);
+    }
+    let check = |events: &[serde_json::Value]| {
+        let types: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+        let messages = events[1]["messages"].as_array().unwrap();
+        let users: Vec<_> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| &m["content"])
+            .collect();
+        assert_eq!(users, ["Remember teal.", "Which word?"], "{messages:?}");
+        let ids: Vec<_> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| &m["id"])
+            .collect();
+        assert_eq!(ids, ["h1-m", "h2-m"], "the page's own message ids");
+        assert!(
+            messages.iter().filter(|m| m["role"] == "assistant").count() >= 2,
+            "{messages:?}"
+        );
+    };
+    let _ = std::fs::remove_file(&argv);
+    check(&ask_thread(&server.addr, "thread-h", "h3"));
+    assert!(!argv.exists(), "asking for the thread started a CLI");
+    drop(server);
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    check(&ask_thread(&server.addr, "thread-h", "h4"));
+    // A thread the server does not know, and no message: 400 as before.
+    let empty = serde_json::json!({"threadId": "unknown", "messages": []}).to_string();
+    assert_eq!(post(&server.addr, &empty, None).0, 400);
+    use std::os::unix::fs::PermissionsExt;
+    let kept = std::fs::read_dir(state.join("gemini"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".history.json"))
+        .unwrap();
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}

@@ -46,10 +46,6 @@ impl<'a> Request<'a> {
                 .map_or(true, |v| !v.is_empty())
         });
         let prompt = prompt_of(&input);
-        if prompt.is_none() && !resuming {
-            let _ = refuse(conn, cors, Refused(400, "no user message with text"));
-            return None;
-        }
         Some(Request {
             input,
             prompt,
@@ -148,7 +144,7 @@ fn client_version(input: &RunAgentInput) -> AguiVersion {
 
 /// The content of the last message with role `user`.
 #[derive(Default)]
-struct LastUserContent<'a>(Option<&'a RawValue>);
+struct LastUserContent<'a>(Option<&'a RawValue>, Option<Cow<'a, str>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -159,13 +155,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
                 f.write_str("an array of messages")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut last = None;
+                let (mut last, mut id) = (None, None);
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     if m.role == "user" {
-                        last = m.content;
+                        (last, id) = (m.content, m.id);
                     }
                 }
-                Ok(LastUserContent(last))
+                Ok(LastUserContent(last, id))
             }
         }
         d.deserialize_seq(Messages(std::marker::PhantomData))
@@ -176,6 +172,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
 struct Message<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     content: Option<&'a RawValue>,
 }
@@ -226,6 +224,13 @@ impl<'de> Deserialize<'de> for Text {
 fn prompt_of(input: &RunAgentInput) -> Option<String> {
     let Text(text) = serde_json::from_str(input.messages.0?.get()).ok()?;
     Some(text).filter(|t| !t.trim().is_empty())
+}
+
+impl RunAgentInput<'_> {
+    /// The id of the last user message, if it has one.
+    pub(super) fn last_user_id(&self) -> Option<&str> {
+        self.messages.1.as_deref()
+    }
 }
 
 /// An id the runs and their CLIs can take: not empty, at most [`MAX_ID`]

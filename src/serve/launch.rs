@@ -195,8 +195,44 @@ pub(super) fn run_one(
     // arguments) still ends its client's run.
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
-    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, shared.ask, &failed);
+    let mut said = crate::serve::history::Recorder::default();
+    let mut tee = |bytes: &[u8]| said.feed(bytes);
+    let streamed = stream_run_or(
+        conn,
+        pid,
+        &mut w.stdout,
+        cors,
+        shared.ask,
+        &failed,
+        &mut tee,
+    );
     settle(shared, &input.thread_id, w, streamed);
+    keep_history(shared, input, prompt, said);
+}
+
+/// Adds what the run said to its thread's history, when the thread is
+/// kept (it has a session).
+fn keep_history(
+    shared: &Shared,
+    input: &RunAgentInput,
+    prompt: &str,
+    said: crate::serve::history::Recorder,
+) {
+    let file = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        if threads.session(&input.thread_id).is_none() {
+            return;
+        }
+        threads.history_file(&input.thread_id)
+    };
+    let user_id = input
+        .last_user_id()
+        .filter(|id| super::input::id_ok(id))
+        .map_or_else(
+            || format!("user-{}", crate::base::uuid::v7()),
+            str::to_owned,
+        );
+    crate::serve::history::save(&file, &user_id, prompt, said);
 }
 
 /// The command of the run of `input`: this program's `run`, with the
@@ -266,6 +302,12 @@ pub(super) fn answer_error(
     write_within(conn, &error_events(shared, input, why, code), STALL_TIMEOUT)
 }
 
+/// A response of `events` made here (no CLI is started).
+pub(super) fn answer_events(conn: &mut TcpStream, cors: &str, events: &[u8]) -> io::Result<()> {
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, events, STALL_TIMEOUT)
+}
+
 /// One run of `input` ending in RUN_ERROR, as server-sent events.
 fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
     let mut em = crate::agui::Emitter::new(
@@ -302,7 +344,7 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
 ) -> Streamed {
-    stream_run_or(conn, pid, out, cors, marker, &[])
+    stream_run_or(conn, pid, out, cors, marker, &[], &mut |_| {})
 }
 
 /// [`stream_run`], sending `if_empty` when the run writes nothing at all.
@@ -313,6 +355,7 @@ fn stream_run_or(
     cors: &str,
     marker: bool,
     if_empty: &[u8],
+    tee: &mut dyn FnMut(&[u8]),
 ) -> Streamed {
     let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
@@ -322,6 +365,7 @@ fn stream_run_or(
     let done = Arc::new(AtomicBool::new(false));
     let watcher = watch_for_hangup(conn, pid, &done);
     let mut send = |bytes: &[u8]| {
+        tee(bytes);
         if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
             // The rest of the run is read and dropped, so that it can end.
             gone = true;

@@ -298,6 +298,12 @@ fn run_or_resume(conn: &mut TcpStream, shared: &Shared, request: &Request, cors:
         (None, Some(prompt)) if !request.resuming => {
             launch::run_one(conn, shared, input, prompt, cors);
         }
+        (None, None) if !request.resuming => {
+            // No new user message: the thread's history, if it has one.
+            if !super::history::answer(conn, shared, input, cors) {
+                let _ = refuse(conn, cors, Refused(400, "no user message with text"));
+            }
+        }
         (None, _) => {
             let why = "nothing on this thread waits for a decision: the resume is stale (or names interrupts this server never made)";
             let _ = launch::answer_error(conn, shared, input, cors, why, code::INVALID_RESUME);

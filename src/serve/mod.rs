@@ -14,6 +14,7 @@
 //! - [`access`]: who may call (`Host`, `Origin`, the token, CORS);
 //! - [`input`]: the request's body, a `RunAgentInput`, read and checked;
 //! - [`choices`]: the model and effort the page chooses for a run;
+//! - [`history`]: what a thread has said, for a page that comes back;
 //! - [`launch`]: a run started and streamed to its client;
 //! - [`waiting`]: runs kept for their thread's decisions, and what a run
 //!   leaves for its thread;
@@ -21,6 +22,7 @@
 
 mod access;
 mod choices;
+mod history;
 pub mod http;
 mod input;
 mod launch;
