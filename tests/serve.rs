@@ -1862,6 +1862,37 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
     drop(server);
     let server = serve("gemini", &["--state-dir", state_arg], env);
     check(&ask_thread(&server.addr, "thread-h", "h4"));
+    // A page that lacks the earlier messages gets them before its new one.
+    let (_, r) = post(&server.addr, &body("thread-h", "h5", "Again?"), None);
+    let again = events(r);
+    let types: Vec<_> = again
+        .iter()
+        .take(3)
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "MESSAGES_SNAPSHOT"]
+    );
+    let with_new = again[2]["messages"].as_array().unwrap();
+    assert_eq!(
+        with_new.len(),
+        again[1]["messages"].as_array().unwrap().len() + 1
+    );
+    assert_eq!(with_new.last().unwrap()["id"], "h5-m");
+    // One that holds them gets none.
+    let mut holding: serde_json::Value =
+        serde_json::from_str(&body("thread-h", "h6", "More?")).unwrap();
+    holding["messages"] = serde_json::json!([
+        {"id": "h5-m", "role": "user", "content": "Again?"},
+        {"id": "h6-m", "role": "user", "content": "More?"},
+    ]);
+    let (_, r) = post(&server.addr, &holding.to_string(), None);
+    let more = events(r);
+    assert!(
+        more.iter().all(|e| e["type"] != "MESSAGES_SNAPSHOT"),
+        "{more:?}"
+    );
     // A thread the server does not know, and no message: 400 as before.
     let empty = serde_json::json!({"threadId": "unknown", "messages": []}).to_string();
     assert_eq!(post(&server.addr, &empty, None).0, 400);

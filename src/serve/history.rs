@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::net::TcpStream;
 use std::path::Path;
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::serve::input::RunAgentInput;
@@ -30,15 +31,32 @@ pub(super) struct Recorder {
     open: HashMap<String, (usize, Option<usize>)>,
     /// Stops recording: a run's events over the bound are not kept.
     full: bool,
+    /// Events to send after the run's first (its RUN_STARTED), once.
+    after_start: Vec<u8>,
 }
 
 impl Recorder {
-    /// Takes the next bytes of the run's stream.
-    pub(super) fn feed(&mut self, bytes: &[u8]) {
+    /// Sends `events` after the run's first event.
+    pub(super) fn after_start(&mut self, events: Vec<u8>) {
+        self.after_start = events;
+    }
+
+    /// Takes the next bytes of the run's stream; `Some((at, events))` when
+    /// `events` go between `bytes[..at]` and the rest.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Option<(usize, Vec<u8>)> {
         if self.full {
-            return;
+            return None;
         }
+        let before = self.pending.len();
         self.pending.extend_from_slice(bytes);
+        let insert = find(&self.pending, b"\n\n")
+            .filter(|_| !self.after_start.is_empty())
+            .map(|end| {
+                (
+                    (end + 2).saturating_sub(before),
+                    std::mem::take(&mut self.after_start),
+                )
+            });
         while let Some(end) = find(&self.pending, b"\n\n") {
             let block: Vec<u8> = self.pending.drain(..end + 2).collect();
             for line in block.split(|&b| b == b'\n') {
@@ -52,6 +70,7 @@ impl Recorder {
         if self.pending.len() > MAX_HISTORY {
             self.full = true;
         }
+        insert
     }
 
     fn apply(&mut self, e: &Value) {
@@ -163,6 +182,42 @@ pub(super) fn save(file: &Path, user_id: &str, prompt: &str, run: Recorder) {
             ),
         );
     }
+}
+
+/// The events that give a page that lacks its thread's earlier messages
+/// (a reloaded page) those messages, before its new one: none when the
+/// thread has no history or the request holds its last user message. Two
+/// snapshots: the 1.0 client keeps in place the messages it holds and
+/// drops those a snapshot leaves out, so the first (the history) puts the
+/// earlier messages first, and the second adds the new message after them.
+pub(super) fn for_reloaded(
+    shared: &Shared,
+    input: &RunAgentInput,
+    new: Option<&RawValue>,
+) -> Vec<u8> {
+    let file = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .history_file(&input.thread_id);
+    let Some(mut messages) = load(&file).filter(|m| !m.is_empty()) else {
+        return Vec::new();
+    };
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user");
+    if last_user.is_some_and(|m| input.has_user_message(m["id"].as_str().unwrap_or_default())) {
+        return Vec::new();
+    }
+    let mut out = format!(
+        "data: {}\n\n",
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    );
+    if let (Some(id), Some(content)) = (input.last_user_id(), new) {
+        let content: Value = serde_json::from_str(content.get()).unwrap_or_default();
+        messages.push(json!({"id": id, "role": "user", "content": content}));
+        let second = json!({"type": "MESSAGES_SNAPSHOT", "messages": messages});
+        out.push_str(&format!("data: {second}\n\n"));
+    }
+    out.into_bytes()
 }
 
 /// Answers a request that asks for its thread with no new user message:

@@ -144,7 +144,7 @@ fn client_version(input: &RunAgentInput) -> AguiVersion {
 
 /// The content of the last message with role `user`.
 #[derive(Default)]
-struct LastUserContent<'a>(Option<&'a RawValue>, Option<Cow<'a, str>>);
+struct LastUserContent<'a>(Option<&'a RawValue>, Vec<Cow<'a, str>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -155,13 +155,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
                 f.write_str("an array of messages")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let (mut last, mut id) = (None, None);
+                let (mut last, mut ids) = (None, Vec::new());
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     if m.role == "user" {
-                        (last, id) = (m.content, m.id);
+                        last = m.content;
+                        ids.extend(m.id);
                     }
                 }
-                Ok(LastUserContent(last, id))
+                Ok(LastUserContent(last, ids))
             }
         }
         d.deserialize_seq(Messages(std::marker::PhantomData))
@@ -229,7 +230,17 @@ fn prompt_of(input: &RunAgentInput) -> Option<String> {
 impl RunAgentInput<'_> {
     /// The id of the last user message, if it has one.
     pub(super) fn last_user_id(&self) -> Option<&str> {
-        self.messages.1.as_deref()
+        self.messages.1.last().map(|id| &**id)
+    }
+
+    /// Whether the request holds the user message `id`.
+    pub(super) fn has_user_message(&self, id: &str) -> bool {
+        self.messages.1.iter().any(|m| m == id)
+    }
+
+    /// The content of the last user message, as sent.
+    pub(super) fn last_user_content(&self) -> Option<&RawValue> {
+        self.messages.0
     }
 }
 

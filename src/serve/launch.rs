@@ -196,6 +196,11 @@ pub(super) fn run_one(
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
     let mut said = crate::serve::history::Recorder::default();
+    said.after_start(crate::serve::history::for_reloaded(
+        shared,
+        input,
+        input.last_user_content(),
+    ));
     let mut tee = |bytes: &[u8]| said.feed(bytes);
     let streamed = stream_run_or(
         conn,
@@ -344,10 +349,15 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
 ) -> Streamed {
-    stream_run_or(conn, pid, out, cors, marker, &[], &mut |_| {})
+    stream_run_or(conn, pid, out, cors, marker, &[], &mut |_| None)
 }
 
-/// [`stream_run`], sending `if_empty` when the run writes nothing at all.
+/// What sees each piece of a run's stream before it is sent, and may put
+/// events in it: `Some((at, events))` sends `events` after `piece[..at]`.
+type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
+
+/// [`stream_run`], sending `if_empty` when the run writes nothing at all,
+/// each piece through `tee`.
 fn stream_run_or(
     conn: &mut TcpStream,
     pid: u32,
@@ -355,7 +365,7 @@ fn stream_run_or(
     cors: &str,
     marker: bool,
     if_empty: &[u8],
-    tee: &mut dyn FnMut(&[u8]),
+    tee: &mut Tee<'_>,
 ) -> Streamed {
     let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
@@ -365,11 +375,15 @@ fn stream_run_or(
     let done = Arc::new(AtomicBool::new(false));
     let watcher = watch_for_hangup(conn, pid, &done);
     let mut send = |bytes: &[u8]| {
-        tee(bytes);
-        if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
-            // The rest of the run is read and dropped, so that it can end.
-            gone = true;
-            terminate(pid);
+        // What `tee` puts in (after the run's first event) goes in here.
+        let (at, extra) = tee(bytes).unwrap_or((bytes.len(), Vec::new()));
+        let at = at.min(bytes.len());
+        for piece in [&bytes[..at], &extra[..], &bytes[at..]] {
+            if !gone && !piece.is_empty() && write_within(conn, piece, STALL_TIMEOUT).is_err() {
+                // The rest of the run is read and dropped, so that it can end.
+                gone = true;
+                terminate(pid);
+            }
         }
     };
     let mut buf = vec![0u8; 64 * 1024];
