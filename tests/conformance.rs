@@ -951,6 +951,38 @@ fn http_agent_speaks_to_serve() {
     );
 }
 
+/// A page that comes back to its thread (`tests/conformance/history.cjs`):
+/// after two turns, a fresh 1.0 and 0.0.59 HttpAgent on the same threadId
+/// that sends no message gets both turns back, and so after a restart.
+#[test]
+fn http_agent_gets_its_thread_back() {
+    if skipped("http_agent_gets_its_thread_back") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let state = std::env::temp_dir().join(format!("agui-history-node-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let resume = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let args = ["--token", "t0ken", "--state-dir", state.to_str().unwrap()];
+    for mode in ["ask", "only"] {
+        let server = common::serve("gemini", &args, &[("FAKE_REPLAY", &resume)]);
+        let out = Command::new("node")
+            .arg(dir.join("history.cjs"))
+            .arg(format!("http://{}/agent", server.addr))
+            .args(["t0ken", mode])
+            .output()
+            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.trim() == "OK",
+            "{mode}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&state);
+}
+
 /// `serve claude -- --approval ask` with the official 1.0 HttpAgent
 /// (`tests/conformance/approve.cjs`): a run ends in an interrupt, the agent
 /// keeps it pending and refuses to run past it, and a resume approves,

@@ -1685,3 +1685,233 @@ fn a_signal_while_starting_stops_the_server() {
         assert_eq!(status.code(), Some(0), "SIGTERM after {after:?}: {status}");
     }
 }
+
+/// A request whose `forwardedProps` are `props`.
+fn body_with(thread: &str, run: &str, props: serde_json::Value) -> String {
+    let mut b: serde_json::Value = serde_json::from_str(&body(thread, run, "Hello")).unwrap();
+    b["forwardedProps"] = props;
+    b.to_string()
+}
+
+#[test]
+fn a_page_chooses_the_model_and_effort_of_a_run() {
+    let argv = tmp("choices-argv");
+    let _ = std::fs::remove_file(&argv);
+    let recording = root().join("testdata/codex/0.169.0/text.jsonl");
+    let server = serve(
+        "codex",
+        &[],
+        &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+    );
+    // CopilotKit's own keys are left alone and reach no CLI.
+    let props = serde_json::json!({
+        "model": "gpt-5-codex", "effort": "high",
+        "threadMetadata": {"title": "--yolo"}, "nodeName": "agent",
+        "properties": {"model": "--other"},
+    });
+    let (code, r) = post(&server.addr, &body_with("t-choice", "r1", props), None);
+    assert_eq!(code, 200);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--model\ngpt-5-codex\n"), "{args}");
+    assert!(args.contains("-c\nmodel_reasoning_effort=high\n"), "{args}");
+    assert!(
+        !args.contains("--yolo") && !args.contains("--other"),
+        "{args}"
+    );
+    // Without choices, none.
+    let (_, r) = post(&server.addr, &body("t-plain", "r1", "Hello"), None);
+    events(r);
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(
+        !args.contains("--model") && !args.contains("effort"),
+        "{args}"
+    );
+}
+
+#[test]
+fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
+    let argv = tmp("choices-refused-argv");
+    let _ = std::fs::remove_file(&argv);
+    let recording = root().join("testdata/codex/0.169.0/text.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let codex = serve("codex", &[], env);
+    let claude = serve("claude", &[], env);
+    let long = "m".repeat(257);
+    for (server, props, says) in [
+        (
+            &codex,
+            serde_json::json!({"model": "--dangerously-bypass-approvals-and-sandbox"}),
+            "begins with '-'",
+        ),
+        (
+            &codex,
+            serde_json::json!({"model": "gpt\n-5"}),
+            "control character",
+        ),
+        (&codex, serde_json::json!({"model": long}), "too long"),
+        (
+            &codex,
+            serde_json::json!({"model": ["gpt-5"]}),
+            "must be a string",
+        ),
+        (
+            &codex,
+            serde_json::json!({"effort": "extreme"}),
+            "is not one of",
+        ),
+        (
+            &codex,
+            serde_json::json!({"effort": "high\n-c x=1"}),
+            "is not one of",
+        ),
+        (
+            &claude,
+            serde_json::json!({"effort": "high"}),
+            "has no option for a reasoning effort",
+        ),
+    ] {
+        let (code, mut r) = post(&server.addr, &body_with("t-bad", "r1", props.clone()), None);
+        let mut answer = String::new();
+        r.read_to_string(&mut answer).unwrap();
+        assert_eq!(code, 400, "{props}: {answer}");
+        let error: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert!(
+            error["error"].as_str().unwrap().contains(says),
+            "{props}: {answer}"
+        );
+    }
+    assert!(!argv.exists(), "a refused choice started a CLI");
+    // The thread is free again: a good request runs.
+    let (code, r) = post(
+        &codex.addr,
+        &body_with("t-bad", "r2", serde_json::json!({"model": "o3"})),
+        None,
+    );
+    assert_eq!(code, 200);
+    events(r);
+}
+
+#[test]
+fn a_model_from_the_page_reaches_each_cli_as_its_own_option() {
+    for (cli, recording, want) in [
+        ("claude", "claude/1.0.128", "--model\nsonnet-x\n"),
+        ("gemini", "gemini/0.11.3", "--model\nsonnet-x\n"),
+        ("qwen", "qwen/0.24.4", "--model\nsonnet-x\n"),
+        ("copilot", "copilot/1.0.102", "--model=sonnet-x\n"),
+        ("opencode", "opencode/1.18.33", "--model=sonnet-x\n"),
+    ] {
+        let argv = tmp(&format!("model-{cli}-argv"));
+        let _ = std::fs::remove_file(&argv);
+        let recording = root().join(format!("testdata/{recording}/text.jsonl"));
+        let server = serve(
+            cli,
+            &[],
+            &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+        );
+        let props = serde_json::json!({"model": "sonnet-x", "nodeName": "n"});
+        let (code, r) = post(&server.addr, &body_with("t-model", "r1", props), None);
+        assert_eq!(code, 200, "{cli}");
+        events(r);
+        let args = std::fs::read_to_string(&argv).unwrap();
+        assert!(args.contains(want), "{cli}: {args}");
+    }
+}
+
+/// A request that asks for its thread: no new user message.
+fn ask_thread(addr: &str, thread: &str, run: &str) -> Vec<serde_json::Value> {
+    let b = serde_json::json!({
+        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "state": {}, "tools": [], "context": [], "forwardedProps": {}, "messages": [],
+    });
+    let (code, r) = post(addr, &b.to_string(), None);
+    assert_eq!(code, 200);
+    events(r)
+}
+
+#[test]
+fn a_thread_s_history_comes_back_without_starting_a_cli() {
+    let argv = tmp("history-argv");
+    let state = tmp("history-state");
+    let _ = std::fs::remove_dir_all(&state);
+    let state_arg = state.to_str().unwrap();
+    let recording = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    for (run, prompt) in [("h1", "Remember teal."), ("h2", "Which word?")] {
+        let (code, r) = post(&server.addr, &body("thread-h", run, prompt), None);
+        assert_eq!(code, 200);
+        events(r);
+    }
+    let check = |events: &[serde_json::Value]| {
+        let types: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+        let messages = events[1]["messages"].as_array().unwrap();
+        let users: Vec<_> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| &m["content"])
+            .collect();
+        assert_eq!(users, ["Remember teal.", "Which word?"], "{messages:?}");
+        let ids: Vec<_> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| &m["id"])
+            .collect();
+        assert_eq!(ids, ["h1-m", "h2-m"], "the page's own message ids");
+        assert!(
+            messages.iter().filter(|m| m["role"] == "assistant").count() >= 2,
+            "{messages:?}"
+        );
+    };
+    let _ = std::fs::remove_file(&argv);
+    check(&ask_thread(&server.addr, "thread-h", "h3"));
+    assert!(!argv.exists(), "asking for the thread started a CLI");
+    drop(server);
+    let server = serve("gemini", &["--state-dir", state_arg], env);
+    check(&ask_thread(&server.addr, "thread-h", "h4"));
+    // A page that lacks the earlier messages gets them before its new one.
+    let (_, r) = post(&server.addr, &body("thread-h", "h5", "Again?"), None);
+    let again = events(r);
+    let types: Vec<_> = again
+        .iter()
+        .take(3)
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "MESSAGES_SNAPSHOT"]
+    );
+    let with_new = again[2]["messages"].as_array().unwrap();
+    assert_eq!(
+        with_new.len(),
+        again[1]["messages"].as_array().unwrap().len() + 1
+    );
+    assert_eq!(with_new.last().unwrap()["id"], "h5-m");
+    // One that holds them gets none.
+    let mut holding: serde_json::Value =
+        serde_json::from_str(&body("thread-h", "h6", "More?")).unwrap();
+    holding["messages"] = serde_json::json!([
+        {"id": "h5-m", "role": "user", "content": "Again?"},
+        {"id": "h6-m", "role": "user", "content": "More?"},
+    ]);
+    let (_, r) = post(&server.addr, &holding.to_string(), None);
+    let more = events(r);
+    assert!(
+        more.iter().all(|e| e["type"] != "MESSAGES_SNAPSHOT"),
+        "{more:?}"
+    );
+    // A thread the server does not know, and no message: 400 as before.
+    let empty = serde_json::json!({"threadId": "unknown", "messages": []}).to_string();
+    assert_eq!(post(&server.addr, &empty, None).0, 400);
+    use std::os::unix::fs::PermissionsExt;
+    let kept = std::fs::read_dir(state.join("gemini"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".history.json"))
+        .unwrap();
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}

@@ -18,6 +18,7 @@ use crate::agui::AguiVersion;
 use crate::serve::http::{self, Head, Refused};
 use crate::serve::listen::{refuse, refuse_with};
 use crate::serve::page;
+use crate::serve::Shared;
 
 /// A request checked: what its run needs.
 pub(super) struct Request<'a> {
@@ -29,16 +30,18 @@ pub(super) struct Request<'a> {
     pub(super) resuming: bool,
     /// The page's tools, checked, as JSON (none when it gives none).
     pub(super) tools: Option<String>,
+    /// The model and effort the page chooses for the run.
+    pub(super) choices: page::Choices,
 }
 
 impl<'a> Request<'a> {
-    /// The request in `body` to a server of `cli`, or `None` when it is
+    /// The request in `body` to the server `shared`, or `None` when it is
     /// answered here as one no run can take.
     pub(super) fn check(
         conn: &mut TcpStream,
         cors: &str,
         body: &'a [u8],
-        cli: crate::dialect::Dialect,
+        shared: &Shared,
     ) -> Option<Self> {
         let input: RunAgentInput = match serde_json::from_slice(body) {
             Ok(i) => i,
@@ -58,11 +61,7 @@ impl<'a> Request<'a> {
                 .map_or(true, |v| !v.is_empty())
         });
         let prompt = prompt_of(&input);
-        if prompt.is_none() && !resuming {
-            let _ = refuse(conn, cors, Refused(400, "no user message with text"));
-            return None;
-        }
-        let page = match page::Page::check(&input, cli) {
+        let page = match page::Page::check(&input, shared.cli, shared.ask, &shared.run_options) {
             Ok(p) => p,
             Err(why) => {
                 let _ = refuse_with(conn, cors, 400, &why);
@@ -74,6 +73,7 @@ impl<'a> Request<'a> {
             input,
             resuming,
             tools: page.tools,
+            choices: page.choices,
         })
     }
 }
@@ -132,6 +132,10 @@ pub(super) struct RunAgentInput<'a> {
     /// The page's state (any JSON).
     #[serde(default, borrow)]
     pub(super) state: Option<&'a RawValue>,
+    /// What the page forwards: its `model` and `effort` are the run's
+    /// choices ([`super::page::Choices`]), the rest is left alone.
+    #[serde(default, borrow)]
+    pub(super) forwarded_props: Option<&'a RawValue>,
 }
 
 /// Which AG-UI release a run writes for.
@@ -173,14 +177,23 @@ fn client_version(input: &RunAgentInput) -> AguiVersion {
 
 /// Of the messages: the content of the last one with role `user`, the
 /// `role: "tool"` messages after it (the page's answers to the calls of
-/// its tools: the call's id and the content), and the role of the last
-/// message.
+/// its tools: the call's id and the content), the role of the last
+/// message, and the ids of the user messages (which a thread's history
+/// compares with its own).
 #[derive(Default)]
-pub(super) struct LastUserContent<'a>(
-    Option<&'a RawValue>,
-    pub(super) Vec<(Cow<'a, str>, Option<&'a RawValue>)>,
-    pub(super) Option<Cow<'a, str>>,
-);
+pub(super) struct LastUserContent<'a> {
+    /// The content of the last user message.
+    content: Option<&'a RawValue>,
+    /// The id of the last user message, if it has one.
+    id: Option<Cow<'a, str>>,
+    /// The ids of all user messages.
+    user_ids: Vec<Cow<'a, str>>,
+    /// The `role: "tool"` messages after the last user message: the call's
+    /// id and the content.
+    pub(super) answers: Vec<(Cow<'a, str>, Option<&'a RawValue>)>,
+    /// The role of the last message.
+    pub(super) last_role: Option<Cow<'a, str>>,
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -191,20 +204,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
                 f.write_str("an array of messages")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut last = None;
-                let mut answers = Vec::new();
-                let mut role = None;
+                let mut all = LastUserContent::default();
                 while let Some(m) = seq.next_element::<Message<'de>>()? {
                     if m.role == "user" {
-                        last = m.content;
-                        answers.clear();
+                        all.content = m.content;
+                        all.answers.clear();
+                        all.id.clone_from(&m.id);
+                        all.user_ids.extend(m.id);
                     }
                     if let (true, Some(id)) = (m.role == "tool", m.tool_call_id) {
-                        answers.push((id, m.content));
+                        all.answers.push((id, m.content));
                     }
-                    role = Some(m.role);
+                    all.last_role = Some(m.role);
                 }
-                Ok(LastUserContent(last, answers, role))
+                Ok(all)
             }
         }
         d.deserialize_seq(Messages(std::marker::PhantomData))
@@ -216,6 +229,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for LastUserContent<'a> {
 struct Message<'a> {
     #[serde(borrow)]
     role: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     content: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -266,8 +281,25 @@ impl<'de> Deserialize<'de> for Text {
 
 /// The prompt: the text of the last user message, if it has any.
 fn prompt_of(input: &RunAgentInput) -> Option<String> {
-    let Text(text) = serde_json::from_str(input.messages.0?.get()).ok()?;
+    let Text(text) = serde_json::from_str(input.messages.content?.get()).ok()?;
     Some(text).filter(|t| !t.trim().is_empty())
+}
+
+impl RunAgentInput<'_> {
+    /// The id of the last user message, if it has one.
+    pub(super) fn last_user_id(&self) -> Option<&str> {
+        self.messages.id.as_deref()
+    }
+
+    /// Whether the request holds the user message `id`.
+    pub(super) fn has_user_message(&self, id: &str) -> bool {
+        self.messages.user_ids.iter().any(|m| m == id)
+    }
+
+    /// The content of the last user message, as sent.
+    pub(super) fn last_user_content(&self) -> Option<&RawValue> {
+        self.messages.content
+    }
 }
 
 /// An id the runs and their CLIs can take: not empty, at most [`MAX_ID`]

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::agui::{AguiVersion, RawMode};
-use crate::serve::input::RunAgentInput;
+use crate::serve::input::{Request, RunAgentInput};
 use crate::serve::listen::refuse_with;
+use crate::serve::page::Choices;
 use crate::serve::waiting::{settle, SessionFile, Slot, Streamed, Waiting};
 use crate::serve::{Shared, TOKEN_VAR};
 
@@ -137,25 +138,36 @@ pub(super) fn kept_args(
 /// file (and removed with it).
 pub(super) const TOOLS_EXT: &str = "tools";
 
-/// A new run of `prompt` on the request's thread, resuming the thread's
-/// session if it has one, offered the page's `tools` (JSON, checked),
-/// streamed to the client and then settled.
+/// A new run of `prompt` (the request's, after the page's context) on the
+/// request's thread, resuming the thread's session if it has one, offered
+/// the page's tools and given its choices, streamed to the client and then
+/// settled; what it says is kept in the thread's history.
 pub(super) fn run_one(
     conn: &mut TcpStream,
     shared: &Shared,
-    input: &RunAgentInput,
+    request: &Request,
     prompt: &str,
     slot: Slot,
-    tools: Option<&str>,
     cors: &str,
 ) {
+    let input = &request.input;
+    let tools = request.tools.as_deref();
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
     // A run with the page's tools talks with its CLI as one that asks does:
     // its calls wait for the thread's next request.
     let talks = shared.ask || tools.is_some();
     let started = tools_file(&file.0, tools)
-        .and_then(|tools| run_command(shared, input, &file.0, tools.as_deref(), talks))
+        .and_then(|t| {
+            run_command(
+                shared,
+                input,
+                &request.choices,
+                &file.0,
+                t.as_deref(),
+                talks,
+            )
+        })
         .and_then(|cmd| shared.spawner.spawn(cmd));
     let mut child = match started {
         Ok(c) => c,
@@ -192,8 +204,41 @@ pub(super) fn run_one(
     // arguments) still ends its client's run.
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
-    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, talks, &failed);
+    let mut said = crate::serve::history::Recorder::default();
+    said.after_start(crate::serve::history::for_reloaded(
+        shared,
+        input,
+        input.last_user_content(),
+    ));
+    let mut tee = |bytes: &[u8]| said.feed(bytes);
+    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, talks, &failed, &mut tee);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
+    keep_history(shared, input, prompt, said);
+}
+
+/// Adds what the run said to its thread's history, when the thread is
+/// kept (it has a session).
+fn keep_history(
+    shared: &Shared,
+    input: &RunAgentInput,
+    prompt: &str,
+    said: crate::serve::history::Recorder,
+) {
+    let file = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        if threads.session(&input.thread_id).is_none() {
+            return;
+        }
+        threads.history_file(&input.thread_id)
+    };
+    let user_id = input
+        .last_user_id()
+        .filter(|id| super::input::id_ok(id))
+        .map_or_else(
+            || format!("user-{}", crate::base::uuid::v7()),
+            str::to_owned,
+        );
+    crate::serve::history::save(&file, &user_id, prompt, said);
 }
 
 /// The file of the page's `tools` beside `session_file` (in the server's
@@ -208,13 +253,14 @@ fn tools_file(session_file: &Path, tools: Option<&str>) -> io::Result<Option<std
 }
 
 /// The command of the run of `input`: this program's `run`, with the
-/// thread's session to resume and `session_file` for the session it
-/// reports, the page's tools in `tools` (a file), its pipes, no token, and
-/// the server's death as its end; `talks`: it reads its prompt and the
-/// thread's next requests as lines, and marks each wait.
+/// page's `choices`, the thread's session to resume and `session_file` for
+/// the session it reports, the page's tools in `tools` (a file), its pipes,
+/// no token, and the server's death as its end; `talks`: it reads its
+/// prompt and the thread's next requests as lines, and marks each wait.
 fn run_command(
     shared: &Shared,
     input: &RunAgentInput,
+    choices: &Choices,
     session_file: &Path,
     tools: Option<&Path>,
     talks: bool,
@@ -233,6 +279,7 @@ fn run_command(
         session_file,
         kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
+    choices.add_to(&mut argv, &shared.run_options);
     if talks {
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
@@ -294,6 +341,12 @@ pub(super) fn answer_finished(
     write_within(conn, &run, STALL_TIMEOUT)
 }
 
+/// A response of `events` made here (no CLI is started).
+pub(super) fn answer_events(conn: &mut TcpStream, cors: &str, events: &[u8]) -> io::Result<()> {
+    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
+    write_within(conn, events, STALL_TIMEOUT)
+}
+
 /// One run of `input` ending in RUN_ERROR, as server-sent events.
 fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
     made_run(shared, input, |em| em.fail_run(why, code, &[], None))
@@ -340,10 +393,15 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
 ) -> Streamed {
-    stream_run_or(conn, pid, out, cors, marker, &[])
+    stream_run_or(conn, pid, out, cors, marker, &[], &mut |_| None)
 }
 
-/// [`stream_run`], sending `if_empty` when the run writes nothing at all.
+/// What sees each piece of a run's stream before it is sent, and may put
+/// events in it: `Some((at, events))` sends `events` after `piece[..at]`.
+type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
+
+/// [`stream_run`], sending `if_empty` when the run writes nothing at all,
+/// each piece through `tee`.
 fn stream_run_or(
     conn: &mut TcpStream,
     pid: u32,
@@ -351,6 +409,7 @@ fn stream_run_or(
     cors: &str,
     marker: bool,
     if_empty: &[u8],
+    tee: &mut Tee<'_>,
 ) -> Streamed {
     let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
@@ -360,10 +419,15 @@ fn stream_run_or(
     let done = Arc::new(AtomicBool::new(false));
     let watcher = watch_for_hangup(conn, pid, &done);
     let mut send = |bytes: &[u8]| {
-        if !gone && !bytes.is_empty() && write_within(conn, bytes, STALL_TIMEOUT).is_err() {
-            // The rest of the run is read and dropped, so that it can end.
-            gone = true;
-            terminate(pid);
+        // What `tee` puts in (after the run's first event) goes in here.
+        let (at, extra) = tee(bytes).unwrap_or((bytes.len(), Vec::new()));
+        let at = at.min(bytes.len());
+        for piece in [&bytes[..at], &extra[..], &bytes[at..]] {
+            if !gone && !piece.is_empty() && write_within(conn, piece, STALL_TIMEOUT).is_err() {
+                // The rest of the run is read and dropped, so that it can end.
+                gone = true;
+                terminate(pid);
+            }
         }
     };
     let mut buf = vec![0u8; 64 * 1024];

@@ -13,7 +13,7 @@ use crate::serve::http::{self, Refused};
 use crate::serve::input::{self, Request};
 use crate::serve::launch::{self, terminate};
 use crate::serve::waiting::Claim;
-use crate::serve::{access, waiting, Shared};
+use crate::serve::{access, history, waiting, Shared};
 
 /// CLIs alive at once, running or waiting for decisions (`--approval
 /// ask`); a request when all are running is answered 503, and one when
@@ -239,7 +239,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     };
     pending.done();
-    let Some(request) = input::Request::check(&mut conn, &cors, &body, shared.cli) else {
+    let Some(request) = input::Request::check(&mut conn, &cors, &body, shared) else {
         return;
     };
     let thread = &request.input.thread_id;
@@ -257,11 +257,19 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     }
     let starts = request.prompt.is_some() && !request.resuming;
-    match waiting::claim(shared, thread, starts) {
-        Claim::Full => {
-            let _ = refuse(&mut conn, &cors, Refused(503, "too many runs at once"));
+    let asks_for_thread = request.prompt.is_none() && !request.resuming;
+    if asks_for_thread && !crate::serve::page::answers_calls(&request.input) {
+        // No new user message: the thread's history, if it has one.
+        if !history::answer(&mut conn, shared, &request.input, &cors) {
+            let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
         }
-        claim => run_or_resume(&mut conn, shared, &request, claim, &cors),
+    } else {
+        match waiting::claim(shared, thread, starts) {
+            Claim::Full => {
+                let _ = refuse(&mut conn, &cors, Refused(503, "too many runs at once"));
+            }
+            claim => run_or_resume(&mut conn, shared, &request, claim, &cors),
+        }
     }
     shared.busy.lock().expect("not poisoned").remove(thread);
     // The response ends only now, with what the run leaves kept and the
@@ -293,8 +301,7 @@ fn run_or_resume(
         }
         (Claim::Start(slot), Some(prompt)) => {
             waiting::forget_gone(shared, &input.thread_id);
-            let tools = request.tools.as_deref();
-            launch::run_one(conn, shared, input, prompt, slot, tools, cors);
+            launch::run_one(conn, shared, request, prompt, slot, cors);
         }
         _ => {
             if let Some(gone) = waiting::gone(shared, &input.thread_id) {

@@ -14,13 +14,15 @@
 //! - [`access`]: who may call (`Host`, `Origin`, the token, CORS);
 //! - [`input`]: the request's body, a `RunAgentInput`, read and checked;
 //!   [`page`]: what the page gives besides its prompt (tools, context,
-//!   state, answers), checked;
+//!   state, answers) and what it chooses (the model, the effort), checked;
+//! - [`history`]: what a thread has said, for a page that comes back;
 //! - [`launch`]: a run started and streamed to its client;
 //! - [`waiting`]: runs kept for their thread's decisions, and what a run
 //!   leaves for its thread;
 //! - [`http`] and [`threads`]: the HTTP spoken, and what is kept of threads.
 
 mod access;
+mod history;
 pub mod http;
 mod input;
 mod launch;

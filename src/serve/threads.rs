@@ -106,7 +106,9 @@ impl Threads {
             let Some(stem) = name
                 .to_str()
                 .and_then(|n| n.strip_suffix(".json"))
-                .filter(|s| !s.starts_with('.') && !s.ends_with(".plan"))
+                .filter(|s| {
+                    !s.starts_with('.') && !s.ends_with(".plan") && !s.ends_with(".history")
+                })
             else {
                 continue;
             };
@@ -152,6 +154,11 @@ impl Threads {
         self.dir.join(format!("{}.plan.json", file_stem(thread)))
     }
 
+    /// The file of the messages of `thread` ([`super::history`]).
+    pub(super) fn history_file(&self, thread: &str) -> PathBuf {
+        self.dir.join(format!("{}.history.json", file_stem(thread)))
+    }
+
     /// A run of `thread` has ended, having reported `session` (or none):
     /// the session is kept for the next run. A thread with no session kept
     /// keeps no plan either.
@@ -159,6 +166,7 @@ impl Threads {
         let Some(session) = session else {
             if self.session(thread).is_none() {
                 remove(&self.plan_file(thread));
+                remove(&self.history_file(thread));
             }
             return Ok(());
         };
@@ -193,6 +201,7 @@ impl Threads {
             self.by_stem.remove(&old);
             remove(&self.dir.join(format!("{old}.json")));
             remove(&self.dir.join(format!("{old}.plan.json")));
+            remove(&self.dir.join(format!("{old}.history.json")));
         }
     }
 }

@@ -1,0 +1,314 @@
+//! What a thread has said, kept for a page that comes back to it: the
+//! messages of each run, compacted from its events (whole text messages of
+//! the user and the assistant, tool calls with their results), kept in the
+//! thread's file next to its session ([`super::threads`]), and sent back
+//! as a `MESSAGES_SNAPSHOT` to a request that asks for the thread (one
+//! with no new user message) in a run that starts no CLI.
+
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::path::Path;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::serve::input::RunAgentInput;
+use crate::serve::Shared;
+
+/// The most a thread's history holds (bytes of its file): the oldest
+/// messages go first.
+pub(super) const MAX_HISTORY: usize = 1024 * 1024;
+
+/// The most bytes of one run's events recorded: what a run says past them
+/// is not in its thread's history (which keeps at most [`MAX_HISTORY`]).
+const MAX_RUN_EVENTS: usize = 8 * MAX_HISTORY;
+
+/// The messages of one run, gathered from its server-sent events as they
+/// are streamed.
+#[derive(Default)]
+pub(super) struct Recorder {
+    /// The start of an event not yet whole.
+    pending: Vec<u8>,
+    messages: Vec<Value>,
+    /// Message or tool call id → where it is in `messages` (and, for a
+    /// tool call, its index among the message's calls).
+    open: HashMap<String, (usize, Option<usize>)>,
+    /// Bytes of events taken so far.
+    seen: usize,
+    /// Stops recording: a run's events past [`MAX_RUN_EVENTS`] bytes are
+    /// not kept (its history ends there).
+    full: bool,
+    /// Events to send after the run's first (its RUN_STARTED), once.
+    after_start: Vec<u8>,
+}
+
+impl Recorder {
+    /// Sends `events` after the run's first event.
+    pub(super) fn after_start(&mut self, events: Vec<u8>) {
+        self.after_start = events;
+    }
+
+    /// Takes the next bytes of the run's stream; `Some((at, events))` when
+    /// `events` go between `bytes[..at]` and the rest.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Option<(usize, Vec<u8>)> {
+        if self.full {
+            return None;
+        }
+        self.seen += bytes.len();
+        let before = self.pending.len();
+        self.pending.extend_from_slice(bytes);
+        // Only the new bytes (and the one before them) can hold an event's end.
+        let mut from = before.saturating_sub(1);
+        let mut insert = None;
+        while let Some(end) = memchr::memmem::find(&self.pending[from..], b"\n\n").map(|e| from + e)
+        {
+            if insert.is_none() && !self.after_start.is_empty() {
+                let at = (end + 2).saturating_sub(before);
+                insert = Some((at, std::mem::take(&mut self.after_start)));
+            }
+            let block: Vec<u8> = self.pending.drain(..end + 2).collect();
+            for line in block.split(|&b| b == b'\n') {
+                if let Some(data) = line.strip_prefix(b"data: ") {
+                    if let Ok(event) = serde_json::from_slice::<Value>(data) {
+                        self.apply(&event);
+                    }
+                }
+            }
+            from = 0;
+        }
+        if self.pending.len() > MAX_HISTORY || self.seen > MAX_RUN_EVENTS {
+            self.full = true;
+        }
+        insert
+    }
+
+    fn apply(&mut self, e: &Value) {
+        let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+        match e["type"].as_str().unwrap_or_default() {
+            "TEXT_MESSAGE_START" => {
+                let role = e["role"].as_str().unwrap_or("assistant");
+                self.open
+                    .insert(s("messageId"), (self.messages.len(), None));
+                self.messages
+                    .push(json!({"id": s("messageId"), "role": role, "content": ""}));
+            }
+            "TEXT_MESSAGE_CONTENT" => {
+                if let Some(&(i, None)) = self.open.get(&s("messageId")) {
+                    append(&mut self.messages[i]["content"], &s("delta"));
+                }
+            }
+            "TOOL_CALL_START" => {
+                let parent = s("parentMessageId");
+                let i = match self.open.get(&parent) {
+                    Some(&(i, None)) if !parent.is_empty() => i,
+                    _ => {
+                        let id = if parent.is_empty() {
+                            s("toolCallId")
+                        } else {
+                            parent
+                        };
+                        self.messages.push(json!({"id": id, "role": "assistant"}));
+                        self.open.insert(id, (self.messages.len() - 1, None));
+                        self.messages.len() - 1
+                    }
+                };
+                let calls = &mut self.messages[i]["toolCalls"];
+                if !calls.is_array() {
+                    *calls = json!([]);
+                }
+                let calls = calls.as_array_mut().expect("an array");
+                calls.push(json!({"id": s("toolCallId"), "type": "function",
+                    "function": {"name": s("toolCallName"), "arguments": ""}}));
+                self.open
+                    .insert(s("toolCallId"), (i, Some(calls.len() - 1)));
+            }
+            "TOOL_CALL_ARGS" => {
+                if let Some(&(i, Some(c))) = self.open.get(&s("toolCallId")) {
+                    let args = &mut self.messages[i]["toolCalls"][c]["function"]["arguments"];
+                    append(args, &s("delta"));
+                }
+            }
+            "TOOL_CALL_RESULT" => {
+                // A string for every client: content parts as their JSON.
+                let content = match &e["content"] {
+                    Value::String(t) => t.clone(),
+                    other => other.to_string(),
+                };
+                self.messages
+                    .push(json!({"id": s("messageId"), "role": "tool",
+                    "toolCallId": s("toolCallId"), "content": content}));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds `delta` to the text in `field`, in place.
+fn append(field: &mut Value, delta: &str) {
+    match field {
+        Value::String(text) => text.push_str(delta),
+        other => *other = Value::String(delta.to_owned()),
+    }
+}
+
+/// The history kept in `file`, if any.
+pub(super) fn load(file: &Path) -> Option<Vec<Value>> {
+    let text = crate::base::files::read_regular(file, MAX_HISTORY as u64).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// Adds a run's messages to the history in `file`: the user's `prompt`
+/// (as message `user_id`), then what the run said; the oldest messages go
+/// when the whole is over [`MAX_HISTORY`].
+pub(super) fn save(file: &Path, user_id: &str, prompt: &str, run: Recorder) {
+    let mut all = load(file).unwrap_or_default();
+    all.push(json!({"id": user_id, "role": "user", "content": prompt}));
+    // The user's message is the request's (the CLI's echo of it is left
+    // out); an empty assistant message is none.
+    all.extend(run.messages.into_iter().filter(|m| {
+        m["role"] != "user"
+            && (m["role"] != "assistant" || m["content"] != "" || m.get("toolCalls").is_some())
+    }));
+    for m in &mut all {
+        if m["content"] == "" && m["role"] == "assistant" {
+            m.as_object_mut().expect("an object").remove("content");
+        }
+    }
+    let mut bytes = serde_json::to_vec(&all).expect("JSON");
+    while bytes.len() > MAX_HISTORY && !all.is_empty() {
+        let drop = (all.len() / 8).max(1);
+        all.drain(..drop);
+        bytes = serde_json::to_vec(&all).expect("JSON");
+    }
+    if let Err(e) = crate::base::files::write_atomic(file, &bytes) {
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!(
+                "agui-translate: serve: warning: {}: the thread's history is not kept: {e}\n",
+                file.display()
+            ),
+        );
+    }
+}
+
+/// The events that give a page that lacks its thread's earlier messages
+/// (a reloaded page) those messages, before its new one: none when the
+/// thread has no history or the request holds its last user message. Two
+/// snapshots: the 1.0 client keeps in place the messages it holds and
+/// drops those a snapshot leaves out, so the first (the history) puts the
+/// earlier messages first, and the second adds the new message after them.
+pub(super) fn for_reloaded(
+    shared: &Shared,
+    input: &RunAgentInput,
+    new: Option<&RawValue>,
+) -> Vec<u8> {
+    let file = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .history_file(&input.thread_id);
+    let Some(mut messages) = load(&file).filter(|m| !m.is_empty()) else {
+        return Vec::new();
+    };
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user");
+    if last_user.is_some_and(|m| input.has_user_message(m["id"].as_str().unwrap_or_default())) {
+        return Vec::new();
+    }
+    let mut out = format!(
+        "data: {}\n\n",
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    );
+    if let (Some(id), Some(content)) = (input.last_user_id(), new) {
+        let content: Value = serde_json::from_str(content.get()).unwrap_or_default();
+        messages.push(json!({"id": id, "role": "user", "content": content}));
+        let second = json!({"type": "MESSAGES_SNAPSHOT", "messages": messages});
+        out.push_str(&format!("data: {second}\n\n"));
+    }
+    out.into_bytes()
+}
+
+/// Answers a request that asks for its thread with no new user message:
+/// RUN_STARTED, the thread's MESSAGES_SNAPSHOT and RUN_FINISHED, starting
+/// no CLI; `false` when the thread has no history (nothing was written).
+pub(super) fn answer(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    input: &RunAgentInput,
+    cors: &str,
+) -> bool {
+    let file = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .history_file(&input.thread_id);
+    let Some(messages) = load(&file) else {
+        return false;
+    };
+    let mut em = crate::agui::Emitter::new(
+        crate::agui::Format::Sse,
+        Some(input.thread_id.clone()),
+        input.run_id.clone(),
+    );
+    if let Some(v) = shared.version.of(Some(input)) {
+        em.set_version(v);
+    }
+    em.start_run(None, None);
+    let mut out = em.output().to_vec();
+    let snapshot = json!({"type": "MESSAGES_SNAPSHOT", "messages": messages});
+    out.extend_from_slice(format!("data: {snapshot}\n\n").as_bytes());
+    let started = em.output().len();
+    em.finish_run(None, None, &[]);
+    em.end_of_input(true);
+    out.extend_from_slice(&em.output()[started..]);
+    let _ = crate::serve::launch::answer_events(conn, cors, &out);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_s_events_become_whole_messages() {
+        let mut r = Recorder::default();
+        let events = [
+            json!({"type":"RUN_STARTED","threadId":"t","runId":"r"}),
+            json!({"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}),
+            json!({"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hel"}),
+            json!({"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"lo"}),
+            json!({"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"Bash","parentMessageId":"m1"}),
+            json!({"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{\"a\":"}),
+            json!({"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"1}"}),
+            json!({"type":"TOOL_CALL_RESULT","messageId":"r1","toolCallId":"c1","content":[{"type":"text","text":"ok"}]}),
+        ];
+        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        // Fed in pieces that cut events in two.
+        for piece in text.as_bytes().chunks(7) {
+            r.feed(piece);
+        }
+        assert_eq!(r.messages.len(), 2);
+        assert_eq!(r.messages[0]["content"], "Hello");
+        assert_eq!(
+            r.messages[0]["toolCalls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+        assert_eq!(r.messages[1]["role"], "tool");
+        assert_eq!(r.messages[1]["content"], r#"[{"text":"ok","type":"text"}]"#);
+    }
+
+    #[test]
+    fn the_history_is_bounded_oldest_first() {
+        let dir = std::env::temp_dir().join(format!("agui-history-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("h.json");
+        let _ = std::fs::remove_file(&file);
+        let big = "x".repeat(MAX_HISTORY / 4);
+        for i in 0..6 {
+            save(&file, &format!("u{i}"), &big, Recorder::default());
+        }
+        let kept = load(&file).unwrap();
+        assert!(std::fs::metadata(&file).unwrap().len() <= MAX_HISTORY as u64);
+        assert_eq!(kept.last().unwrap()["id"], "u5");
+        assert!(kept.len() < 6);
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// A page that comes back to its thread: with the official @ag-ui/client
+// HttpAgent (1.0, and 0.0.59 as CopilotKit pins it), two turns on a thread,
+// then a fresh agent on the same threadId that sends no message gets both
+// turns back; a fresh agent that sends a new message gets the earlier turns
+// before it.
+//
+//   node history.cjs URL TOKEN ask   two turns, then a fresh agent asks
+//   node history.cjs URL TOKEN only  a fresh agent asks (after a restart)
+//
+// Prints what failed and exits 1, or prints OK.
+"use strict";
+const [url, token, mode] = process.argv.slice(2);
+const headers = { Authorization: `Bearer ${token}` };
+const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
+const problems = [];
+const check = (ok, what) => {
+  if (!ok) problems.push(what);
+};
+
+async function main() {
+  if (mode === "ask") {
+    const a = new clients["1.0"]({ url, threadId: "thread-back", headers });
+    for (const [i, text] of ["Remember teal.", "Which word?"].entries()) {
+      a.addMessage({ id: `page-user-${i + 1}`, role: "user", content: text });
+      await a.runAgent({ runId: `back-run-${i + 1}` });
+    }
+  }
+  for (const [name, HttpAgent] of Object.entries(clients)) {
+    const fresh = new HttpAgent({ url, threadId: "thread-back", headers });
+    const seen = [];
+    await fresh.runAgent({ runId: `back-ask-${name}` }, { onEvent: ({ event }) => seen.push(event.type) });
+    check(seen.includes("MESSAGES_SNAPSHOT"), `${name}: no MESSAGES_SNAPSHOT: ${seen}`);
+    const users = fresh.messages.filter((m) => m.role === "user").map((m) => m.content);
+    check(JSON.stringify(users.slice(0, 2)) === JSON.stringify(["Remember teal.", "Which word?"]), `${name}: the user's turns: ${JSON.stringify(fresh.messages)}`);
+    const answers = fresh.messages.filter((m) => m.role === "assistant" && m.content);
+    check(answers.length >= 2, `${name}: both answers: ${JSON.stringify(fresh.messages)}`);
+  }
+  // A reloaded page sends a new message: the earlier turns come first.
+  for (const [name, HttpAgent] of Object.entries(clients)) {
+    const page = new HttpAgent({ url, threadId: "thread-back", headers });
+    const text = `Again, ${name}?`;
+    page.addMessage({ id: `page-again-${name}-${mode}`, role: "user", content: text });
+    await page.runAgent({ runId: `back-again-${name}-${mode}` });
+    const users = page.messages.filter((m) => m.role === "user").map((m) => m.content);
+    const at = (t) => users.indexOf(t);
+    check(at("Remember teal.") === 0 && at("Which word?") > 0 && at(text) > at("Which word?"), `${name}: in order: ${JSON.stringify(page.messages)}`);
+    const answers = page.messages.filter((m) => m.role === "assistant" && m.content);
+    check(answers.length >= 3, `${name}: three answers: ${JSON.stringify(page.messages)}`);
+    const ids = page.messages.map((m) => m.id);
+    check(new Set(ids).size === ids.length, `${name}: message ids repeat: ${ids}`);
+  }
+}
+
+main().then(
+  () => {
+    if (problems.length) {
+      console.log(problems.join("\n"));
+      process.exit(1);
+    }
+    console.log("OK");
+  },
+  (e) => {
+    console.log(`failed: ${e && e.stack ? e.stack : e}`);
+    process.exit(1);
+  },
+);
