@@ -1843,9 +1843,12 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
         assert_eq!(code, 200);
         events(r);
     }
-    let check = |events: &[serde_json::Value]| {
+    let check_types = |events: &[serde_json::Value]| {
         let types: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    };
+    let check = |events: &[serde_json::Value]| {
+        check_types(events);
         let messages = events[1]["messages"].as_array().unwrap();
         let users: Vec<_> = messages
             .iter()
@@ -1901,6 +1904,13 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
         more.iter().all(|e| e["type"] != "MESSAGES_SNAPSHOT"),
         "{more:?}"
     );
+    // A page that sends only what the server has asks for the thread: no
+    // run of an old message again.
+    let _ = std::fs::remove_file(&argv);
+    holding["runId"] = "h7".into();
+    let (_, r) = post(&server.addr, &holding.to_string(), None);
+    check_types(&events(r));
+    assert!(!argv.exists(), "an old message started a CLI again");
     // A thread the server does not know, and no message: 400 as before.
     let empty = serde_json::json!({"threadId": "unknown", "messages": []}).to_string();
     assert_eq!(post(&server.addr, &empty, None).0, 400);

@@ -227,6 +227,25 @@ pub(super) fn for_reloaded(
     out.into_bytes()
 }
 
+/// Whether the request's last user message is one the thread's history
+/// already holds (a page that sends only what the server has: it asks for
+/// the thread, it does not ask again).
+pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
+    let Some(id) = input.last_user_id() else {
+        return false;
+    };
+    let file = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .history_file(&input.thread_id);
+    load(&file).is_some_and(|messages| {
+        messages
+            .iter()
+            .any(|m| m["role"] == "user" && m["id"].as_str() == Some(id))
+    })
+}
+
 /// Answers a request that asks for its thread with no new user message:
 /// RUN_STARTED, the thread's MESSAGES_SNAPSHOT and RUN_FINISHED, starting
 /// no CLI; `false` when the thread has no history (nothing was written).

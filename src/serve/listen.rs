@@ -257,8 +257,10 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     }
     let starts = request.prompt.is_some() && !request.resuming;
-    let asks_for_thread = request.prompt.is_none() && !request.resuming;
-    if asks_for_thread && !crate::serve::page::answers_calls(&request.input) {
+    let asks_for_thread = !request.resuming
+        && !crate::serve::page::answers_calls(&request.input)
+        && (request.prompt.is_none() || history::holds_last(shared, &request.input));
+    if asks_for_thread {
         // No new user message: the thread's history, if it has one.
         if !history::answer(&mut conn, shared, &request.input, &cors) {
             let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
