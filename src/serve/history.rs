@@ -263,22 +263,13 @@ pub(super) fn answer(
     let Some(messages) = load(&file) else {
         return false;
     };
-    let mut em = crate::agui::Emitter::new(
-        crate::agui::Format::Sse,
-        Some(input.thread_id.clone()),
-        input.run_id.clone(),
-    );
-    if let Some(v) = shared.version.of(Some(input)) {
-        em.set_version(v);
-    }
-    em.start_run(None, None);
-    let mut out = em.output().to_vec();
+    let run = crate::serve::launch::made_run(shared, input, |em| em.finish_run(None, None, &[]));
+    // The snapshot goes after the run's first event, its RUN_STARTED.
+    let at = memchr::memmem::find(&run, b"\n\n").map_or(0, |e| e + 2);
     let snapshot = json!({"type": "MESSAGES_SNAPSHOT", "messages": messages});
+    let mut out = run[..at].to_vec();
     out.extend_from_slice(format!("data: {snapshot}\n\n").as_bytes());
-    let started = em.output().len();
-    em.finish_run(None, None, &[]);
-    em.end_of_input(true);
-    out.extend_from_slice(&em.output()[started..]);
+    out.extend_from_slice(&run[at..]);
     let _ = crate::serve::launch::answer_events(conn, cors, &out);
     true
 }

@@ -354,7 +354,7 @@ fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -
 
 /// One run of `input`, as server-sent events: RUN_STARTED, then what
 /// `end` writes.
-fn made_run(
+pub(super) fn made_run(
     shared: &Shared,
     input: &RunAgentInput,
     end: impl FnOnce(&mut crate::agui::Emitter),
