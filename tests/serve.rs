@@ -1719,6 +1719,19 @@ fn a_page_chooses_the_model_and_effort_of_a_run() {
         !args.contains("--yolo") && !args.contains("--other"),
         "{args}"
     );
+    // Claude Code takes an effort as its own `--effort`.
+    let claude_recording = root().join("testdata/claude/1.0.128/text.jsonl");
+    let claude = serve(
+        "claude",
+        &[],
+        &[("FAKE_REPLAY", &claude_recording), ("FAKE_ARGV", &argv)],
+    );
+    let props = serde_json::json!({"effort": "max"});
+    let (code, r) = post(&claude.addr, &body_with("t-effort", "r1", props), None);
+    assert_eq!(code, 200);
+    events(r);
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--effort\nmax\n"), "{args}");
     // Without choices, none.
     let (_, r) = post(&server.addr, &body("t-plain", "r1", "Hello"), None);
     events(r);
@@ -1737,6 +1750,7 @@ fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
     let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
     let codex = serve("codex", &[], env);
     let claude = serve("claude", &[], env);
+    let gemini = serve("gemini", &[], env);
     let long = "m".repeat(257);
     for (server, props, says) in [
         (
@@ -1766,9 +1780,14 @@ fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
             "is not one of",
         ),
         (
-            &claude,
+            &gemini,
             serde_json::json!({"effort": "high"}),
             "has no option for a reasoning effort",
+        ),
+        (
+            &claude,
+            serde_json::json!({"effort": "minimal"}),
+            "is not one of low, medium, high, xhigh, max",
         ),
     ] {
         let (code, mut r) = post(&server.addr, &body_with("t-bad", "r1", props.clone()), None);

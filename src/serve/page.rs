@@ -215,15 +215,40 @@ pub(super) fn answers_calls(input: &RunAgentInput) -> bool {
 /// The longest model name a page may give (bytes).
 pub(super) const MAX_MODEL: usize = 256;
 
-/// The efforts a page may ask for, as Codex's `model_reasoning_effort`
-/// spells them.
-pub(super) const EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
+/// How a CLI takes a reasoning effort: the levels it knows, as its option
+/// spells them, the option, and the name by which the server's own run
+/// options would set it.
+struct EffortOption {
+    levels: &'static [&'static str],
+    args: fn(&str) -> [String; 2],
+    set_by: &'static str,
+}
+
+/// The CLIs with an option for the effort: Codex's
+/// `-c model_reasoning_effort=LEVEL` (on its command line and its
+/// app-server's alike) and Claude Code's `--effort LEVEL`.
+fn effort_option(cli: Dialect) -> Option<EffortOption> {
+    match cli.name() {
+        "codex" => Some(EffortOption {
+            levels: &["none", "minimal", "low", "medium", "high", "xhigh"],
+            args: |e| ["-c".into(), format!("model_reasoning_effort={e}")],
+            set_by: "model_reasoning_effort",
+        }),
+        "claude" => Some(EffortOption {
+            levels: &["low", "medium", "high", "xhigh", "max"],
+            args: |e| ["--effort".into(), e.into()],
+            set_by: "--effort",
+        }),
+        _ => None,
+    }
+}
 
 /// The choices of one request, checked.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Choices {
     model: Option<String>,
-    effort: Option<&'static str>,
+    /// The CLI's own arguments that set the effort.
+    effort: Option<[String; 2]>,
 }
 
 /// The two keys taken from `forwardedProps`; the rest is left alone.
@@ -261,15 +286,16 @@ fn choices(
         c.model = Some(m);
     }
     if let Some(e) = effort {
-        let Some(&level) = EFFORTS.iter().find(|&&l| l == e) else {
+        let option = effort_taken(cli, options)?;
+        if !option.levels.contains(&e.as_str()) {
             return Err(format!(
-                "forwardedProps.effort {:?} is not one of {}",
+                "forwardedProps.effort {:?} is not one of {} (the levels {} takes)",
                 shown(&e),
-                EFFORTS.join(", ")
+                option.levels.join(", "),
+                cli.spec().title
             ));
-        };
-        effort_taken(cli, options)?;
-        c.effort = Some(level);
+        }
+        c.effort = Some((option.args)(&e));
     }
     Ok(c)
 }
@@ -284,11 +310,11 @@ impl Choices {
             let at = argv.len() - options.len();
             argv.insert(at, format!("--model={m}").into());
         }
-        if let Some(e) = self.effort {
+        if let Some(args) = &self.effort {
             if !options.iter().any(|o| o == "--") {
                 argv.push("--".into());
             }
-            argv.extend(["-c".into(), format!("model_reasoning_effort={e}").into()]);
+            argv.extend(args.iter().map(OsString::from));
         }
     }
 }
@@ -351,25 +377,23 @@ fn model_taken(cli: Dialect, ask: bool, options: &[String]) -> Result<(), String
     }
 }
 
-/// Whether the run can take an effort from the page, or why not: Codex
-/// alone has an option for it (`-c model_reasoning_effort=LEVEL`, on its
-/// command line and its app-server's alike).
-fn effort_taken(cli: Dialect, options: &[String]) -> Result<(), String> {
-    if cli.name() != "codex" {
+/// How the run can take an effort from the page, or why it cannot.
+fn effort_taken(cli: Dialect, options: &[String]) -> Result<EffortOption, String> {
+    let Some(option) = effort_option(cli) else {
         return Err(format!(
-            "forwardedProps.effort: {} has no option for a reasoning effort (codex alone \
-             has one)",
+            "forwardedProps.effort: {} has no option for a reasoning effort (codex and \
+             claude have one)",
             cli.spec().title
         ));
+    };
+    if options.iter().any(|o| o.contains(option.set_by)) {
+        return Err(format!(
+            "forwardedProps.effort: the server's run options set the effort ({}); a page \
+             cannot choose another",
+            option.set_by
+        ));
     }
-    if options.iter().any(|o| o.contains("model_reasoning_effort")) {
-        return Err(
-            "forwardedProps.effort: the server's run options set the effort \
-             (model_reasoning_effort); a page cannot choose another"
-                .into(),
-        );
-    }
-    Ok(())
+    Ok(option)
 }
 
 /// The run options proper: those before `--` (after it come the CLI's).
@@ -572,10 +596,22 @@ mod tests {
             "not one of none, minimal",
         );
         refused(
-            "claude",
+            "gemini",
             &[],
             r#"{"effort":"high"}"#,
-            "Claude Code has no option",
+            "Gemini CLI has no option",
+        );
+        refused(
+            "claude",
+            &[],
+            r#"{"effort":"minimal"}"#,
+            "not one of low, medium, high, xhigh, max",
+        );
+        refused(
+            "claude",
+            &["--", "--effort", "low"],
+            r#"{"effort":"high"}"#,
+            "set the effort (--effort)",
         );
         refused(
             "claude",
