@@ -3,7 +3,8 @@
 // from a foreign origin can neither start a run nor read one, and a page
 // from an origin given with --allow-origin runs one end to end with the
 // official @ag-ui/client HttpAgent (bundled for the browser by esbuild),
-// and approves a tool call from that page.
+// approves a tool call from that page, and, reloaded after two turns,
+// shows both turns again (the thread's history).
 //
 //   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE CHROMIUM [ASK_URL]
 //
@@ -143,6 +144,27 @@ async function approve(askUrl) {
   return `pending: ${pending.join(",")} result: ${result && result.toolCallId} left: ${agent.pendingInterrupts.length} end: ${second[second.length - 1].type}`;
 }
 
+// Two turns on a thread whose id the page keeps, as a chat page does.
+async function twoTurns(serverUrl) {
+  localStorage.setItem("threadId", "browser-back");
+  const agent = new window.HttpAgent({ url: serverUrl, threadId: "browser-back" });
+  for (const [i, text] of ["First turn.", "Second turn."].entries()) {
+    agent.addMessage({ id: `back-m${i + 1}`, role: "user", content: text });
+    await agent.runAgent({ runId: `back-run-${i + 1}` });
+  }
+  return agent.messages.length;
+}
+
+// What the reloaded page shows: a fresh agent on the kept thread, asking
+// for it with no message.
+async function comeBack(serverUrl) {
+  const agent = new window.HttpAgent({ url: serverUrl, threadId: localStorage.getItem("threadId") });
+  await agent.runAgent({ runId: "back-run-reload" });
+  const users = agent.messages.filter((m) => m.role === "user").map((m) => m.content);
+  const answers = agent.messages.filter((m) => m.role === "assistant" && m.content).length;
+  return `users: ${users.join("|")} answers: ${answers}`;
+}
+
 async function visit(browser, origin) {
   const page = await browser.newPage();
   await page.goto(`${origin}/`);
@@ -189,6 +211,19 @@ async function main() {
         `the page's approval: ${asked}`,
       );
     }
+    const page = await browser.newPage();
+    const ready = () => page.waitForFunction(() => typeof window.HttpAgent === "function");
+    await page.goto(`http://localhost:${allowedPort}/`);
+    await ready();
+    const before = await page.evaluate(twoTurns, serverUrl).catch((e) => `threw: ${e.message}`);
+    await page.reload();
+    await ready();
+    const back = await page.evaluate(comeBack, serverUrl).catch((e) => `threw: ${e.message}`);
+    await page.close();
+    check(
+      back === "users: First turn.|Second turn. answers: 2",
+      `the reloaded page's thread (${before} messages before): ${back}`,
+    );
   } finally {
     await browser.close();
     foreign.close();
