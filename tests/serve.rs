@@ -1930,6 +1930,26 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
     let (_, r) = post(&server.addr, &holding.to_string(), None);
     check_types(&events(r));
     assert!(!argv.exists(), "an old message started a CLI again");
+    // The same id with other words is a new message (a client that reuses
+    // its ids), and the page's context is not the user's words.
+    holding["runId"] = "h8".into();
+    holding["messages"] = serde_json::json!([
+        {"id": "h6-m", "role": "user", "content": "Other words?"},
+    ]);
+    holding["context"] = serde_json::json!([{"description": "Page", "value": "settings"}]);
+    let (_, r) = post(&server.addr, &holding.to_string(), None);
+    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    assert!(argv.exists(), "a new message under an old id did not run");
+    let back = ask_thread(&server.addr, "thread-h", "h9");
+    let last_user = back[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(last_user["content"], "Other words?", "{last_user}");
     // A thread the server does not know, and no message: 400 as before.
     let empty = serde_json::json!({"threadId": "unknown", "messages": []}).to_string();
     assert_eq!(post(&server.addr, &empty, None).0, 400);

@@ -228,10 +228,10 @@ pub(super) fn for_reloaded(
 }
 
 /// Whether the request's last user message is one the thread's history
-/// already holds (a page that sends only what the server has: it asks for
-/// the thread, it does not ask again).
+/// already holds, the same id with the same text (a page that sends only
+/// what the server has: it asks for the thread, it does not ask again).
 pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
-    let Some(id) = input.last_user_id() else {
+    let (Some(id), Some(text)) = (input.last_user_id(), input.last_user_text()) else {
         return false;
     };
     let file = shared
@@ -240,9 +240,9 @@ pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
         .expect("not poisoned")
         .history_file(&input.thread_id);
     load(&file).is_some_and(|messages| {
-        messages
-            .iter()
-            .any(|m| m["role"] == "user" && m["id"].as_str() == Some(id))
+        messages.iter().any(|m| {
+            m["role"] == "user" && m["id"].as_str() == Some(id) && m["content"] == text.as_str()
+        })
     })
 }
 

@@ -296,6 +296,12 @@ impl RunAgentInput<'_> {
         self.messages.user_ids.iter().any(|m| m == id)
     }
 
+    /// The text of the last user message, as the page sent it (without the
+    /// page's context).
+    pub(super) fn last_user_text(&self) -> Option<String> {
+        prompt_of(self)
+    }
+
     /// The content of the last user message, as sent.
     pub(super) fn last_user_content(&self) -> Option<&RawValue> {
         self.messages.content

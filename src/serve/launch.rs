@@ -213,17 +213,12 @@ pub(super) fn run_one(
     let mut tee = |bytes: &[u8]| said.feed(bytes);
     let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, talks, &failed, &mut tee);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
-    keep_history(shared, input, prompt, said);
+    keep_history(shared, input, said);
 }
 
 /// Adds what the run said to its thread's history, when the thread is
 /// kept (it has a session).
-fn keep_history(
-    shared: &Shared,
-    input: &RunAgentInput,
-    prompt: &str,
-    said: crate::serve::history::Recorder,
-) {
+fn keep_history(shared: &Shared, input: &RunAgentInput, said: crate::serve::history::Recorder) {
     let file = {
         let threads = shared.threads.lock().expect("not poisoned");
         if threads.session(&input.thread_id).is_none() {
@@ -238,7 +233,9 @@ fn keep_history(
             || format!("user-{}", crate::base::uuid::v7()),
             str::to_owned,
         );
-    crate::serve::history::save(&file, &user_id, prompt, said);
+    // The user's words as the page sent them, without the page's context.
+    let text = input.last_user_text().unwrap_or_default();
+    crate::serve::history::save(&file, &user_id, &text, said);
 }
 
 /// The file of the page's `tools` beside `session_file` (in the server's
