@@ -73,7 +73,7 @@ fn first(thread: &str, run: &str, v1: bool) -> Value {
     let mut b = json!({
         "threadId": thread, "runId": run, "state": {}, "tools": [], "context": [],
         "forwardedProps": {},
-        "messages": [{"id": "m1", "role": "user", "content": "list the files"}],
+        "messages": [{"id": format!("{run}-m"), "role": "user", "content": "list the files"}],
     });
     if v1 {
         b["protocolVersion"] = json!("1.0");
@@ -184,6 +184,29 @@ fn an_approval_from_the_client_resumes_the_waiting_cli() {
         &resume("th", "r3", &[(ASK, "resolved", json!({"approved": true}))]),
     );
     assert_eq!(stale[1]["code"], "invalid_resume", "{stale:?}");
+
+    // A page that comes back gets the whole turn: the user's message, the
+    // tool call it approved and the call's result, from the resumed run.
+    let back = post(
+        &s.addr,
+        &json!({"threadId": "th", "runId": "r-back", "messages": []}),
+    );
+    let types: Vec<_> = back.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    let messages = back[1]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["content"], "list the files", "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["toolCalls"][0]["id"] == "toolu_m0000scripted"),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["role"] == "tool" && m["toolCallId"] == "toolu_m0000scripted"),
+        "{messages:?}"
+    );
 
     // The thread's next turn resumes the CLI's session.
     let three = post(&s.addr, &first("th", "r4", true));

@@ -40,9 +40,29 @@ pub(super) struct Recorder {
     full: bool,
     /// Events to send after the run's first (its RUN_STARTED), once.
     after_start: Vec<u8>,
+    /// The user's message the run answers (its id and words), if any.
+    user: Option<(String, String)>,
 }
 
 impl Recorder {
+    /// A recorder of the run of `input`, which answers its last user
+    /// message (its id, or a new one; its words as the page sent them,
+    /// without the page's context).
+    pub(super) fn for_request(input: &RunAgentInput) -> Self {
+        let id = input
+            .last_user_id()
+            .filter(|id| super::input::id_ok(id))
+            .map_or_else(
+                || format!("user-{}", crate::base::uuid::v7()),
+                str::to_owned,
+            );
+        let text = input.last_user_text().unwrap_or_default();
+        Recorder {
+            user: Some((id, text)),
+            ..Recorder::default()
+        }
+    }
+
     /// Sends `events` after the run's first event.
     pub(super) fn after_start(&mut self, events: Vec<u8>) {
         self.after_start = events;
@@ -157,12 +177,27 @@ pub(super) fn load(file: &Path) -> Option<Vec<Value>> {
     serde_json::from_slice(&text).ok()
 }
 
-/// Adds a run's messages to the history in `file`: the user's `prompt`
-/// (as message `user_id`), then what the run said; the oldest messages go
-/// when the whole is over [`MAX_HISTORY`].
-pub(super) fn save(file: &Path, user_id: &str, prompt: &str, run: Recorder) {
+/// Adds what a run said (`run`, which ended) to the history of `thread`,
+/// when the thread is kept (it has a session).
+pub(super) fn keep(shared: &Shared, thread: &str, run: Recorder) {
+    let file = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        if threads.session(thread).is_none() {
+            return;
+        }
+        threads.history_file(thread)
+    };
+    save(&file, run);
+}
+
+/// Adds a run's messages to the history in `file`: the user's message it
+/// answers, then what it said; the oldest messages go when the whole is
+/// over [`MAX_HISTORY`].
+pub(super) fn save(file: &Path, run: Recorder) {
     let mut all = load(file).unwrap_or_default();
-    all.push(json!({"id": user_id, "role": "user", "content": prompt}));
+    if let Some((id, text)) = run.user {
+        all.push(json!({"id": id, "role": "user", "content": text}));
+    }
     // The user's message is the request's (the CLI's echo of it is left
     // out); an empty assistant message is none.
     all.extend(run.messages.into_iter().filter(|m| {
@@ -314,7 +349,11 @@ mod tests {
         let _ = std::fs::remove_file(&file);
         let big = "x".repeat(MAX_HISTORY / 4);
         for i in 0..6 {
-            save(&file, &format!("u{i}"), &big, Recorder::default());
+            let run = Recorder {
+                user: Some((format!("u{i}"), big.clone())),
+                ..Recorder::default()
+            };
+            save(&file, run);
         }
         let kept = load(&file).unwrap();
         assert!(std::fs::metadata(&file).unwrap().len() <= MAX_HISTORY as u64);

@@ -193,49 +193,28 @@ pub(super) fn run_one(
     if !talks {
         stdin = None;
     }
+    let mut said = crate::serve::history::Recorder::for_request(input);
+    said.after_start(crate::serve::history::for_reloaded(
+        shared,
+        input,
+        input.last_user_content(),
+    ));
     let mut w = Waiting {
         child,
         stdin,
         stdout,
         file,
         since: Instant::now(),
+        said: Box::new(said),
     };
     // A run that fails before its first event (one that refuses its
     // arguments) still ends its client's run.
     let why = "the run ended without writing an event (its error is on the server's stderr)";
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
-    let mut said = crate::serve::history::Recorder::default();
-    said.after_start(crate::serve::history::for_reloaded(
-        shared,
-        input,
-        input.last_user_content(),
-    ));
+    let Waiting { stdout, said, .. } = &mut w;
     let mut tee = |bytes: &[u8]| said.feed(bytes);
-    let streamed = stream_run_or(conn, pid, &mut w.stdout, cors, talks, &failed, &mut tee);
+    let streamed = stream_run_or(conn, pid, stdout, cors, talks, &failed, &mut tee);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
-    keep_history(shared, input, said);
-}
-
-/// Adds what the run said to its thread's history, when the thread is
-/// kept (it has a session).
-fn keep_history(shared: &Shared, input: &RunAgentInput, said: crate::serve::history::Recorder) {
-    let file = {
-        let threads = shared.threads.lock().expect("not poisoned");
-        if threads.session(&input.thread_id).is_none() {
-            return;
-        }
-        threads.history_file(&input.thread_id)
-    };
-    let user_id = input
-        .last_user_id()
-        .filter(|id| super::input::id_ok(id))
-        .map_or_else(
-            || format!("user-{}", crate::base::uuid::v7()),
-            str::to_owned,
-        );
-    // The user's words as the page sent them, without the page's context.
-    let text = input.last_user_text().unwrap_or_default();
-    crate::serve::history::save(&file, &user_id, &text, said);
 }
 
 /// The file of the page's `tools` beside `session_file` (in the server's
@@ -389,8 +368,9 @@ pub(super) fn stream_run(
     out: &mut ChildStdout,
     cors: &str,
     marker: bool,
+    said: &mut crate::serve::history::Recorder,
 ) -> Streamed {
-    stream_run_or(conn, pid, out, cors, marker, &[], &mut |_| None)
+    stream_run_or(conn, pid, out, cors, marker, &[], &mut |b| said.feed(b))
 }
 
 /// What sees each piece of a run's stream before it is sent, and may put

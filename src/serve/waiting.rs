@@ -53,6 +53,8 @@ pub(super) struct Waiting {
     pub(super) stdout: ChildStdout,
     pub(super) file: SessionFile,
     pub(super) since: Instant,
+    /// What the run has said so far, for its thread's history.
+    pub(super) said: Box<crate::serve::history::Recorder>,
 }
 
 /// How a run's response ended.
@@ -88,7 +90,8 @@ pub(super) fn resume_run(
         answer_gone(conn, shared, input, cors, gone);
         return;
     }
-    let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
+    let Waiting { stdout, said, .. } = &mut w;
+    let streamed = stream_run(conn, pid, stdout, cors, true, said);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
 
@@ -314,8 +317,9 @@ fn resume_line(input: &RunAgentInput) -> Vec<u8> {
 }
 
 /// A run whose response has ended: kept if it waits for decisions, its
-/// slot with it; else waited for, its session kept for the thread, and its
-/// slot (if it holds one) given back.
+/// slot with it; else waited for, its session kept for the thread, what it
+/// said added to the thread's history, and its slot (if it holds one)
+/// given back.
 pub(super) fn settle(
     shared: &Shared,
     thread: &str,
@@ -336,6 +340,7 @@ pub(super) fn settle(
     let _ = w.child.wait();
     shared.runs.lock().expect("not poisoned").remove(&pid);
     let session = w.file.read();
+    let said = std::mem::take(&mut w.said);
     drop(w);
     drop(slot);
     let kept = shared
@@ -349,6 +354,7 @@ pub(super) fn settle(
             "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
         );
     }
+    crate::serve::history::keep(shared, thread, *said);
 }
 
 #[cfg(test)]
