@@ -542,18 +542,13 @@ impl Acp {
             return false;
         }
         self.end_reasoning(em);
+        let given = self.message_id(em, u);
         let same = self.text.is_set()
             && self.user_text == user
-            && u.message_id
-                .as_deref()
-                .is_none_or(|m| self.text.get() == Some(m));
+            && given.as_deref().is_none_or(|m| self.text.get() == Some(m));
         if !same {
             self.end_text(em);
-            self.made_id(
-                em,
-                u.message_id.as_deref(),
-                if user { "user" } else { "msg" },
-            );
+            self.made_id(em, given.as_deref(), if user { "user" } else { "msg" });
             em.text_start(&self.id, if user { Role::User } else { Role::Assistant });
             self.text.set(&self.id);
             self.user_text = user;
@@ -582,7 +577,8 @@ impl Acp {
         };
         self.end_text(em);
         if !self.reasoning.is_set() {
-            self.made_id(em, u.message_id.as_deref(), "reasoning");
+            let given = self.message_id(em, u);
+            self.made_id(em, given.as_deref(), "reasoning");
             em.reasoning_start(&self.id);
             self.reasoning.set(&self.id);
         }
@@ -615,6 +611,18 @@ impl Acp {
             cached_read_tokens: add(t.cached_read_tokens, u.cached_read_tokens),
             cached_write_tokens: add(t.cached_write_tokens, u.cached_write_tokens),
         });
+    }
+
+    /// A chunk's `messageId`; in a loaded session's history, prefixed with
+    /// the history's run: the history repeats the ids of the messages a
+    /// front end already holds from the runs that made them (OpenCode's).
+    fn message_id<'u>(&self, em: &Emitter, u: &'u Update) -> Option<Cow<'u, str>> {
+        let m = u.message_id.as_deref()?;
+        Some(if self.history {
+            Cow::Owned(format!("{}-{m}", em.run_id()))
+        } else {
+            Cow::Borrowed(m)
+        })
     }
 
     /// The input's message id, or one made up (`RUN-WHAT-N`), into `id`.
@@ -1272,5 +1280,30 @@ mod tests {
             .collect();
         assert_eq!(ends.len(), 2, "{out:?}");
         assert!(ends.iter().all(|e| e["type"] == "RUN_FINISHED"), "{out:?}");
+    }
+
+    /// A loaded history's messages keep their ids only behind the history's
+    /// run: a front end holds the messages of those ids from the runs that
+    /// made them (OpenCode repeats them), and a copy must not add to them.
+    #[test]
+    fn a_loaded_history_does_not_reuse_message_ids() {
+        let chunk = |text: &str| {
+            update(&format!(
+                r#"{{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{{"type":"text","text":"{text}"}}}}"#
+            ))
+        };
+        let out = translate(&[
+            &chunk("remember "),
+            &chunk("teal"),
+            PROMPT,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ]);
+        let starts = of_type(&out, "TEXT_MESSAGE_START");
+        // The history's one message, then the prompt's.
+        assert_eq!(starts.len(), 2, "{out:?}");
+        let id = starts[0]["messageId"].as_str().unwrap();
+        assert_ne!(id, "m1");
+        assert!(id.ends_with("-m1"), "{id}");
+        assert_eq!(of_type(&out, "TEXT_MESSAGE_CONTENT").len(), 3);
     }
 }
