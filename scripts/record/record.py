@@ -4,7 +4,8 @@
     scripts/record/record.py CLI VERSION [SCENARIO ...] [--out DIR]
 
 installs CLI (gemini, codex, codex-app-server, claude, qwen, copilot or
-opencode) at VERSION from npm into a cache folder, starts a scripted model
+opencode, or gemini-acp, opencode-acp, copilot-acp or qwen-acp: the CLI in
+its Agent Client Protocol mode, see acp.py) at VERSION from npm into a cache folder, starts a scripted model
 server on 127.0.0.1 and runs each scenario (all by default; see
 scenarios.py) headless in a fresh HOME and working folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
 byte), NAME.exit (its exit status; 128+N when killed by signal N) and
