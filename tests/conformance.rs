@@ -991,7 +991,7 @@ fn http_agent_gets_its_thread_back() {
 /// no `protocolVersion`) approves too, with no option given to serve. And
 /// `serve codex -- --approval ask`, replaying the real app-server's
 /// approval request: approve, deny and cancel reach it as `accept`,
-/// `decline` and `cancel`. And `serve gemini|opencode -- --approval ask`
+/// `decline` and `cancel`. And `serve gemini|opencode|copilot|qwen -- --approval ask`
 /// over the Agent Client Protocol, replaying the real CLIs' permission
 /// requests: approve, deny and cancel reach them as the options of those
 /// kinds, and `cancelled`.
@@ -1022,13 +1022,19 @@ fn http_agent_approves_through_serve() {
             "opencode-cancel",
             "opencode-1.18.33/approval-interrupt.jsonl",
         ),
+        ("copilot-approve", "copilot-1.0.102/approval-allow.jsonl"),
+        ("copilot-deny", "copilot-1.0.102/approval-deny.jsonl"),
+        ("copilot-cancel", "copilot-1.0.102/approval-interrupt.jsonl"),
+        ("qwen-approve", "qwen-0.24.4/approval-allow.jsonl"),
+        ("qwen-deny", "qwen-0.24.4/approval-deny.jsonl"),
+        ("qwen-cancel", "qwen-0.24.4/approval-interrupt.jsonl"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-approve-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
         let acp = name
             .split('-')
             .next()
-            .filter(|c| ["gemini", "opencode"].contains(c));
+            .filter(|c| ["gemini", "opencode", "copilot", "qwen"].contains(c));
         let server = if let Some(cli) = acp {
             // The real CLI's side of its ACP session, recorded.
             let replay = root().join("testdata/acp").join(replay);

@@ -18,16 +18,32 @@ asks of a client that cancels. Requests past the scenario's answers are
 allowed; any other request of the agent's is refused with -32601. Once the
 prompt is answered (or the deadline passes) stdin is closed.
 
+A scenario's second run (`resume_prompt`) is a new process that goes on with
+the first run's session: `session/load` {sessionId, cwd, mcpServers: []}
+(the agent streams the stored history back before it answers), then the
+prompt. A module with LOAD_NEXT_MINUTE waits for the next clock minute
+after the first run began (Gemini CLI finds no session of the minute it is
+in). A turn with signal "CANCEL" is cancelled the protocol's way: a few
+seconds after the model served it, the client sends `session/cancel`.
+
 The recording (NAME.jsonl) is the transcript: every message of both
 directions, one a line, in the order they happened, as `--from acp` reads
 it; no NAME.client.txt is written, the client's lines being in it.
 """
 
+import json
 import queue
 import sys
 import time
 
 import stdio
+
+# What the ACP recordings cover: the run's shapes a client meets.
+SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
+             "approval-deny", "approval-interrupt", "resume", "cancel"}
+
+# How long after the model served a turn marked "CANCEL" the client cancels.
+CANCEL_AFTER = 3.0
 
 CLIENT_INFO = {"name": "agui-translate-recorder", "title": "agui-translate recorder", "version": "0.1.0"}
 
@@ -103,10 +119,13 @@ class Session:
             self.client.refuse(msg["id"])
 
 
-def _wait_for(client, rid, deadline, on_request):
+def _wait_for(client, rid, deadline, on_request, tick=None):
     """Messages until the answer to request `rid`; requests on the way go to
-    `on_request`. Returns the answer, or None when the agent stops first."""
+    `on_request`, and `tick` is called between messages. Returns the answer,
+    or None when the agent stops first."""
     while time.monotonic() < deadline:
+        if tick is not None:
+            tick()
         try:
             msg = client.messages.get(timeout=0.2)
         except queue.Empty:
@@ -124,14 +143,54 @@ def converse(proc, ctx, engine, stdout_file, deadline):
     """Play the client until the prompt is answered (or the deadline); the
     transcript is the recording, so nothing is returned for NAME.client.txt."""
     client = Client(proc, stdout_file)
+    if not ctx.resume:
+        ctx.state["started"] = time.time()
     try:
-        _play(client, ctx, deadline)
+        _play(client, ctx, engine, deadline)
     finally:
         client.end(deadline)
     return None
 
 
-def _play(client, ctx, deadline):
+def _first_session(ctx):
+    """The session id the first run's `session/new` was answered with."""
+    asked = None
+    for line in ctx.first_stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("method") == "session/new":
+            asked = msg.get("id")
+        elif "method" not in msg and asked is not None and msg.get("id") == asked:
+            return (msg.get("result") or {}).get("sessionId")
+    return None
+
+
+def _next_minute(ctx):
+    """Sleep into the clock minute after the first run began."""
+    started = ctx.state.get("started", time.time())
+    until = (int(started) // 60 + 1) * 60 + 1
+    if time.time() < until:
+        time.sleep(until - time.time())
+
+
+def _canceller(client, engine, session_id):
+    """Sends `session/cancel` once, CANCEL_AFTER seconds after the model
+    served the turn that asks for it."""
+    sent = []
+
+    def tick():
+        if (not sent and engine.signal == "CANCEL" and engine.signal_at is not None
+                and time.monotonic() > engine.signal_at + CANCEL_AFTER):
+            client.notify("session/cancel", {"sessionId": session_id})
+            sent.append(True)
+    return tick
+
+
+def _play(client, ctx, engine, deadline):
     setup = min(deadline, time.monotonic() + SETUP_TIMEOUT)
     refuse = lambda msg: client.refuse(msg["id"])  # noqa: E731
     rid = client.request("initialize", {
@@ -142,14 +201,27 @@ def _play(client, ctx, deadline):
     if _wait_for(client, rid, setup, refuse) is None:
         print("  no answer to initialize", file=sys.stderr)
         return
-    rid = client.request("session/new", {"cwd": str(ctx.work), "mcpServers": []})
-    answer = _wait_for(client, rid, setup, refuse)
-    session_id = ((answer or {}).get("result") or {}).get("sessionId")
-    if not session_id:
-        print("  no session", file=sys.stderr)
-        return
+    if ctx.resume:
+        session_id = _first_session(ctx)
+        if not session_id:
+            print("  the first run made no session", file=sys.stderr)
+            return
+        if getattr(engine.cli, "LOAD_NEXT_MINUTE", False):
+            _next_minute(ctx)
+        rid = client.request("session/load", {"sessionId": session_id, "cwd": str(ctx.work), "mcpServers": []})
+        answer = _wait_for(client, rid, setup, refuse)
+        if answer is None or "error" in answer:
+            print("  session/load failed", file=sys.stderr)
+            return
+    else:
+        rid = client.request("session/new", {"cwd": str(ctx.work), "mcpServers": []})
+        answer = _wait_for(client, rid, setup, refuse)
+        session_id = ((answer or {}).get("result") or {}).get("sessionId")
+        if not session_id:
+            print("  no session", file=sys.stderr)
+            return
     session = Session(client, ctx, session_id)
     rid = client.request("session/prompt", {"sessionId": session_id,
                                             "prompt": [{"type": "text", "text": ctx.prompt}]})
-    if _wait_for(client, rid, deadline, session.handle) is None:
+    if _wait_for(client, rid, deadline, session.handle, _canceller(client, engine, session_id)) is None:
         print("  the prompt was not answered in time", file=sys.stderr)

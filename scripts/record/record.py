@@ -4,7 +4,8 @@
     scripts/record/record.py CLI VERSION [SCENARIO ...] [--out DIR]
 
 installs CLI (gemini, codex, codex-app-server, claude, qwen, copilot or
-opencode) at VERSION from npm into a cache folder, starts a scripted model
+opencode, or gemini-acp, opencode-acp, copilot-acp or qwen-acp: the CLI in
+its Agent Client Protocol mode, see acp.py) at VERSION from npm into a cache folder, starts a scripted model
 server on 127.0.0.1 and runs each scenario (all by default; see
 scenarios.py) headless in a fresh HOME and working folder. For each scenario it writes NAME.jsonl (the CLI's stdout, byte for
 byte), NAME.exit (its exit status; 128+N when killed by signal N) and
@@ -188,6 +189,8 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
         (str(scratch), "/scratch"),
         # The same, relative to the file system's root (OpenCode's tool titles).
         (str(scratch).lstrip("/"), "scratch"),
+        # Shortened to "..." and its end (Copilot CLI's tool titles).
+        *[("..." + str(scratch)[k:], "/scratch") for k in range(1, len(str(scratch)) - 8)],
         (f"127.0.0.1:{ctx.port}", f"127.0.0.1:{PORT_IN_FIXTURES}"),
         (f"localhost:{ctx.port}", f"localhost:{PORT_IN_FIXTURES}"),
     ]
@@ -227,6 +230,8 @@ def record(cli_name, version, names, out_dir, keep):
     variants = getattr(cli, "variants", lambda version, scenario: [""])
     for scenario in scenarios:
         why = cli.supports(version, scenario)
+        if why is None and "acp" in scenario.needs and not cli_name.endswith("-acp"):
+            why = "only a client of the Agent Client Protocol cancels so"
         if why is None and "page" in scenario.needs and not getattr(cli, "PAGE_TOOLS", False):
             why = "the front end's tools are recorded only where the CLI module plays their server"
         if why:
@@ -243,7 +248,7 @@ def record(cli_name, version, names, out_dir, keep):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("cli", choices=["gemini", "codex", "codex-app-server", "claude", "qwen", "copilot", "opencode",
-                                   "gemini-acp", "opencode-acp"])
+                                   "gemini-acp", "opencode-acp", "copilot-acp", "qwen-acp"])
     p.add_argument("version", help="an npm version of the CLI, e.g. 0.61.0")
     p.add_argument("scenarios", nargs="*", help="scenario names (default: all)")
     p.add_argument("--out", type=Path, help="output folder (default: testdata/CLI/VERSION)")

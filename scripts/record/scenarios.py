@@ -71,7 +71,7 @@ class Scenario:
     turns: list
     sub_turns: list = field(default_factory=list)
     # What the CLI must be able to do: "subagent", "plan", "max_turns",
-    # "resume", "approval".
+    # "resume", "approval", "acp" (a client that speaks ACP: acp.py).
     needs: set = field(default_factory=set)
     max_turns: int = 0
     # A second prompt run with the CLI's resume option, after the first run.
@@ -208,6 +208,13 @@ SCENARIOS = [
         "sigterm",
         "Run a slow command.",
         [turn(text="Starting a slow command.", calls=[call("shell", command="echo started; sleep 30; echo finished")], signal="TERM"), turn(text="Done.")],
+    ),
+    Scenario(
+        "cancel",
+        "Run a slow command.",
+        [turn(text="Starting a slow command.", calls=[call("shell", command="echo started; sleep 30; echo finished")],
+              signal="CANCEL"), turn(text="Done.")],
+        needs={"acp"},
     ),
     Scenario(
         "resume",

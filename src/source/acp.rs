@@ -114,6 +114,15 @@ struct Update<'a> {
     size: Option<&'a RawValue>,
     #[serde(borrow)]
     cost: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+/// Qwen Code's `_meta` of the empty message chunk that closes each model
+/// response: `{usage: {inputTokens, …}, durationMs}`.
+#[derive(Deserialize)]
+struct ChunkMeta {
+    usage: Option<AcpUsage>,
 }
 
 /// A content block: `{type: "text", text}`, an image, a resource, …
@@ -148,7 +157,7 @@ struct PromptResult<'a> {
 }
 
 /// The prompt's usage (ACP's `usage`).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
 struct AcpUsage {
     total_tokens: Option<u64>,
@@ -196,12 +205,15 @@ struct RpcError<'a> {
     data: Option<RpcErrorData<'a>>,
 }
 
-/// OpenCode's `data` of an error: `{service, errorName}`.
+/// The `data` of an error: OpenCode's `{service, errorName}`, Qwen Code's
+/// `{details}` (an API error's status and text: "500 The server had …").
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RpcErrorData<'a> {
     #[serde(borrow, default, deserialize_with = "json::opt_str")]
     error_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default, deserialize_with = "json::opt_str")]
+    details: Option<Cow<'a, str>>,
 }
 
 /// An API error passed on as the message's text (Gemini CLI's):
@@ -284,6 +296,12 @@ pub struct Acp {
     /// and `cost` (JSON).
     context: Option<(Option<u64>, Option<u64>)>,
     cost: String,
+    /// Whether the open run is a loaded session's history (started by an
+    /// update outside a prompt): the next prompt finishes it.
+    history: bool,
+    /// The model responses' usage of the turn so far, from the chunks'
+    /// `_meta` (Qwen Code's), for a prompt answer without `usage`.
+    responses: Option<AcpUsage>,
     /// A tool result's text, when it is made of several parts.
     joined: String,
     scratch: Option<Vec<u8>>,
@@ -368,6 +386,13 @@ impl Acp {
         if let Some(s) = params.session_id.as_deref() {
             self.session.set(s);
         }
+        if std::mem::take(&mut self.history) && em.in_run() {
+            // The history `session/load` streamed back ends where the next
+            // prompt begins (Gemini CLI streams part of it after its answer).
+            self.end_text(em);
+            self.end_reasoning(em);
+            em.finish_run(None, None, &[]);
+        }
         // The prompt's record names the run: the session and the prompt
         // (the transcript's first lines are alike in every connection).
         let run = Digest::of(&line).run_id(1);
@@ -377,6 +402,7 @@ impl Acp {
         self.parent.clear();
         self.context = None;
         self.cost.clear();
+        self.responses = None;
         let blocks: Vec<Block> = params
             .prompt
             .and_then(|p| serde_json::from_str(p.get()).ok())
@@ -452,6 +478,7 @@ impl Acp {
                 self.session.set(s);
             }
             em.start_run(self.session.get(), None);
+            self.history = true;
         }
         match kind {
             "agent_message_chunk" | "user_message_chunk" => {
@@ -465,7 +492,11 @@ impl Acp {
                     raw(em, line);
                 }
             }
-            "tool_call" | "tool_call_update" => self.tool(u, em)?,
+            "tool_call" | "tool_call_update" => {
+                if !self.tool(u, em)? {
+                    raw(em, line);
+                }
+            }
             "plan" => {
                 let id = plan::id(em, None);
                 plan::snapshot(em, &id, u.entries, PLAN, &[]);
@@ -504,19 +535,20 @@ impl Acp {
         if user && !em.user_messages() {
             return false;
         }
+        if !user && text.get() == "\"\"" {
+            // Empty: no message of its own (Qwen Code's carries the model
+            // response's usage in `_meta`, kept for the run's end).
+            self.add_usage(u.meta);
+            return false;
+        }
         self.end_reasoning(em);
+        let given = self.message_id(em, u);
         let same = self.text.is_set()
             && self.user_text == user
-            && u.message_id
-                .as_deref()
-                .is_none_or(|m| self.text.get() == Some(m));
+            && given.as_deref().is_none_or(|m| self.text.get() == Some(m));
         if !same {
             self.end_text(em);
-            self.made_id(
-                em,
-                u.message_id.as_deref(),
-                if user { "user" } else { "msg" },
-            );
+            self.made_id(em, given.as_deref(), if user { "user" } else { "msg" });
             em.text_start(&self.id, if user { Role::User } else { Role::Assistant });
             self.text.set(&self.id);
             self.user_text = user;
@@ -545,7 +577,8 @@ impl Acp {
         };
         self.end_text(em);
         if !self.reasoning.is_set() {
-            self.made_id(em, u.message_id.as_deref(), "reasoning");
+            let given = self.message_id(em, u);
+            self.made_id(em, given.as_deref(), "reasoning");
             em.reasoning_start(&self.id);
             self.reasoning.set(&self.id);
         }
@@ -555,6 +588,41 @@ impl Acp {
             em.reasoning_content_text(self.reasoning.get().unwrap_or_default(), delta);
         }
         true
+    }
+
+    /// Adds a chunk's `_meta.usage` to the turn's.
+    fn add_usage(&mut self, meta: Option<&RawValue>) {
+        let Some(u) = meta
+            .and_then(|m| serde_json::from_str::<ChunkMeta>(m.get()).ok())
+            .and_then(|m| m.usage)
+        else {
+            return;
+        };
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        let t = self.responses.unwrap_or_default();
+        self.responses = Some(AcpUsage {
+            total_tokens: add(t.total_tokens, u.total_tokens),
+            input_tokens: add(t.input_tokens, u.input_tokens),
+            output_tokens: add(t.output_tokens, u.output_tokens),
+            thought_tokens: add(t.thought_tokens, u.thought_tokens),
+            cached_read_tokens: add(t.cached_read_tokens, u.cached_read_tokens),
+            cached_write_tokens: add(t.cached_write_tokens, u.cached_write_tokens),
+        });
+    }
+
+    /// A chunk's `messageId`; in a loaded session's history, prefixed with
+    /// the history's run: the history repeats the ids of the messages a
+    /// front end already holds from the runs that made them (OpenCode's).
+    fn message_id<'u>(&self, em: &Emitter, u: &'u Update) -> Option<Cow<'u, str>> {
+        let m = u.message_id.as_deref()?;
+        Some(if self.history {
+            Cow::Owned(format!("{}-{m}", em.run_id()))
+        } else {
+            Cow::Borrowed(m)
+        })
     }
 
     /// The input's message id, or one made up (`RUN-WHAT-N`), into `id`.
@@ -612,22 +680,27 @@ impl Acp {
         }
     }
 
-    /// `tool_call` or `tool_call_update`.
-    fn tool(&mut self, u: &Update, em: &mut Emitter) -> Result<(), LineError> {
+    /// `tool_call` or `tool_call_update`; false if it made no event (an
+    /// update of a call already under way that does not end it, such as
+    /// Copilot CLI's output so far: it goes out as RAW).
+    fn tool(&mut self, u: &Update, em: &mut Emitter) -> Result<bool, LineError> {
         let Some(id) = u.tool_call_id.as_deref() else {
             return Err(LineError::Shape("a tool call without toolCallId".into()));
         };
+        let mut made = !em.tool_started(id);
         self.start_tool(id, u, em);
         // A pending call's `rawInput` may be partial (OpenCode's holds the
         // working folder only): the arguments are those it runs with.
         let status = u.status.as_deref();
-        if status.is_some_and(|s| s != "pending") {
+        if status.is_some_and(|s| s != "pending") && em.is_open(id) {
             Self::end_tool(id, u.raw_input, em);
+            made = true;
         }
         if matches!(status, Some("completed" | "failed")) {
             self.tool_result(id, u, em);
+            made = true;
         }
-        Ok(())
+        Ok(made)
     }
 
     /// A tool call's result: the text of its content, else its
@@ -833,7 +906,7 @@ impl Acp {
         let r: PromptResult = result
             .and_then(|r| serde_json::from_str(r.get()).ok())
             .unwrap_or_default();
-        let usage = usage(&r);
+        let usage = usage(&r, self.responses.take());
         let stop = r.stop_reason.map(text_of);
         let outcome = (stop.as_deref() == Some("cancelled")).then_some(Outcome::Cancelled);
         let cost: Option<&RawValue> = serde_json::from_str(&self.cost).ok();
@@ -862,16 +935,31 @@ impl Acp {
 }
 
 /// A prompt's JSON-RPC error: its message (an API error's own message when
-/// the text is one, as Gemini CLI passes them on) and the AG-UI code: a code
-/// that is an HTTP status (Gemini CLI) or an `APIError` (OpenCode's
-/// `data.errorName`) is the model API's.
+/// the text is one, as Gemini CLI passes them on; the `data.details` of a
+/// bare "Internal error", as Qwen Code's) and the AG-UI code: a code that is
+/// an HTTP status (Gemini CLI), an `APIError` (OpenCode's `data.errorName`)
+/// or details that begin with one (Qwen Code's) is the model API's.
 fn failure(e: &RawValue) -> (String, &'static str) {
     let err = serde_json::from_str::<RpcError>(e.get()).ok();
-    let rpc_code = err.as_ref().and_then(|e| e.code);
+    let details = err
+        .as_ref()
+        .and_then(|e| e.data.as_ref())
+        .and_then(|d| d.details.as_deref())
+        .filter(|d| !d.is_empty());
+    // "500 The server had an error …": the HTTP status it begins with.
+    let status = details
+        .and_then(|d| d.split_once(' '))
+        .and_then(|(n, _)| n.parse::<i64>().ok())
+        .filter(|n| (400..=599).contains(n));
+    let rpc_code = status.or(err.as_ref().and_then(|e| e.code));
     let text = err
         .as_ref()
         .and_then(|e| e.message.as_deref())
         .unwrap_or("");
+    let text = match details {
+        Some(d) if text.is_empty() || text == "Internal error" => d,
+        _ => text,
+    };
     let api = serde_json::from_str::<ApiError>(text)
         .ok()
         .and_then(|a| a.error.message.map(Cow::into_owned));
@@ -894,15 +982,30 @@ fn failure(e: &RawValue) -> (String, &'static str) {
 }
 
 /// The prompt's usage: ACP's `usage`, else Gemini CLI's `_meta.quota`
-/// (per model where it says).
-fn usage<'a>(r: &PromptResult<'a>) -> Vec<Usage<'a>> {
-    if let Some(u) = r
+/// (per model where it says), else the sum of the model responses' usage
+/// the chunks carried (`responses`, Qwen Code's).
+fn usage<'a>(r: &PromptResult<'a>, responses: Option<AcpUsage>) -> Vec<Usage<'a>> {
+    let given = r
         .usage
-        .and_then(|u| serde_json::from_str::<AcpUsage>(u.get()).ok())
-    {
+        .and_then(|u| serde_json::from_str::<AcpUsage>(u.get()).ok());
+    let quota = r
+        .meta
+        .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+        .and_then(|m| m.quota);
+    if let Some(u) = given.or(responses.filter(|_| quota.is_none())) {
+        // Cached tokens are parts of the input total. OpenCode's
+        // `inputTokens` leaves them out (its total adds them); Copilot CLI's
+        // and Qwen Code's hold them (input and output make the total).
+        let holds_cached = matches!(
+            (u.input_tokens, u.output_tokens, u.total_tokens),
+            (Some(i), Some(o), Some(t)) if i.saturating_add(o) == t
+        );
         let input = u.input_tokens.map(|i| {
-            // Cached tokens are parts of the input total.
-            i + u.cached_read_tokens.unwrap_or(0) + u.cached_write_tokens.unwrap_or(0)
+            if holds_cached {
+                i
+            } else {
+                i + u.cached_read_tokens.unwrap_or(0) + u.cached_write_tokens.unwrap_or(0)
+            }
         });
         return vec![Usage {
             input_tokens: input,
@@ -914,11 +1017,7 @@ fn usage<'a>(r: &PromptResult<'a>) -> Vec<Usage<'a>> {
             ..Usage::default()
         }];
     }
-    let Some(quota) = r
-        .meta
-        .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
-        .and_then(|m| m.quota)
-    else {
+    let Some(quota) = quota else {
         return Vec::new();
     };
     let entry = |model: Option<Cow<'a, str>>, t: TokenCount| Usage {
@@ -1053,7 +1152,7 @@ mod tests {
                 r#"{"sessionUpdate":"plan","entries":[{"content":"look","priority":"high","status":"in_progress"}]}"#,
             ),
             r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"S"}}"#,
-            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled","usage":{"inputTokens":10,"outputTokens":2,"totalTokens":12,"cachedReadTokens":5}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled","usage":{"inputTokens":10,"outputTokens":2,"totalTokens":17,"cachedReadTokens":5}}}"#,
         ]);
         let starts = of_type(&out, "TEXT_MESSAGE_START");
         // The user's prompt, then two assistant messages.
@@ -1093,5 +1192,118 @@ mod tests {
             last(r#"{"code":-32602,"message":"Invalid params"}"#),
             r#""RUN_ERROR" "cli_error" "Invalid params""#
         );
+    }
+
+    /// Qwen Code closes each model response with an empty chunk whose
+    /// `_meta.usage` is that response's: no empty message, and the run's
+    /// usage is their sum when the prompt's answer has none. Its input
+    /// holds the cached tokens (input and output make the total), so they
+    /// are not added again; OpenCode's leaves them out.
+    #[test]
+    fn usage_comes_from_the_chunks_when_the_answer_has_none() {
+        let usage = r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""},"_meta":{"usage":{"inputTokens":1200,"outputTokens":45,"totalTokens":1245,"cachedReadTokens":1024},"durationMs":5}}"#;
+        let out = translate(&[
+            PROMPT,
+            &update(usage),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ok"}}"#,
+            ),
+            &update(usage),
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ]);
+        assert_eq!(of_type(&out, "TEXT_MESSAGE_START").len(), 2, "{out:?}");
+        assert_eq!(of_type(&out, "RAW").len(), 2);
+        let u = &out.last().unwrap()["usage"][0];
+        assert_eq!(u["inputTokens"], 2400);
+        assert_eq!(u["outputTokens"], 90);
+        assert_eq!(u["totalTokens"], 2490);
+        assert_eq!(u["cachedInputTokens"], 2048);
+        let opencode = translate(&[
+            PROMPT,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"inputTokens":176,"outputTokens":45,"totalTokens":1245,"cachedReadTokens":1024}}}"#,
+        ]);
+        assert_eq!(opencode.last().unwrap()["usage"][0]["inputTokens"], 1200);
+    }
+
+    /// An update of a call under way that neither ends it nor gives its
+    /// result (Copilot CLI's output so far) is kept as RAW, not dropped.
+    #[test]
+    fn an_update_that_makes_no_event_is_kept() {
+        let out = translate(&[
+            PROMPT,
+            &update(
+                r#"{"sessionUpdate":"tool_call","toolCallId":"c","title":"Run","kind":"execute","status":"in_progress","rawInput":{"command":"sleep 9"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"started\n"}}]}"#,
+            ),
+        ]);
+        let raw = of_type(&out, "RAW");
+        assert_eq!(raw.len(), 1, "{out:?}");
+        assert_eq!(
+            raw[0]["event"]["params"]["update"]["content"][0]["content"]["text"],
+            "started\n"
+        );
+    }
+
+    /// Qwen Code's failed prompt: "Internal error" with the API's status
+    /// and text in `data.details`.
+    #[test]
+    fn an_internal_error_says_its_details() {
+        let out = translate(&[
+            PROMPT,
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":{"details":"500 The server had an error."}}}"#,
+        ]);
+        let end = out.last().unwrap();
+        assert_eq!(end["type"], "RUN_ERROR");
+        assert_eq!(end["message"], "500 The server had an error.");
+        assert_eq!(end["code"], "api_error");
+    }
+
+    /// The history `session/load` streams back is a run of its own, which
+    /// the next prompt finishes (it does not fail it).
+    #[test]
+    fn a_loaded_history_ends_where_the_prompt_begins() {
+        let out = translate(&[
+            &update(
+                r#"{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"remember teal"}}"#,
+            ),
+            &update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ok"}}"#,
+            ),
+            PROMPT,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ]);
+        let ends: Vec<_> = out
+            .iter()
+            .filter(|e| matches!(e["type"].as_str(), Some("RUN_FINISHED" | "RUN_ERROR")))
+            .collect();
+        assert_eq!(ends.len(), 2, "{out:?}");
+        assert!(ends.iter().all(|e| e["type"] == "RUN_FINISHED"), "{out:?}");
+    }
+
+    /// A loaded history's messages keep their ids only behind the history's
+    /// run: a front end holds the messages of those ids from the runs that
+    /// made them (OpenCode repeats them), and a copy must not add to them.
+    #[test]
+    fn a_loaded_history_does_not_reuse_message_ids() {
+        let chunk = |text: &str| {
+            update(&format!(
+                r#"{{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{{"type":"text","text":"{text}"}}}}"#
+            ))
+        };
+        let out = translate(&[
+            &chunk("remember "),
+            &chunk("teal"),
+            PROMPT,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ]);
+        let starts = of_type(&out, "TEXT_MESSAGE_START");
+        // The history's one message, then the prompt's.
+        assert_eq!(starts.len(), 2, "{out:?}");
+        let id = starts[0]["messageId"].as_str().unwrap();
+        assert_ne!(id, "m1");
+        assert!(id.ends_with("-m1"), "{id}");
+        assert_eq!(of_type(&out, "TEXT_MESSAGE_CONTENT").len(), 3);
     }
 }

@@ -7,7 +7,7 @@
 // approval with no option given to serve; then `serve codex -- --approval
 // ask` over Codex's app-server (the real approval_shell recording), through
 // an approval, a denial and a cancel (Codex takes no edited command); and
-// `serve gemini|opencode -- --approval ask` over the Agent Client Protocol
+// `serve gemini|opencode|copilot|qwen -- --approval ask` over the Agent Client Protocol
 // (the real CLIs' approval recordings), through the same three.
 //
 //   node approve.cjs URL SENT_FILE [URL SENT_FILE]...
@@ -43,10 +43,16 @@ const cases = [
   { name: "opencode-approve", status: "resolved", payload: { approved: true }, cli: "opencode" },
   { name: "opencode-deny", status: "resolved", payload: { approved: false }, cli: "opencode" },
   { name: "opencode-cancel", status: "cancelled", cli: "opencode", ends: "cancelled" },
+  { name: "copilot-approve", status: "resolved", payload: { approved: true }, cli: "copilot" },
+  { name: "copilot-deny", status: "resolved", payload: { approved: false }, cli: "copilot" },
+  { name: "copilot-cancel", status: "cancelled", cli: "copilot", noResult: true, ends: "cancelled" },
+  { name: "qwen-approve", status: "resolved", payload: { approved: true }, cli: "qwen" },
+  { name: "qwen-deny", status: "resolved", payload: { approved: false }, cli: "qwen" },
+  { name: "qwen-cancel", status: "cancelled", cli: "qwen", ends: "cancelled" },
 ];
 
 // The CLIs that speak the Agent Client Protocol.
-const acp = { gemini: true, opencode: true };
+const acp = { gemini: true, opencode: true, copilot: true, qwen: true };
 
 // The call each CLI's replay asks about.
 const asked = { claude: "toolu_m0000scripted", codex: "call_0001" };
@@ -127,6 +133,12 @@ async function one(c, url, sentFile) {
     "opencode-approve": "once",
     "opencode-deny": "reject",
     "opencode-cancel": "cancelled",
+    "copilot-approve": "allow_once",
+    "copilot-deny": "reject_once",
+    "copilot-cancel": "cancelled",
+    "qwen-approve": "proceed_once",
+    "qwen-deny": "cancel",
+    "qwen-cancel": "cancelled",
   }[c.name];
   check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
 }

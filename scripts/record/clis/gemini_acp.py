@@ -22,8 +22,11 @@ aux = gemini.aux
 converse = acp.converse
 
 # What the ACP recordings cover: the run's shapes a client meets.
-SCENARIOS = {"text", "reasoning", "tool-errors", "http500", "plan", "approval-allow", "approval-deny",
-             "approval-interrupt"}
+SCENARIOS = acp.SCENARIOS
+
+# Gemini CLI's session/load in a new process finds no session of the clock
+# minute it is in.
+LOAD_NEXT_MINUTE = True
 
 
 def supports(version, scenario):
@@ -31,7 +34,7 @@ def supports(version, scenario):
         return "`--acp` from 0.34 on (`--experimental-acp` before)"
     if scenario.name not in SCENARIOS:
         return "not among the ACP scenarios"
-    if scenario.needs - {"approval", "plan"}:
+    if scenario.needs - {"approval", "plan", "resume", "acp"}:
         return "not over ACP"
     return None
 

@@ -24,8 +24,7 @@ aux = opencode.aux
 converse = acp.converse
 
 # What the ACP recordings cover: the run's shapes a client meets.
-SCENARIOS = {"text", "reasoning", "tool-errors", "http500", "plan", "approval-allow", "approval-deny",
-             "approval-interrupt"}
+SCENARIOS = acp.SCENARIOS
 
 
 def supports(version, scenario):
