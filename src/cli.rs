@@ -851,6 +851,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", help_heading = RUN)]
     pub page_tools: Option<PathBuf>,
 
+    /// Give the CLI this file with the prompt (repeatable): an image (png,
+    /// jpg, gif, webp; claude, codex) or a PDF (claude), its type told by
+    /// its extension. Claude Code gets it as a content block of its
+    /// stream-json user message, Codex as an image of its app-server's
+    /// turn input; the other CLIs refuse it. How `serve` passes a page's
+    /// attachments.
+    #[arg(
+        long,
+        value_name = "FILE",
+        value_parser = |s: &str| crate::dialect::request::Attachment::of(s.into()),
+        help_heading = RUN
+    )]
+    pub attach: Vec<crate::dialect::request::Attachment>,
+
     /// With `--page-tools`: how long a call waits for its answer before it
     /// is answered with an error the model reads and the CLI is stopped
     /// (exit status 3).

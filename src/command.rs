@@ -54,6 +54,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
             deny_tool: a.deny_tool,
             approval: a.approval,
             page_tools: a.page_tools.is_some(),
+            attachments: a.attach,
             extra: a.extra,
         },
         cli_path: a.cli_path,

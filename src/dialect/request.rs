@@ -28,8 +28,95 @@ pub struct RunRequest {
     /// CLI is started to take them, and talked with as `--approval ask`
     /// does.
     pub page_tools: bool,
+    /// Files given to the CLI with the prompt (`--attach`).
+    pub attachments: Vec<Attachment>,
     /// Arguments passed to the CLI untouched.
     pub extra: Vec<String>,
+}
+
+/// A file given to the CLI with the prompt (an image, a PDF), and its
+/// media type (told by its name's extension, [`MEDIA_TYPES`]).
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub path: PathBuf,
+    pub media_type: &'static str,
+}
+
+/// The media types a run can attach, with the extension a file of each
+/// has: images and PDF documents, the kinds the CLIs' own routes take.
+pub const MEDIA_TYPES: &[(&str, &str)] = &[
+    ("image/png", "png"),
+    ("image/jpeg", "jpg"),
+    ("image/gif", "gif"),
+    ("image/webp", "webp"),
+    ("application/pdf", "pdf"),
+];
+
+/// The media types of [`MEDIA_TYPES`], for a message: `image/png, …`.
+pub fn media_types() -> String {
+    let names: Vec<&str> = MEDIA_TYPES.iter().map(|(t, _)| *t).collect();
+    names.join(", ")
+}
+
+impl Attachment {
+    /// The file `path`, its media type told by its extension (`jpeg` is
+    /// `jpg`, in any case); `Err` says why it cannot be attached.
+    pub fn of(path: PathBuf) -> Result<Attachment, String> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let ext = match ext.as_deref() {
+            Some("jpeg") => "jpg",
+            Some(e) => e,
+            None => "",
+        };
+        let Some((media_type, _)) = MEDIA_TYPES.iter().find(|(_, e)| *e == ext) else {
+            return Err(format!(
+                "not a file of a type a run can attach (its extension tells the type: {})",
+                MEDIA_TYPES
+                    .iter()
+                    .map(|(_, e)| *e)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        Ok(Attachment { path, media_type })
+    }
+
+    /// Whether it is an image (else a PDF document).
+    pub fn is_image(&self) -> bool {
+        self.media_type.starts_with("image/")
+    }
+
+    /// Its bytes, base64 (standard alphabet, padded).
+    pub fn base64(&self) -> std::io::Result<String> {
+        use base64::Engine as _;
+        let bytes = std::fs::read(&self.path)?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+}
+
+/// Why `cli` (its name) cannot take an attachment of `media_type`, if it
+/// cannot: Claude Code takes images and PDFs (stream-json content
+/// blocks), Codex images (its app-server's `turn/start` input); the others
+/// none yet.
+pub fn attachment_refused(cli: &str, media_type: &str) -> Option<String> {
+    let image = media_type.starts_with("image/");
+    match cli {
+        "claude" => None,
+        "codex" if image => None,
+        "codex" => Some(format!(
+            "codex takes images only (its app-server's turn/start input has no documents), not {media_type}"
+        )),
+        "qwen" if image => Some(
+            "qwen cannot take images: Qwen Code turns a stream-json image into JSON text and re-encodes an @file image, so the bytes would not reach the model as sent"
+                .into(),
+        ),
+        other => Some(format!(
+            "{other} cannot take attachments yet (claude takes images and PDFs, codex images)"
+        )),
+    }
 }
 
 /// The name of the MCP server that serves the page's tools to a CLI.
