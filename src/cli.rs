@@ -360,6 +360,18 @@ pub struct ServeArgs {
     )]
     pub raw: RawMode,
 
+    /// The largest file a page may send with a message (decoded; `K`, `M`
+    /// or `G` after the number: KiB, MiB, GiB): a larger one is refused
+    /// (`400`). A request body may be 16 MiB more than one such file,
+    /// base64.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        value_parser = crate::dialect::request::parse_size,
+        default_value = "20M"
+    )]
+    pub max_attachment: usize,
+
     /// Where each thread's CLI session (and plan) is kept, so that threads
     /// survive a restart: one directory per CLI in it, private (0700), for
     /// the 10,000 most recent threads (default:

@@ -86,6 +86,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         agui_version: a.agui_version,
         state_dir: a.state_dir,
         raw: a.raw,
+        max_attachment: a.max_attachment,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
 }

@@ -168,6 +168,26 @@ pub enum Transport {
     AppServer,
 }
 
+/// A size in bytes: a number, then `K`, `M` or `G` (KiB, MiB, GiB; `KiB`,
+/// `MiB`, `GiB` and `B` too) or nothing (bytes).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let at = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(at);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (try 20M, 512K, 1048576)"))?;
+    let times: usize = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KIB" => 1 << 10,
+        "M" | "MIB" => 1 << 20,
+        "G" | "GIB" => 1 << 30,
+        _ => return Err(format!("unknown unit in {s:?} (use K, M or G)")),
+    };
+    n.checked_mul(times)
+        .ok_or_else(|| format!("too large a size: {s:?}"))
+}
+
 /// `90s`, `10m`, `1h`, `500ms`, or plain seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -198,6 +218,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("20M"), Ok(20 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("2T").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn attachments_are_typed_by_their_extension() {
+        let of = |p: &str| Attachment::of(p.into()).map(|a| a.media_type);
+        assert_eq!(of("a.PNG"), Ok("image/png"));
+        assert_eq!(of("dir/shot.jpeg"), Ok("image/jpeg"));
+        assert_eq!(of("b.pdf"), Ok("application/pdf"));
+        assert!(of("notes.txt")
+            .unwrap_err()
+            .contains("png, jpg, gif, webp, pdf"));
+        assert!(of("noext").is_err());
+    }
 
     #[test]
     fn durations() {
