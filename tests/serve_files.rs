@@ -324,6 +324,12 @@ fn a_part_no_run_can_take_is_refused_naming_it() {
         json!([{"type": "hologram", "data": "x"}]),
         &["\\\"hologram\\\" is not a content part"],
     );
+    refused(
+        &server,
+        &argv,
+        json!([text("a"), {}]),
+        &["part 2 (no type): it has no type"],
+    );
     let many: Vec<Value> = (0..17).map(|_| image("image/png", b"\x89PNG")).collect();
     refused(
         &server,
@@ -398,21 +404,96 @@ fn each_cli_that_cannot_take_a_file_says_so() {
             json!([image("image/png", &png)]),
             "gemini cannot take attachments yet",
         ),
-        (
-            "copilot",
-            json!([image("image/png", &png)]),
-            "copilot cannot take attachments yet",
-        ),
-        (
-            "opencode",
-            json!([image("image/png", &png)]),
-            "opencode cannot take attachments yet",
-        ),
     ] {
         let argv = tmp(&format!("{cli}-argv"));
         let server = common::serve(cli, &[], &[("FAKE_ARGV", &argv)]);
         refused(&server, &argv, parts, &["part 1", says]);
     }
+    // Copilot CLI and OpenCode take files on their command lines, not over
+    // ACP.
+    for cli in ["copilot", "opencode"] {
+        let argv = tmp(&format!("{cli}-acp-argv"));
+        let server = common::serve_run(cli, &[], &["--approval", "ask"], &[("FAKE_ARGV", &argv)]);
+        refused(
+            &server,
+            &argv,
+            json!([image("image/png", &png)]),
+            &[&format!(
+                "{cli} takes files on its command line, not over the Agent Client Protocol"
+            )],
+        );
+    }
+}
+
+/// `serve CLI` replaying its text recording: the files the CLI was given
+/// are copied to a directory, its arguments written; returns them.
+fn given_files(cli: &str, version: &str, parts: Value) -> (Vec<String>, PathBuf) {
+    let (argv, got) = (
+        tmp(&format!("{cli}-files-argv")),
+        tmp(&format!("{cli}-files")),
+    );
+    std::fs::create_dir_all(&got).unwrap();
+    let replay = root().join(format!("testdata/{cli}/{version}/text.jsonl"));
+    let server = common::serve(
+        cli,
+        &[],
+        &[
+            ("FAKE_REPLAY", &replay),
+            ("FAKE_ARGV", &argv),
+            ("FAKE_ATTACHED", &got),
+        ],
+    );
+    let (status, rest) = post(&server.addr, &body(&format!("t-{cli}"), parts));
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(
+        types(&events(&rest)).last(),
+        Some(&"RUN_FINISHED"),
+        "{rest}"
+    );
+    let args = std::fs::read_to_string(&argv).unwrap();
+    (args.lines().map(str::to_owned).collect(), got)
+}
+
+#[test]
+fn copilot_gets_files_as_its_attachment_options() {
+    let (png, pdf) = (png(), pdf());
+    let parts = json!([
+        text("What are these?"),
+        image("image/png", &png),
+        document("application/pdf", &pdf)
+    ]);
+    let (args, got) = given_files("copilot", "1.0.102", parts);
+    let named: Vec<&String> = args
+        .iter()
+        .filter(|a| a.starts_with("--attachment="))
+        .collect();
+    assert_eq!(named.len(), 2, "{args:?}");
+    assert!(
+        named[0].ends_with("/1.png") && named[1].ends_with("/2.pdf"),
+        "{named:?}"
+    );
+    assert!(
+        args.contains(&"--prompt=What are these?".to_owned()),
+        "{args:?}"
+    );
+    assert_eq!(std::fs::read(got.join("1.png")).unwrap(), png);
+    assert_eq!(std::fs::read(got.join("2.pdf")).unwrap(), pdf);
+}
+
+#[test]
+fn opencode_gets_files_as_its_file_options_after_the_message() {
+    let png = png();
+    let parts = json!([text("What is this?"), image("image/png", &png)]);
+    let (args, got) = given_files("opencode", "1.18.33", parts);
+    let at = args
+        .iter()
+        .position(|a| a == "What is this?")
+        .expect("the message");
+    assert!(
+        args[at + 1].starts_with("--file=") && args[at + 1].ends_with("/1.png"),
+        "{args:?}"
+    );
+    assert_eq!(std::fs::read(got.join("1.png")).unwrap(), png);
 }
 
 #[test]
@@ -437,4 +518,34 @@ fn run_refuses_what_the_cli_cannot_take() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("png, jpg, gif, webp, pdf"), "{err}");
+}
+
+#[test]
+fn run_gives_opencode_its_files_before_the_dash_dash_of_a_message_that_begins_with_a_dash() {
+    let file = tmp("dash.png");
+    std::fs::write(&file, png()).unwrap();
+    let argv = tmp("dash-argv");
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .args(["run", "opencode", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg(format!("--attach={}", file.display()))
+        .env("FAKE_ARGV", &argv)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A message that begins with `-` comes on stdin.
+    let mut stdin = run.stdin.take().unwrap();
+    stdin.write_all(b"-x marks the spot\n").unwrap();
+    drop(stdin);
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args = std::fs::read_to_string(&argv).unwrap();
+    let want = format!("--file={}\n--\n-x marks the spot\n", file.display());
+    assert!(args.ends_with(&want), "{args}");
 }

@@ -99,12 +99,13 @@ impl Attachment {
 
 /// Why `cli` (its name) cannot take an attachment of `media_type`, if it
 /// cannot: Claude Code takes images and PDFs (stream-json content
-/// blocks), Codex images (its app-server's `turn/start` input); the others
-/// none yet.
+/// blocks), Copilot CLI and OpenCode too (`--attachment`, `--file`, in
+/// their stream modes: see [`attachment_over_acp`]), Codex images (its
+/// app-server's `turn/start` input); the others none yet.
 pub fn attachment_refused(cli: &str, media_type: &str) -> Option<String> {
     let image = media_type.starts_with("image/");
     match cli {
-        "claude" => None,
+        "claude" | "copilot" | "opencode" => None,
         "codex" if image => None,
         "codex" => Some(format!(
             "codex takes images only (its app-server's turn/start input has no documents), not {media_type}"
@@ -114,9 +115,18 @@ pub fn attachment_refused(cli: &str, media_type: &str) -> Option<String> {
                 .into(),
         ),
         other => Some(format!(
-            "{other} cannot take attachments yet (claude takes images and PDFs, codex images)"
+            "{other} cannot take attachments yet (claude, copilot and opencode take images and PDFs, codex images)"
         )),
     }
+}
+
+/// Why `cli` cannot take attachments over the Agent Client Protocol (with
+/// `--approval ask` or `--transport acp`), where it takes them on its
+/// command line.
+pub fn attachment_over_acp(cli: &str) -> String {
+    format!(
+        "{cli} takes files on its command line, not over the Agent Client Protocol (--approval ask or --transport acp) yet"
+    )
 }
 
 /// The name of the MCP server that serves the page's tools to a CLI.

@@ -24,7 +24,9 @@ use crate::converse::acp;
 use crate::converse::appserver;
 use crate::converse::ask;
 use crate::converse::control;
-use crate::dialect::request::{attachment_refused, Approval, RunRequest, Transport};
+use crate::dialect::request::{
+    attachment_over_acp, attachment_refused, Approval, RunRequest, Transport,
+};
 use crate::dialect::{AcpStart, Client, Dialect};
 use crate::process::redact::Redactor;
 use crate::process::stderr::Tail;
@@ -250,7 +252,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     // The page's tools are served over the control protocol, as asks are.
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking)?;
-    check_attachments(&a)?;
+    check_attachments(&a, asking)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
@@ -383,10 +385,20 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
 
 /// Whether the CLI can take each attachment (`--attach`), and each is a
 /// file that can be read.
-fn check_attachments(a: &Run) -> anyhow::Result<()> {
+fn check_attachments(a: &Run, asking: bool) -> anyhow::Result<()> {
     for at in &a.request.attachments {
         if let Some(why) = attachment_refused(a.cli.name(), at.media_type) {
             anyhow::bail!("--attach {}: {why}", at.path.display());
+        }
+        if a.cli.acp().is_some()
+            && a.cli.exec().is_some()
+            && (asking || a.transport == Transport::Acp)
+        {
+            anyhow::bail!(
+                "--attach {}: {}",
+                at.path.display(),
+                attachment_over_acp(a.cli.name())
+            );
         }
         if a.cli.name() == "codex" && matches!(a.transport, Transport::Exec | Transport::Stream) {
             anyhow::bail!(

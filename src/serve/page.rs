@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::converse::mcp::{self, Text, MAX_ANSWER};
-use crate::dialect::request::{attachment_refused, media_types, MEDIA_TYPES};
+use crate::dialect::request::{attachment_over_acp, attachment_refused, media_types, MEDIA_TYPES};
 use crate::dialect::Dialect;
 use crate::serve::input::{id_ok, RunAgentInput};
 
@@ -84,7 +84,11 @@ impl Page {
             tools,
             context: context_block(input.context, input.state)?,
             choices: choices(cli, ask, options, input.forwarded_props)?,
-            attachments: attachments(input.last_user_content(), cli, max_attachment)?,
+            attachments: attachments(
+                input.last_user_content(),
+                Takes::of(cli, ask, options),
+                max_attachment,
+            )?,
         })
     }
 
@@ -463,36 +467,101 @@ struct SourceIn<'a> {
 /// The kinds of content parts a user message may hold.
 const PART_KINDS: &str = "text, image, audio, video, document (1.0), binary (0.0)";
 
-/// The files of `content` (the last user message's) a run of `cli` takes,
+/// Who takes the files: the CLI, and whether its runs speak the Agent
+/// Client Protocol (`--approval ask` or `--transport acp` among the run
+/// options), over which no CLI takes files yet.
+#[derive(Clone, Copy)]
+pub(super) struct Takes {
+    cli: Dialect,
+    acp: bool,
+}
+
+impl Takes {
+    fn of(cli: Dialect, ask: bool, options: &[String]) -> Takes {
+        let acp = cli.acp().is_some()
+            && (cli.exec().is_none() || ask || transport(own_options(options)) == Some("acp"));
+        Takes { cli, acp }
+    }
+}
+
+/// The files of `content` (the last user message's) a run of `to` takes,
 /// each at most `max` bytes decoded; `Err` names the first part refused
 /// and why.
 pub(super) fn attachments(
     content: Option<&RawValue>,
-    cli: Dialect,
+    to: Takes,
     max: usize,
 ) -> Result<Vec<Attached>, String> {
+    use serde::de::DeserializeSeed;
     let Some(json) = content.map(RawValue::get).filter(|c| c.starts_with('[')) else {
         return Ok(Vec::new());
     };
-    let parts: Vec<PartIn> = serde_json::from_str(json)
-        .map_err(|e| format!("the user message's content: not an array of parts: {e}"))?;
     let mut files = Vec::new();
-    for (i, part) in parts.iter().enumerate() {
-        if part.kind.as_deref() == Some("text") {
-            continue;
-        }
-        let named = part_name(i, part);
-        if files.len() == MAX_ATTACHMENTS {
-            return Err(format!(
-                "{named}: a user message may hold at most {MAX_ATTACHMENTS} files"
-            ));
-        }
-        files.push(attachment(part, cli, max).map_err(|why| format!("{named}: {why}"))?);
+    let mut refused = None;
+    let seed = Parts {
+        to,
+        max,
+        files: &mut files,
+        refused: &mut refused,
+    };
+    let mut de = serde_json::Deserializer::from_str(json);
+    match seed.deserialize(&mut de) {
+        Ok(()) => Ok(files),
+        Err(e) => Err(refused
+            .unwrap_or_else(|| format!("the user message's content: not an array of parts: {e}"))),
     }
-    Ok(files)
 }
 
-/// How a refusal names part `i`: its place, kind and file name.
+/// The parts of a content, each checked as it is read (a body of many
+/// small parts costs no list of them): the files kept, the first refusal
+/// said.
+struct Parts<'s> {
+    to: Takes,
+    max: usize,
+    files: &'s mut Vec<Attached>,
+    refused: &'s mut Option<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Parts<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Parts<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of parts")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while let Some(part) = seq.next_element::<PartIn<'de>>()? {
+            i += 1;
+            if part.kind.as_deref() == Some("text") {
+                continue;
+            }
+            let named = part_name(i, &part);
+            let file = if self.files.len() == MAX_ATTACHMENTS {
+                Err(format!(
+                    "a user message may hold at most {MAX_ATTACHMENTS} files"
+                ))
+            } else {
+                attachment(&part, self.to, self.max)
+            };
+            match file {
+                Ok(f) => self.files.push(f),
+                Err(why) => {
+                    *self.refused = Some(format!("{named}: {why}"));
+                    return Err(serde::de::Error::custom("refused"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a refusal names part `i` (from 1): its place, kind and file name.
 fn part_name(i: usize, part: &PartIn) -> String {
     #[derive(Deserialize)]
     struct Meta {
@@ -503,15 +572,15 @@ fn part_name(i: usize, part: &PartIn) -> String {
             .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
             .and_then(|m| m.filename)
     });
-    let kind = shown(part.kind.as_deref().unwrap_or("(no type)"));
+    let kind = shown(part.kind.as_deref().unwrap_or("no type"));
     match file {
-        Some(f) => format!("the user message's part {} ({kind} {:?})", i + 1, shown(&f)),
-        None => format!("the user message's part {} ({kind})", i + 1),
+        Some(f) => format!("the user message's part {i} ({kind} {:?})", shown(&f)),
+        None => format!("the user message's part {i} ({kind})"),
     }
 }
 
 /// One part checked and decoded, or why a run of `cli` cannot take it.
-fn attachment(part: &PartIn, cli: Dialect, max: usize) -> Result<Attached, String> {
+fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> {
     let (how, value, mime) = match (part.kind.as_deref(), &part.source) {
         (Some("image" | "audio" | "video" | "document"), Some(s)) => {
             (s.kind.as_ref(), s.value.as_deref(), s.mime_type.as_deref())
@@ -525,10 +594,11 @@ fn attachment(part: &PartIn, cli: Dialect, max: usize) -> Result<Attached, Strin
             (None, None, Some(_)) => ("file", None, None),
             (None, None, None) => return Err("it has no data".into()),
         },
-        (kind, _) => {
+        (None, _) => return Err(format!("it has no type (a content part is {PART_KINDS})")),
+        (Some(kind), _) => {
             return Err(format!(
                 "type {:?} is not a content part this server takes ({PART_KINDS})",
-                shown(kind.unwrap_or(""))
+                shown(kind)
             ))
         }
     };
@@ -569,8 +639,11 @@ fn attachment(part: &PartIn, cli: Dialect, max: usize) -> Result<Attached, Strin
             media_types()
         ));
     };
-    if let Some(why) = attachment_refused(cli.name(), media_type) {
+    if let Some(why) = attachment_refused(to.cli.name(), media_type) {
         return Err(why);
+    }
+    if to.acp {
+        return Err(attachment_over_acp(to.cli.name()));
     }
     let value = value.ok_or("a data source needs its value (base64)")?;
     // The decoded size, known before decoding.
@@ -838,7 +911,7 @@ mod tests {
             r#"[{"type":"text","text":"a"},{"type":"image","source":{"type":"data","value":"AAEC/w==","mimeType":"image/PNG"}},{"type":"binary","mimeType":"application/pdf; x=y","data":"JVBERg"}]"#,
         )
         .unwrap();
-        let files = attachments(Some(&raw), claude(), MAX_FILE).unwrap();
+        let files = attachments(Some(&raw), Takes::of(claude(), false, &[]), MAX_FILE).unwrap();
         let args = attach_args(&dir.join("7"), &files).unwrap();
         let files_dir = dir.join("7.files");
         let mode = std::fs::metadata(&files_dir).unwrap().permissions().mode();
