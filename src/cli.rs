@@ -864,11 +864,11 @@ pub struct RunArgs {
     pub page_tools: Option<PathBuf>,
 
     /// Give the CLI this file with the prompt (repeatable): an image (png,
-    /// jpg, gif, webp; claude, codex) or a PDF (claude), its type told by
-    /// its extension. Claude Code gets it as a content block of its
-    /// stream-json user message, Codex as an image of its app-server's
-    /// turn input; the other CLIs refuse it. How `serve` passes a page's
-    /// attachments.
+    /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
+    /// Code gets it as a content block of its stream-json user message,
+    /// Codex (images only) in its app-server's turn input, Copilot CLI as
+    /// `--attachment`, OpenCode as `--file`; Gemini, Qwen and ACP agents
+    /// refuse it. How `serve` passes a page's files.
     #[arg(
         long,
         value_name = "FILE",
