@@ -867,8 +867,9 @@ pub struct RunArgs {
     /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
     /// Code gets it as a content block of its stream-json user message,
     /// Codex (images only) in its app-server's turn input, Copilot CLI as
-    /// `--attachment`, OpenCode as `--file`; Gemini, Qwen and ACP agents
-    /// refuse it. How `serve` passes a page's files.
+    /// `--attachment`, OpenCode as `--file`, Gemini and ACP agents (images
+    /// only) as prompt blocks over ACP; Qwen refuses it. How `serve` passes
+    /// a page's files.
     #[arg(
         long,
         value_name = "FILE",

@@ -401,28 +401,95 @@ fn each_cli_that_cannot_take_a_file_says_so() {
         ),
         (
             "gemini",
-            json!([image("image/png", &png)]),
-            "gemini cannot take attachments yet",
+            json!([document("application/pdf", &pdf())]),
+            "gemini over the Agent Client Protocol takes images only",
         ),
     ] {
         let argv = tmp(&format!("{cli}-argv"));
         let server = common::serve(cli, &[], &[("FAKE_ARGV", &argv)]);
         refused(&server, &argv, parts, &["part 1", says]);
     }
-    // Copilot CLI and OpenCode take files on their command lines, not over
-    // ACP.
+    // Gemini CLI in its JSON mode takes none.
+    let argv = tmp("gemini-stream-argv");
+    let server = common::serve_run(
+        "gemini",
+        &[],
+        &["--transport", "stream"],
+        &[("FAKE_ARGV", &argv)],
+    );
+    refused(
+        &server,
+        &argv,
+        json!([image("image/png", &png)]),
+        &["gemini takes images over the Agent Client Protocol only"],
+    );
+    // Copilot CLI and OpenCode take no PDF over ACP.
     for cli in ["copilot", "opencode"] {
         let argv = tmp(&format!("{cli}-acp-argv"));
         let server = common::serve_run(cli, &[], &["--approval", "ask"], &[("FAKE_ARGV", &argv)]);
         refused(
             &server,
             &argv,
-            json!([image("image/png", &png)]),
+            json!([document("application/pdf", &pdf())]),
             &[&format!(
-                "{cli} takes files on its command line, not over the Agent Client Protocol"
+                "{cli} over the Agent Client Protocol takes images only"
             )],
         );
     }
+}
+
+/// `serve gemini` with the stand-in ACP agent in `mode`: what it was sent,
+/// and the events of a request with `parts`.
+fn gemini_acp(mode: &str, parts: Value) -> (Vec<Value>, Vec<Value>) {
+    let sent = tmp(&format!("gemini-acp-{mode}"));
+    let server = common::serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_SENT", &sent),
+            ("ACP_MODE", Path::new(mode)),
+        ],
+    );
+    let (status, rest) = post(&server.addr, &body(&format!("t-gemini-{mode}"), parts));
+    assert_eq!(status, 200, "{rest}");
+    let got = common::values(&std::fs::read_to_string(&sent).unwrap_or_default());
+    (got, events(&rest))
+}
+
+#[test]
+fn gemini_gets_images_as_acp_prompt_blocks() {
+    let png = png();
+    let parts = json!([text("What is this?"), image("image/png", &png)]);
+    let (sent, events) = gemini_acp("plain", parts);
+    assert_eq!(types(&events).last(), Some(&"RUN_FINISHED"), "{events:?}");
+    let prompt = sent
+        .iter()
+        .find(|m| m["method"] == "session/prompt")
+        .expect("a session/prompt");
+    let blocks = prompt["params"]["prompt"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    assert_eq!(blocks[0]["type"], "image");
+    assert_eq!(blocks[0]["mimeType"], "image/png");
+    assert_eq!(unb64(blocks[0]["data"].as_str().unwrap()), png);
+    assert_eq!(blocks[1], json!({"type": "text", "text": "What is this?"}));
+}
+
+#[test]
+fn an_acp_agent_that_takes_no_images_ends_the_run_saying_so() {
+    let parts = json!([text("What is this?"), image("image/png", &png())]);
+    let (sent, events) = gemini_acp("noimage", parts);
+    assert!(
+        !sent.iter().any(|m| m["method"] == "session/prompt"),
+        "no prompt is sent: {sent:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{events:?}");
+    let msg = last["message"].as_str().unwrap();
+    assert!(
+        msg.contains("takes no images") && msg.contains("promptCapabilities.image"),
+        "{msg}"
+    );
 }
 
 /// `serve CLI` replaying its text recording: the files the CLI was given

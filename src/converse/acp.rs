@@ -31,12 +31,15 @@ use serde_json::value::RawValue;
 use crate::agui::Emitter;
 use crate::base::json;
 use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
-use crate::dialect::request::Approval;
+use crate::dialect::request::{Approval, Attachment};
 use crate::source::Translate;
 
 /// What one session asks of the agent.
 pub struct Options<'a> {
     pub prompt: &'a str,
+    /// Images given with the prompt (image prompt blocks: the agent must
+    /// say it takes them, `promptCapabilities.image`).
+    pub attachments: &'a [Attachment],
     /// The session's directory (absolute, as ACP asks).
     pub cwd: &'a str,
     /// A session to load (`--resume`), else a new one.
@@ -153,14 +156,21 @@ struct SessionParams<'a> {
 #[serde(rename_all = "camelCase")]
 struct PromptParams<'a> {
     session_id: &'a str,
-    prompt: [TextBlock<'a>; 1],
+    prompt: Vec<Block<'a>>,
 }
 
+/// A block of the prompt.
 #[derive(Serialize)]
-struct TextBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    text: &'a str,
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        #[serde(rename = "mimeType")]
+        mime_type: &'a str,
+        data: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -481,6 +491,9 @@ impl<'a> Session<'a> {
         result: Option<&RawValue>,
         agent_in: &mut dyn Write,
     ) -> io::Result<Option<End>> {
+        if let Some(why) = self.cannot_take_images(result) {
+            return Ok(Some(End::Failed(why)));
+        }
         let Some(resume) = self.opts.resume else {
             self.stage = Stage::Opening;
             let params = SessionParams {
@@ -531,16 +544,64 @@ impl<'a> Session<'a> {
         self.request(agent_in, SESSION, "session/load", params)
     }
 
-    /// Send the prompt.
+    /// Why the agent cannot take the session's images, if it has some and
+    /// cannot: its `initialize` answer (`result`) does not say
+    /// `promptCapabilities.image`.
+    fn cannot_take_images(&self, result: Option<&RawValue>) -> Option<String> {
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Init {
+            #[serde(default)]
+            agent_capabilities: Option<Caps>,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct Caps {
+            #[serde(default)]
+            prompt_capabilities: Option<PromptCaps>,
+        }
+        #[derive(Deserialize, Default)]
+        struct PromptCaps {
+            #[serde(default)]
+            image: Option<bool>,
+        }
+        if self.opts.attachments.is_empty() {
+            return None;
+        }
+        let image = result
+            .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
+            .and_then(|i| i.agent_capabilities)
+            .and_then(|c| c.prompt_capabilities)
+            .and_then(|p| p.image)
+            .unwrap_or(false);
+        (!image).then(|| {
+            format!(
+                "{} takes no images (its initialize answer has no promptCapabilities.image): the attached files were not sent",
+                self.opts.agent
+            )
+        })
+    }
+
+    /// Send the prompt: the images, then the text.
     fn prompt(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
         self.stage = Stage::Prompting;
         let session = self.session.clone().unwrap_or_default();
+        let mut prompt = Vec::with_capacity(self.opts.attachments.len() + 1);
+        for a in self.opts.attachments {
+            let data = a.base64().map_err(|e| {
+                io::Error::new(e.kind(), format!("--attach {}: {e}", a.path.display()))
+            })?;
+            prompt.push(Block::Image {
+                mime_type: a.media_type,
+                data,
+            });
+        }
+        prompt.push(Block::Text {
+            text: self.opts.prompt,
+        });
         let params = PromptParams {
             session_id: &session,
-            prompt: [TextBlock {
-                kind: "text",
-                text: self.opts.prompt,
-            }],
+            prompt,
         };
         self.request(agent_in, PROMPT, "session/prompt", params)
     }

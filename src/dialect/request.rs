@@ -98,14 +98,30 @@ impl Attachment {
 }
 
 /// Why `cli` (its name) cannot take an attachment of `media_type`, if it
-/// cannot: Claude Code takes images and PDFs (stream-json content
-/// blocks), Copilot CLI and OpenCode too (`--attachment`, `--file`, in
-/// their stream modes: see [`attachment_over_acp`]), Codex images (its
-/// app-server's `turn/start` input); the others none yet.
-pub fn attachment_refused(cli: &str, media_type: &str) -> Option<String> {
+/// cannot; `acp`: the run speaks the Agent Client Protocol with it, where
+/// images go as image prompt blocks (and the agent must say it takes
+/// them). Otherwise Claude Code takes images and PDFs (stream-json content
+/// blocks), Copilot CLI and OpenCode too (`--attachment`, `--file`), Codex
+/// images (its app-server's `turn/start` input); Gemini CLI over ACP only
+/// ([`files_pick_acp`]); Qwen Code none.
+pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<String> {
     let image = media_type.starts_with("image/");
     match cli {
+        "qwen" => {}
+        _ if acp && image => return None,
+        _ if acp => {
+            return Some(format!(
+                "{cli} over the Agent Client Protocol takes images only (as image prompt blocks), not {media_type}"
+            ))
+        }
+        _ => {}
+    }
+    match cli {
         "claude" | "copilot" | "opencode" => None,
+        "gemini" => Some(
+            "gemini takes images over the Agent Client Protocol only, not with --transport stream"
+                .into(),
+        ),
         "codex" if image => None,
         "codex" => Some(format!(
             "codex takes images only (its app-server's turn/start input has no documents), not {media_type}"
@@ -115,18 +131,16 @@ pub fn attachment_refused(cli: &str, media_type: &str) -> Option<String> {
                 .into(),
         ),
         other => Some(format!(
-            "{other} cannot take attachments yet (claude, copilot and opencode take images and PDFs, codex images)"
+            "{other} cannot take attachments yet (claude, copilot and opencode take images and PDFs, codex and gemini images)"
         )),
     }
 }
 
-/// Why `cli` cannot take attachments over the Agent Client Protocol (with
-/// `--approval ask` or `--transport acp`), where it takes them on its
-/// command line.
-pub fn attachment_over_acp(cli: &str) -> String {
-    format!(
-        "{cli} takes files on its command line, not over the Agent Client Protocol (--approval ask or --transport acp) yet"
-    )
+/// Whether a run of `cli` given files speaks the Agent Client Protocol
+/// with it unless told otherwise (`--transport auto`): Gemini CLI takes
+/// images only there.
+pub fn files_pick_acp(cli: &str) -> bool {
+    cli == "gemini"
 }
 
 /// The name of the MCP server that serves the page's tools to a CLI.

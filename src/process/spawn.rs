@@ -25,7 +25,7 @@ use crate::converse::appserver;
 use crate::converse::ask;
 use crate::converse::control;
 use crate::dialect::request::{
-    attachment_over_acp, attachment_refused, Approval, RunRequest, Transport,
+    attachment_refused, files_pick_acp, Approval, RunRequest, Transport,
 };
 use crate::dialect::{AcpStart, Client, Dialect};
 use crate::process::redact::Redactor;
@@ -252,14 +252,19 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     // The page's tools are served over the control protocol, as asks are.
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking)?;
-    check_attachments(&a, asking)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    let agent = acp_transport(cli, a.transport, asking)?;
+    // Gemini CLI takes images over ACP only.
+    let agent = acp_transport(
+        cli,
+        a.transport,
+        asking || (attached && files_pick_acp(cli.name())),
+    )?;
+    check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
         None => transport(
@@ -383,22 +388,12 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     Ok(ended.exit_code())
 }
 
-/// Whether the CLI can take each attachment (`--attach`), and each is a
-/// file that can be read.
-fn check_attachments(a: &Run, asking: bool) -> anyhow::Result<()> {
+/// Whether the CLI can take each attachment (`--attach`), `acp`: over the
+/// Agent Client Protocol, and each is a file that can be read.
+fn check_attachments(a: &Run, acp: bool) -> anyhow::Result<()> {
     for at in &a.request.attachments {
-        if let Some(why) = attachment_refused(a.cli.name(), at.media_type) {
+        if let Some(why) = attachment_refused(a.cli.name(), at.media_type, acp) {
             anyhow::bail!("--attach {}: {why}", at.path.display());
-        }
-        if a.cli.acp().is_some()
-            && a.cli.exec().is_some()
-            && (asking || a.transport == Transport::Acp)
-        {
-            anyhow::bail!(
-                "--attach {}: {}",
-                at.path.display(),
-                attachment_over_acp(a.cli.name())
-            );
         }
         if a.cli.name() == "codex" && matches!(a.transport, Transport::Exec | Transport::Stream) {
             anyhow::bail!(
@@ -881,6 +876,7 @@ impl Started {
             .context("the current directory is not a UTF-8 path: give --cwd")?;
         let opts = acp::Options {
             prompt: talk.prompt,
+            attachments: &a.request.attachments,
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::converse::mcp::{self, Text, MAX_ANSWER};
-use crate::dialect::request::{attachment_over_acp, attachment_refused, media_types, MEDIA_TYPES};
+use crate::dialect::request::{attachment_refused, files_pick_acp, media_types, MEDIA_TYPES};
 use crate::dialect::Dialect;
 use crate::serve::input::{id_ok, RunAgentInput};
 
@@ -469,7 +469,8 @@ const PART_KINDS: &str = "text, image, audio, video, document (1.0), binary (0.0
 
 /// Who takes the files: the CLI, and whether its runs speak the Agent
 /// Client Protocol (`--approval ask` or `--transport acp` among the run
-/// options), over which no CLI takes files yet.
+/// options, or a run of files for a CLI that takes them there only),
+/// over which images go as prompt blocks.
 #[derive(Clone, Copy)]
 pub(super) struct Takes {
     cli: Dialect,
@@ -478,8 +479,12 @@ pub(super) struct Takes {
 
 impl Takes {
     fn of(cli: Dialect, ask: bool, options: &[String]) -> Takes {
+        let how = transport(own_options(options));
         let acp = cli.acp().is_some()
-            && (cli.exec().is_none() || ask || transport(own_options(options)) == Some("acp"));
+            && (cli.exec().is_none()
+                || ask
+                || how == Some("acp")
+                || (files_pick_acp(cli.name()) && how.is_none_or(|h| h == "auto")));
         Takes { cli, acp }
     }
 }
@@ -639,11 +644,8 @@ fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> 
             media_types()
         ));
     };
-    if let Some(why) = attachment_refused(to.cli.name(), media_type) {
+    if let Some(why) = attachment_refused(to.cli.name(), media_type, to.acp) {
         return Err(why);
-    }
-    if to.acp {
-        return Err(attachment_over_acp(to.cli.name()));
     }
     let value = value.ok_or("a data source needs its value (base64)")?;
     // The decoded size, known before decoding.
