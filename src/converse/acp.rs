@@ -152,6 +152,47 @@ struct SessionParams<'a> {
     mcp_servers: [(); 0],
 }
 
+/// What an agent's `initialize` answer says it can do (what it does not
+/// say, it cannot).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Caps {
+    #[serde(default)]
+    load_session: Option<bool>,
+    #[serde(default)]
+    prompt_capabilities: Option<PromptCaps>,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptCaps {
+    #[serde(default)]
+    image: Option<bool>,
+}
+
+impl Caps {
+    fn loads(&self) -> bool {
+        self.load_session == Some(true)
+    }
+
+    fn images(&self) -> bool {
+        self.prompt_capabilities.as_ref().and_then(|p| p.image) == Some(true)
+    }
+}
+
+/// The capabilities in an `initialize` answer's `result`.
+fn capabilities(result: Option<&RawValue>) -> Caps {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Init {
+        #[serde(default)]
+        agent_capabilities: Option<Caps>,
+    }
+    result
+        .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
+        .and_then(|i| i.agent_capabilities)
+        .unwrap_or_default()
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PromptParams<'a> {
@@ -491,7 +532,8 @@ impl<'a> Session<'a> {
         result: Option<&RawValue>,
         agent_in: &mut dyn Write,
     ) -> io::Result<Option<End>> {
-        if let Some(why) = self.cannot_take_images(result) {
+        let caps = capabilities(result);
+        if let Some(why) = self.cannot_take_images(&caps) {
             return Ok(Some(End::Failed(why)));
         }
         let Some(resume) = self.opts.resume else {
@@ -505,24 +547,7 @@ impl<'a> Session<'a> {
                 .request(agent_in, SESSION, "session/new", params)
                 .map(|()| None);
         };
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Init {
-            #[serde(default)]
-            agent_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default)]
-            load_session: Option<bool>,
-        }
-        let loads = result
-            .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
-            .and_then(|i| i.agent_capabilities)
-            .and_then(|c| c.load_session)
-            .unwrap_or(false);
-        if !loads {
+        if !caps.loads() {
             let agent = self.opts.agent;
             return Ok(Some(End::Failed(format!(
                 "{agent} cannot load session {resume} (its initialize answer has no loadSession capability): the thread cannot go on"
@@ -545,36 +570,13 @@ impl<'a> Session<'a> {
     }
 
     /// Why the agent cannot take the session's images, if it has some and
-    /// cannot: its `initialize` answer (`result`) does not say
+    /// cannot: its `initialize` answer does not say
     /// `promptCapabilities.image`.
-    fn cannot_take_images(&self, result: Option<&RawValue>) -> Option<String> {
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Init {
-            #[serde(default)]
-            agent_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default)]
-            prompt_capabilities: Option<PromptCaps>,
-        }
-        #[derive(Deserialize, Default)]
-        struct PromptCaps {
-            #[serde(default)]
-            image: Option<bool>,
-        }
+    fn cannot_take_images(&self, caps: &Caps) -> Option<String> {
         if self.opts.attachments.is_empty() {
             return None;
         }
-        let image = result
-            .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
-            .and_then(|i| i.agent_capabilities)
-            .and_then(|c| c.prompt_capabilities)
-            .and_then(|p| p.image)
-            .unwrap_or(false);
-        (!image).then(|| {
+        (!caps.images()).then(|| {
             format!(
                 "{} takes no images (its initialize answer has no promptCapabilities.image): the attached files were not sent",
                 self.opts.agent
@@ -588,12 +590,9 @@ impl<'a> Session<'a> {
         let session = self.session.clone().unwrap_or_default();
         let mut prompt = Vec::with_capacity(self.opts.attachments.len() + 1);
         for a in self.opts.attachments {
-            let data = a.base64().map_err(|e| {
-                io::Error::new(e.kind(), format!("--attach {}: {e}", a.path.display()))
-            })?;
             prompt.push(Block::Image {
                 mime_type: a.media_type,
-                data,
+                data: a.base64()?,
             });
         }
         prompt.push(Block::Text {

@@ -178,11 +178,8 @@ enum UserInput<'a> {
 fn turn_input<'a>(prompt: &'a str, attachments: &[Attachment]) -> io::Result<Vec<UserInput<'a>>> {
     let mut input = Vec::with_capacity(attachments.len() + 1);
     for a in attachments {
-        let data = a
-            .base64()
-            .map_err(|e| io::Error::new(e.kind(), format!("--attach {}: {e}", a.path.display())))?;
         input.push(UserInput::Image {
-            url: format!("data:{};base64,{data}", a.media_type),
+            url: format!("data:{};base64,{}", a.media_type, a.base64()?),
         });
     }
     input.push(UserInput::Text {

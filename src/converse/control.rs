@@ -148,9 +148,7 @@ pub fn user_message(prompt: &str, attachments: &[Attachment]) -> io::Result<Vec<
         let source = Source {
             kind: "base64",
             media_type: a.media_type,
-            data: a.base64().map_err(|e| {
-                io::Error::new(e.kind(), format!("--attach {}: {e}", a.path.display()))
-            })?,
+            data: a.base64()?,
         };
         content.push(if a.is_image() {
             Block::Image { source }

@@ -89,10 +89,13 @@ impl Attachment {
         self.media_type.starts_with("image/")
     }
 
-    /// Its bytes, base64 (standard alphabet, padded).
+    /// Its bytes, base64 (standard alphabet, padded); an error names the
+    /// file.
     pub fn base64(&self) -> std::io::Result<String> {
         use base64::Engine as _;
-        let bytes = std::fs::read(&self.path)?;
+        let bytes = std::fs::read(&self.path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("--attach {}: {e}", self.path.display()))
+        })?;
         Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 }
