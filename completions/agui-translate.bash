@@ -189,7 +189,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --transport --approval-timeout --page-tools --tool-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode acp"
+            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --transport --approval-timeout --page-tools --attach --tool-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -243,6 +243,10 @@ _agui__translate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --attach)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tool-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -283,7 +287,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --state-dir --help gemini codex claude qwen copilot opencode acp"
+            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --max-attachment --state-dir --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -315,6 +319,10 @@ _agui__translate() {
                     ;;
                 --raw)
                     COMPREPLY=($(compgen -W "all unknown none" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-attachment)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --state-dir)

@@ -360,6 +360,18 @@ pub struct ServeArgs {
     )]
     pub raw: RawMode,
 
+    /// The largest file a page may send with a message (decoded; `K`, `M`
+    /// or `G` after the number: KiB, MiB, GiB): a larger one is refused
+    /// (`400`). A request body may be 16 MiB more than one such file,
+    /// base64.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        value_parser = crate::dialect::request::parse_size,
+        default_value = "20M"
+    )]
+    pub max_attachment: usize,
+
     /// Where each thread's CLI session (and plan) is kept, so that threads
     /// survive a restart: one directory per CLI in it, private (0700), for
     /// the 10,000 most recent threads (default:
@@ -850,6 +862,21 @@ pub struct RunArgs {
     /// as with `--approval ask`. How `serve` passes a page's tools.
     #[arg(long, value_name = "FILE", help_heading = RUN)]
     pub page_tools: Option<PathBuf>,
+
+    /// Give the CLI this file with the prompt (repeatable): an image (png,
+    /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
+    /// Code gets it as a content block of its stream-json user message,
+    /// Codex (images only) in its app-server's turn input, Copilot CLI as
+    /// `--attachment`, OpenCode as `--file`, Gemini and ACP agents (images
+    /// only) as prompt blocks over ACP; Qwen refuses it. How `serve` passes
+    /// a page's files.
+    #[arg(
+        long,
+        value_name = "FILE",
+        value_parser = |s: &str| crate::dialect::request::Attachment::of(s.into()),
+        help_heading = RUN
+    )]
+    pub attach: Vec<crate::dialect::request::Attachment>,
 
     /// With `--page-tools`: how long a call waits for its answer before it
     /// is answered with an error the model reads and the CLI is stopped

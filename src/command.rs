@@ -54,6 +54,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
             deny_tool: a.deny_tool,
             approval: a.approval,
             page_tools: a.page_tools.is_some(),
+            attachments: a.attach,
             extra: a.extra,
         },
         cli_path: a.cli_path,
@@ -85,6 +86,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         agui_version: a.agui_version,
         state_dir: a.state_dir,
         raw: a.raw,
+        max_attachment: a.max_attachment,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
 }

@@ -37,6 +37,7 @@ fn replay(name: &str, approval: Approval, stop: bool) -> Replay {
         .unwrap();
     let mut session = Session::new(Options {
         prompt: &prompt,
+        attachments: &[],
         resume: None,
         cwd: Some("/project"),
         model: None,
@@ -142,6 +143,7 @@ fn a_refused_request_ends_the_session() {
     let server = b"{\"id\":0,\"result\":{}}\n{\"id\":1,\"error\":{\"code\":-32600,\"message\":\"no such thread\"}}\n{\"method\":\"never\",\"params\":{}}\n";
     let mut session = Session::new(Options {
         prompt: "hi",
+        attachments: &[],
         resume: Some("01a2-gone"),
         cwd: None,
         model: None,
@@ -181,6 +183,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
     );
     let mut session = Session::new(Options {
         prompt: "hi",
+        attachments: &[],
         resume: None,
         cwd: None,
         model: None,
@@ -211,6 +214,7 @@ fn a_turn_completed_without_a_thread_id_ends_the_session() {
     );
     let mut session = Session::new(Options {
         prompt: "hi",
+        attachments: &[],
         resume: None,
         cwd: None,
         model: None,

@@ -1135,11 +1135,12 @@ fn a_large_body_costs_a_small_multiple_of_its_size() {
     );
     let addr = &server.addr;
     let before = peak_memory(server.child.id());
-    // Nearly 16 MiB of empty parts behind one text part.
+    // Nearly 16 MiB of text parts without text behind one with text.
     let head = r#"{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":[{"type":"text","text":"Hello"}"#;
     let tail = "]}]}";
-    let parts = (16 * MIB as usize - head.len() - tail.len()) / 3;
-    let input = format!("{head}{}{tail}", ",{}".repeat(parts));
+    let filler = r#",{"type":"text"}"#;
+    let parts = (16 * MIB as usize - head.len() - tail.len()) / filler.len();
+    let input = format!("{head}{}{tail}", filler.repeat(parts));
     let a = raw(addr, &request(addr, JSON, &input));
     assert_eq!(status(&a), 200, "{}", &a[..a.len().min(500)]);
     assert!(a.contains("\"type\":\"RUN_FINISHED\""));

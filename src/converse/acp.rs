@@ -31,12 +31,15 @@ use serde_json::value::RawValue;
 use crate::agui::Emitter;
 use crate::base::json;
 use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
-use crate::dialect::request::Approval;
+use crate::dialect::request::{Approval, Attachment};
 use crate::source::Translate;
 
 /// What one session asks of the agent.
 pub struct Options<'a> {
     pub prompt: &'a str,
+    /// Images given with the prompt (image prompt blocks: the agent must
+    /// say it takes them, `promptCapabilities.image`).
+    pub attachments: &'a [Attachment],
     /// The session's directory (absolute, as ACP asks).
     pub cwd: &'a str,
     /// A session to load (`--resume`), else a new one.
@@ -149,18 +152,66 @@ struct SessionParams<'a> {
     mcp_servers: [(); 0],
 }
 
+/// What an agent's `initialize` answer says it can do (what it does not
+/// say, it cannot).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Caps {
+    #[serde(default)]
+    load_session: Option<bool>,
+    #[serde(default)]
+    prompt_capabilities: Option<PromptCaps>,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptCaps {
+    #[serde(default)]
+    image: Option<bool>,
+}
+
+impl Caps {
+    fn loads(&self) -> bool {
+        self.load_session == Some(true)
+    }
+
+    fn images(&self) -> bool {
+        self.prompt_capabilities.as_ref().and_then(|p| p.image) == Some(true)
+    }
+}
+
+/// The capabilities in an `initialize` answer's `result`.
+fn capabilities(result: Option<&RawValue>) -> Caps {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Init {
+        #[serde(default)]
+        agent_capabilities: Option<Caps>,
+    }
+    result
+        .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
+        .and_then(|i| i.agent_capabilities)
+        .unwrap_or_default()
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct PromptParams<'a> {
     session_id: &'a str,
-    prompt: [TextBlock<'a>; 1],
+    prompt: Vec<Block<'a>>,
 }
 
+/// A block of the prompt.
 #[derive(Serialize)]
-struct TextBlock<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    text: &'a str,
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        #[serde(rename = "mimeType")]
+        mime_type: &'a str,
+        data: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -481,6 +532,10 @@ impl<'a> Session<'a> {
         result: Option<&RawValue>,
         agent_in: &mut dyn Write,
     ) -> io::Result<Option<End>> {
+        let caps = capabilities(result);
+        if let Some(why) = self.cannot_take_images(&caps) {
+            return Ok(Some(End::Failed(why)));
+        }
         let Some(resume) = self.opts.resume else {
             self.stage = Stage::Opening;
             let params = SessionParams {
@@ -492,24 +547,7 @@ impl<'a> Session<'a> {
                 .request(agent_in, SESSION, "session/new", params)
                 .map(|()| None);
         };
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Init {
-            #[serde(default)]
-            agent_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default)]
-            load_session: Option<bool>,
-        }
-        let loads = result
-            .and_then(|r| serde_json::from_str::<Init>(r.get()).ok())
-            .and_then(|i| i.agent_capabilities)
-            .and_then(|c| c.load_session)
-            .unwrap_or(false);
-        if !loads {
+        if !caps.loads() {
             let agent = self.opts.agent;
             return Ok(Some(End::Failed(format!(
                 "{agent} cannot load session {resume} (its initialize answer has no loadSession capability): the thread cannot go on"
@@ -531,16 +569,38 @@ impl<'a> Session<'a> {
         self.request(agent_in, SESSION, "session/load", params)
     }
 
-    /// Send the prompt.
+    /// Why the agent cannot take the session's images, if it has some and
+    /// cannot: its `initialize` answer does not say
+    /// `promptCapabilities.image`.
+    fn cannot_take_images(&self, caps: &Caps) -> Option<String> {
+        if self.opts.attachments.is_empty() {
+            return None;
+        }
+        (!caps.images()).then(|| {
+            format!(
+                "{} takes no images (its initialize answer has no promptCapabilities.image): the attached files were not sent",
+                self.opts.agent
+            )
+        })
+    }
+
+    /// Send the prompt: the images, then the text.
     fn prompt(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
         self.stage = Stage::Prompting;
         let session = self.session.clone().unwrap_or_default();
+        let mut prompt = Vec::with_capacity(self.opts.attachments.len() + 1);
+        for a in self.opts.attachments {
+            prompt.push(Block::Image {
+                mime_type: a.media_type,
+                data: a.base64()?,
+            });
+        }
+        prompt.push(Block::Text {
+            text: self.opts.prompt,
+        });
         let params = PromptParams {
             session_id: &session,
-            prompt: [TextBlock {
-                kind: "text",
-                text: self.opts.prompt,
-            }],
+            prompt,
         };
         self.request(agent_in, PROMPT, "session/prompt", params)
     }

@@ -26,12 +26,14 @@ use crate::agui::Emitter;
 use crate::base::json;
 use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
 use crate::converse::mcp;
-use crate::dialect::request::Approval;
+use crate::dialect::request::{Approval, Attachment};
 use crate::source::Translate;
 
 /// What one session asks of the server.
 pub struct Options<'a> {
     pub prompt: &'a str,
+    /// Images given with the prompt.
+    pub attachments: &'a [Attachment],
     /// A thread to resume (`--resume`), else a new one.
     pub resume: Option<&'a str>,
     pub cwd: Option<&'a str>,
@@ -155,15 +157,36 @@ struct ToolCallParams {
 #[serde(rename_all = "camelCase")]
 struct TurnParams<'a> {
     thread_id: &'a str,
-    input: [UserInput<'a>; 1],
+    input: Vec<UserInput<'a>>,
 }
 
+/// An item of a turn's input: the prompt, or an image as a `data:` URL.
 #[derive(Serialize)]
-struct UserInput<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    text: &'a str,
-    text_elements: [(); 0],
+#[serde(tag = "type", rename_all = "camelCase")]
+enum UserInput<'a> {
+    Text {
+        text: &'a str,
+        text_elements: [(); 0],
+    },
+    Image {
+        url: String,
+    },
+}
+
+/// The input of the turn: each attached image (as a `data:` URL, its bytes
+/// base64), then the prompt.
+fn turn_input<'a>(prompt: &'a str, attachments: &[Attachment]) -> io::Result<Vec<UserInput<'a>>> {
+    let mut input = Vec::with_capacity(attachments.len() + 1);
+    for a in attachments {
+        input.push(UserInput::Image {
+            url: format!("data:{};base64,{}", a.media_type, a.base64()?),
+        });
+    }
+    input.push(UserInput::Text {
+        text: prompt,
+        text_elements: [],
+    });
+    Ok(input)
 }
 
 #[derive(Serialize)]
@@ -438,11 +461,7 @@ impl<'a> Session<'a> {
                         self.thread = Some(thread.to_owned());
                         let params = TurnParams {
                             thread_id: thread,
-                            input: [UserInput {
-                                kind: "text",
-                                text: self.opts.prompt,
-                                text_elements: [],
-                            }],
+                            input: turn_input(self.opts.prompt, self.opts.attachments)?,
                         };
                         self.send(server_in, &request(TURN, "turn/start", params))?;
                     }

@@ -20,11 +20,14 @@ use crate::converse::ask::{
     self, translate_line, Ask, Asker, InputLine, Pending, Verdict, Waited, Waiting,
 };
 use crate::converse::mcp;
+use crate::dialect::request::Attachment;
 use crate::source::Translate;
 
 /// What the session is given.
 pub struct Options<'a> {
     pub prompt: &'a str,
+    /// Files given with the prompt (images, PDFs).
+    pub attachments: &'a [Attachment],
     /// How long pending asks wait for a decision.
     pub timeout: Duration,
     /// Write [`ask::MARKER`] whenever the run waits for an input line.
@@ -114,14 +117,54 @@ struct UserMessage<'a> {
 #[derive(Serialize)]
 struct UserContent<'a> {
     role: &'a str,
-    content: [TextPart<'a>; 1],
+    content: Vec<Block<'a>>,
 }
 
+/// A content block of a user message.
 #[derive(Serialize)]
-struct TextPart<'a> {
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Block<'a> {
+    Text { text: &'a str },
+    Image { source: Source },
+    Document { source: Source },
+}
+
+/// The bytes of an image or a document, base64.
+#[derive(Serialize)]
+struct Source {
     #[serde(rename = "type")]
-    kind: &'a str,
-    text: &'a str,
+    kind: &'static str,
+    media_type: &'static str,
+    data: String,
+}
+
+/// The user message (a stream-json line, without its newline) that gives
+/// Claude Code `prompt` and `attachments`: each attachment a content block
+/// of its own (`image`, or `document` for a PDF), its bytes base64, before
+/// the text, as Anthropic advises.
+pub fn user_message(prompt: &str, attachments: &[Attachment]) -> io::Result<Vec<u8>> {
+    let mut content = Vec::with_capacity(attachments.len() + 1);
+    for a in attachments {
+        let source = Source {
+            kind: "base64",
+            media_type: a.media_type,
+            data: a.base64()?,
+        };
+        content.push(if a.is_image() {
+            Block::Image { source }
+        } else {
+            Block::Document { source }
+        });
+    }
+    content.push(Block::Text { text: prompt });
+    let user = UserMessage {
+        kind: "user",
+        message: UserContent {
+            role: "user",
+            content,
+        },
+    };
+    Ok(serde_json::to_vec(&user).expect("serializable"))
 }
 
 /// One session with Claude Code in control-protocol mode. An ask carries
@@ -161,17 +204,8 @@ impl<'a> Session<'a> {
         out: &mut dyn Write,
         stop: &dyn Fn() -> bool,
     ) -> io::Result<End> {
-        let user = UserMessage {
-            kind: "user",
-            message: UserContent {
-                role: "user",
-                content: [TextPart {
-                    kind: "text",
-                    text: self.opts.prompt,
-                }],
-            },
-        };
-        self.send(cli_in, &serde_json::to_vec(&user).expect("serializable"))?;
+        let user = user_message(self.opts.prompt, self.opts.attachments)?;
+        self.send(cli_in, &user)?;
         let w = Waiting {
             input,
             timeout: self.opts.timeout,

@@ -70,7 +70,9 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
         // `control_request` that the host answers.
         Approval::Ask => v.extend([s("--permission-prompt-tool"), s("stdio")]),
     }
-    let talks = a.approval == Approval::Ask || a.page_tools;
+    // Attachments go in as content blocks of a stream-json user message
+    // too, on stdin.
+    let talks = a.approval == Approval::Ask || a.page_tools || !a.attachments.is_empty();
     if talks {
         v.extend([s("--input-format"), s("stream-json")]);
     }

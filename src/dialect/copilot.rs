@@ -89,6 +89,11 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
             ))
         }
     }
+    // Images and documents, each its own option (`=`: a path may begin
+    // with `-`).
+    for f in &a.attachments {
+        v.push(format!("--attachment={}", f.path.display()));
+    }
     v.extend(a.extra.iter().cloned());
     Ok(v)
 }

@@ -92,9 +92,19 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     // after `--` a word that is a number would reach OpenCode as one, which
     // it cannot take; as one argument, OpenCode puts quotes around a
     // message that holds a space, as it does for one typed in a shell.
+    // `--file` takes every word after it up to the next option: the files
+    // come after the message, or before the `--` that precedes it.
+    let files = a
+        .attachments
+        .iter()
+        .map(|f| format!("--file={}", f.path.display()));
     if prompt.starts_with('-') {
+        v.extend(files);
         v.push(s("--"));
+        v.push(prompt.to_owned());
+    } else {
+        v.push(prompt.to_owned());
+        v.extend(files);
     }
-    v.push(prompt.to_owned());
     Ok(v)
 }

@@ -28,8 +28,122 @@ pub struct RunRequest {
     /// CLI is started to take them, and talked with as `--approval ask`
     /// does.
     pub page_tools: bool,
+    /// Files given to the CLI with the prompt (`--attach`).
+    pub attachments: Vec<Attachment>,
     /// Arguments passed to the CLI untouched.
     pub extra: Vec<String>,
+}
+
+/// A file given to the CLI with the prompt (an image, a PDF), and its
+/// media type (told by its name's extension, [`MEDIA_TYPES`]).
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub path: PathBuf,
+    pub media_type: &'static str,
+}
+
+/// The media types a run can attach, with the extension a file of each
+/// has: images and PDF documents, the kinds the CLIs' own routes take.
+pub const MEDIA_TYPES: &[(&str, &str)] = &[
+    ("image/png", "png"),
+    ("image/jpeg", "jpg"),
+    ("image/gif", "gif"),
+    ("image/webp", "webp"),
+    ("application/pdf", "pdf"),
+];
+
+/// The media types of [`MEDIA_TYPES`], for a message: `image/png, …`.
+pub fn media_types() -> String {
+    let names: Vec<&str> = MEDIA_TYPES.iter().map(|(t, _)| *t).collect();
+    names.join(", ")
+}
+
+impl Attachment {
+    /// The file `path`, its media type told by its extension (`jpeg` is
+    /// `jpg`, in any case); `Err` says why it cannot be attached.
+    pub fn of(path: PathBuf) -> Result<Attachment, String> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let ext = match ext.as_deref() {
+            Some("jpeg") => "jpg",
+            Some(e) => e,
+            None => "",
+        };
+        let Some((media_type, _)) = MEDIA_TYPES.iter().find(|(_, e)| *e == ext) else {
+            return Err(format!(
+                "not a file of a type a run can attach (its extension tells the type: {})",
+                MEDIA_TYPES
+                    .iter()
+                    .map(|(_, e)| *e)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        Ok(Attachment { path, media_type })
+    }
+
+    /// Whether it is an image (else a PDF document).
+    pub fn is_image(&self) -> bool {
+        self.media_type.starts_with("image/")
+    }
+
+    /// Its bytes, base64 (standard alphabet, padded); an error names the
+    /// file.
+    pub fn base64(&self) -> std::io::Result<String> {
+        use base64::Engine as _;
+        let bytes = std::fs::read(&self.path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("--attach {}: {e}", self.path.display()))
+        })?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+}
+
+/// Why `cli` (its name) cannot take an attachment of `media_type`, if it
+/// cannot; `acp`: the run speaks the Agent Client Protocol with it, where
+/// images go as image prompt blocks (and the agent must say it takes
+/// them). Otherwise Claude Code takes images and PDFs (stream-json content
+/// blocks), Copilot CLI and OpenCode too (`--attachment`, `--file`), Codex
+/// images (its app-server's `turn/start` input); Gemini CLI over ACP only
+/// ([`files_pick_acp`]); Qwen Code none.
+pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<String> {
+    let image = media_type.starts_with("image/");
+    match cli {
+        "qwen" => {}
+        _ if acp && image => return None,
+        _ if acp => {
+            return Some(format!(
+                "{cli} over the Agent Client Protocol takes images only (as image prompt blocks), not {media_type}"
+            ))
+        }
+        _ => {}
+    }
+    match cli {
+        "claude" | "copilot" | "opencode" => None,
+        "gemini" => Some(
+            "gemini takes images over the Agent Client Protocol only, not with --transport stream"
+                .into(),
+        ),
+        "codex" if image => None,
+        "codex" => Some(format!(
+            "codex takes images only (its app-server's turn/start input has no documents), not {media_type}"
+        )),
+        "qwen" if image => Some(
+            "qwen cannot take images: Qwen Code turns a stream-json image into JSON text and re-encodes an @file image, so the bytes would not reach the model as sent"
+                .into(),
+        ),
+        other => Some(format!(
+            "{other} cannot take attachments yet (claude, copilot and opencode take images and PDFs, codex and gemini images)"
+        )),
+    }
+}
+
+/// Whether a run of `cli` given files speaks the Agent Client Protocol
+/// with it unless told otherwise (`--transport auto`): Gemini CLI takes
+/// images only there.
+pub fn files_pick_acp(cli: &str) -> bool {
+    cli == "gemini"
 }
 
 /// The name of the MCP server that serves the page's tools to a CLI.
@@ -81,6 +195,26 @@ pub enum Transport {
     AppServer,
 }
 
+/// A size in bytes: a number, then `K`, `M` or `G` (KiB, MiB, GiB; `KiB`,
+/// `MiB`, `GiB` and `B` too) or nothing (bytes).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let at = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(at);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (try 20M, 512K, 1048576)"))?;
+    let times: usize = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KIB" => 1 << 10,
+        "M" | "MIB" => 1 << 20,
+        "G" | "GIB" => 1 << 30,
+        _ => return Err(format!("unknown unit in {s:?} (use K, M or G)")),
+    };
+    n.checked_mul(times)
+        .ok_or_else(|| format!("too large a size: {s:?}"))
+}
+
 /// `90s`, `10m`, `1h`, `500ms`, or plain seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -111,6 +245,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("20M"), Ok(20 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("2T").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn attachments_are_typed_by_their_extension() {
+        let of = |p: &str| Attachment::of(p.into()).map(|a| a.media_type);
+        assert_eq!(of("a.PNG"), Ok("image/png"));
+        assert_eq!(of("dir/shot.jpeg"), Ok("image/jpeg"));
+        assert_eq!(of("b.pdf"), Ok("application/pdf"));
+        assert!(of("notes.txt")
+            .unwrap_err()
+            .contains("png, jpg, gif, webp, pdf"));
+        assert!(of("noext").is_err());
+    }
 
     #[test]
     fn durations() {

@@ -24,7 +24,9 @@ use crate::converse::acp;
 use crate::converse::appserver;
 use crate::converse::ask;
 use crate::converse::control;
-use crate::dialect::request::{Approval, RunRequest, Transport};
+use crate::dialect::request::{
+    attachment_refused, files_pick_acp, Approval, RunRequest, Transport,
+};
 use crate::dialect::{AcpStart, Client, Dialect};
 use crate::process::redact::Redactor;
 use crate::process::stderr::Tail;
@@ -250,12 +252,19 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     // The page's tools are served over the control protocol, as asks are.
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking)?;
+    let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    let agent = acp_transport(cli, a.transport, asking)?;
+    // Gemini CLI takes images over ACP only.
+    let agent = acp_transport(
+        cli,
+        a.transport,
+        asking || (attached && files_pick_acp(cli.name())),
+    )?;
+    check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
         None => transport(
@@ -263,7 +272,8 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
             a.transport,
             exe.as_deref().ok(),
             &a.request.extra,
-            asking,
+            // Images go in the app-server's turn input.
+            asking || attached,
         )?,
     };
     // Claude Code in control-protocol mode: the prompt and the decisions
@@ -273,6 +283,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let lines = asking.then(ask::input_lines);
     let control = asking && client.is_none() && agent.is_none();
     let server = client.is_some() || agent.is_some();
+    // Claude Code given attachments without asking: one stream-json user
+    // message on its stdin, which is then closed.
+    let message = attached && !control && !server;
     // The policy file lives until the CLI has exited.
     let (args, _policy) = match agent {
         Some(start) => {
@@ -301,10 +314,20 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let env = agent
         .and_then(|s| s.ask_env)
         .filter(|(var, _)| asking && std::env::var_os(var).is_none());
-    let mut child = match start(&a, exe, &args, control || server, server, env, &prompt)? {
+    let stdin = control || server || message;
+    let mut child = match start(&a, exe, &args, stdin, server, env, &prompt)? {
         Ok(child) => child,
         Err(not) => return cannot_start(&mut em, &mut out, &not.msg, not.code, not.status),
     };
+    if message {
+        let user = crate::converse::control::user_message(&prompt, &a.request.attachments)?;
+        if let Some(mut cli_in) = child.input.take() {
+            // A CLI that has already failed does not read it: its output says why.
+            let _ = cli_in
+                .write_all(&user)
+                .and_then(|()| cli_in.write_all(b"\n"));
+        }
+    }
     let stream = match (agent, client) {
         (Some(_), _) => Dialect::named("acp").expect("a dialect"),
         (None, Some((d, _))) => d,
@@ -363,6 +386,29 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     )?;
     keep(&a, &em, tr.as_ref())?;
     Ok(ended.exit_code())
+}
+
+/// Whether the CLI can take each attachment (`--attach`), `acp`: over the
+/// Agent Client Protocol, and each is a file that can be read.
+fn check_attachments(a: &Run, acp: bool) -> anyhow::Result<()> {
+    for at in &a.request.attachments {
+        if let Some(why) = attachment_refused(a.cli.name(), at.media_type, acp) {
+            anyhow::bail!("--attach {}: {why}", at.path.display());
+        }
+        if a.cli.name() == "codex" && matches!(a.transport, Transport::Exec | Transport::Stream) {
+            anyhow::bail!(
+                "--attach {}: codex takes images over its app-server only, not with --transport exec",
+                at.path.display()
+            );
+        }
+        let file = std::fs::File::open(&at.path)
+            .and_then(|f| f.metadata())
+            .with_context(|| format!("--attach {}", at.path.display()))?;
+        if !file.is_file() {
+            anyhow::bail!("--attach {}: not a file", at.path.display());
+        }
+    }
+    Ok(())
 }
 
 /// The most a `--page-tools` file is read of.
@@ -675,6 +721,7 @@ impl Started {
         let lines = talk.lines.expect("asking");
         let opts = control::Options {
             prompt: talk.prompt,
+            attachments: &a.request.attachments,
             timeout: a.approval_timeout,
             marker: a.input_marker,
             tools: talk.tools.take(),
@@ -737,6 +784,7 @@ impl Started {
         };
         let opts = appserver::Options {
             prompt: talk.prompt,
+            attachments: &a.request.attachments,
             resume: a.request.resume.as_deref(),
             cwd,
             model: a.request.model.as_deref(),
@@ -828,6 +876,7 @@ impl Started {
             .context("the current directory is not a UTF-8 path: give --cwd")?;
         let opts = acp::Options {
             prompt: talk.prompt,
+            attachments: &a.request.attachments,
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,

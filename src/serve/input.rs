@@ -32,7 +32,12 @@ pub(super) struct Request<'a> {
     pub(super) tools: Option<String>,
     /// The model and effort the page chooses for the run.
     pub(super) choices: page::Choices,
+    /// The files of the last user message, for the run.
+    pub(super) attachments: Vec<page::Attached>,
 }
+
+/// The prompt of a user message that holds files and no text.
+const NO_TEXT: &str = "(The user sent the attached files without a message.)";
 
 impl<'a> Request<'a> {
     /// The request in `body` to the server `shared`, or `None` when it is
@@ -60,20 +65,30 @@ impl<'a> Request<'a> {
             serde_json::from_str::<Vec<serde::de::IgnoredAny>>(r.get())
                 .map_or(true, |v| !v.is_empty())
         });
-        let prompt = prompt_of(&input);
-        let page = match page::Page::check(&input, shared.cli, shared.ask, &shared.run_options) {
+        let page = page::Page::check(
+            &input,
+            shared.cli,
+            shared.ask,
+            &shared.run_options,
+            shared.max_attachment,
+        );
+        let page = match page {
             Ok(p) => p,
             Err(why) => {
                 let _ = refuse_with(conn, cors, 400, &why);
                 return None;
             }
         };
+        // Files without a word still make a prompt.
+        let prompt = prompt_of(&input)
+            .or_else(|| (!page.attachments.is_empty()).then(|| NO_TEXT.to_owned()));
         Some(Request {
             prompt: prompt.map(|p| page.prompt(p)),
             input,
             resuming,
             tools: page.tools,
             choices: page.choices,
+            attachments: page.attachments,
         })
     }
 }
@@ -85,8 +100,9 @@ pub(super) fn read_body(
     head: &mut Head,
     cors: &str,
     deadline: Instant,
+    shared: &Shared,
 ) -> Option<Vec<u8>> {
-    if head.content_length > MAX_BODY {
+    if head.content_length > max_body(shared.max_attachment) {
         let why = "the request body is too large";
         let _ = refuse(conn, cors, Refused(413, why));
         return None;
@@ -100,8 +116,15 @@ pub(super) fn read_body(
     }
 }
 
-/// A request body, at most (a long conversation of messages fits).
+/// A request body without files, at most (a long conversation of messages
+/// fits).
 const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// A request body, at most, when a file may have `max_attachment` bytes:
+/// [`MAX_BODY`] and one such file, base64.
+fn max_body(max_attachment: usize) -> usize {
+    MAX_BODY.saturating_add(max_attachment.div_ceil(3).saturating_mul(4))
+}
 
 /// A thread or run id, at most (bytes).
 pub(super) const MAX_ID: usize = 1024;

@@ -165,6 +165,7 @@ pub(super) fn run_one(
                 &request.choices,
                 &file.0,
                 t.as_deref(),
+                crate::serve::page::attach_args(&file.0, &request.attachments)?,
                 talks,
             )
         })
@@ -230,7 +231,8 @@ fn tools_file(session_file: &Path, tools: Option<&str>) -> io::Result<Option<std
 
 /// The command of the run of `input`: this program's `run`, with the
 /// page's `choices`, the thread's session to resume and `session_file` for
-/// the session it reports, the page's tools in `tools` (a file), its pipes,
+/// the session it reports, the page's tools in `tools` (a file), its files
+/// (`attach`: the arguments that give them), its pipes,
 /// no token, and the server's death as its end; `talks`: it reads its
 /// prompt and the thread's next requests as lines, and marks each wait.
 fn run_command(
@@ -239,6 +241,7 @@ fn run_command(
     choices: &Choices,
     session_file: &Path,
     tools: Option<&Path>,
+    attach: Vec<std::ffi::OsString>,
     talks: bool,
 ) -> io::Result<Command> {
     let (resume, plan_file) = {
@@ -260,6 +263,8 @@ fn run_command(
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
     }
+    // After `run CLI -`, before the run options.
+    argv.splice(3..3, attach);
     if let Some(t) = tools {
         let mut arg = std::ffi::OsString::from("--page-tools=");
         arg.push(t);

@@ -235,7 +235,7 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         return;
     };
     pending.admitted();
-    let Some(body) = input::read_body(&mut conn, &mut head, &cors, deadline) else {
+    let Some(body) = input::read_body(&mut conn, &mut head, &cors, deadline, shared) else {
         return;
     };
     pending.done();

@@ -61,6 +61,8 @@ struct Shared {
     access: Access,
     /// Options for every run (after `--` on the command line).
     run_options: Vec<String>,
+    /// The most bytes a file of a page's may have (`--max-attachment`).
+    max_attachment: usize,
     /// Where runs leave their session ids: a directory of this server's
     /// own, which no other user can write in.
     session_dir: PathBuf,
@@ -122,6 +124,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// Which RAW events a client gets.
     pub raw: RawMode,
+    /// The most bytes a file of a page's may have, decoded.
+    pub max_attachment: usize,
 }
 
 /// `agui-translate serve`. `check_run` checks the arguments of a run as the
@@ -166,6 +170,7 @@ pub fn main(
         token: token.map(String::into_bytes),
         access: Access::new(local, &a.allow_host, &a.allow_origin),
         run_options: a.run_options,
+        max_attachment: a.max_attachment,
         session_dir: session_dir.0.clone(),
         version: settings.version,
         raw: settings.raw,

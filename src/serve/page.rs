@@ -6,13 +6,18 @@
 //! handed to the run that waits for them); and what it chooses for the
 //! run in `forwardedProps` (the model and the effort).
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::Path;
+
+use base64::Engine as _;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::converse::mcp::{self, Text, MAX_ANSWER};
+use crate::dialect::request::{attachment_refused, files_pick_acp, media_types, MEDIA_TYPES};
 use crate::dialect::Dialect;
 use crate::serve::input::{id_ok, RunAgentInput};
 
@@ -31,6 +36,8 @@ pub(super) struct Page {
     context: Option<String>,
     /// The model and effort it chooses.
     pub(super) choices: Choices,
+    /// The files of its last user message.
+    pub(super) attachments: Vec<Attached>,
 }
 
 #[derive(Deserialize)]
@@ -40,15 +47,16 @@ struct ContextItem {
 }
 
 impl Page {
-    /// The page's tools, context, state, answers and choices in `input`,
-    /// checked for a server of `cli` with the run `options` (`ask`:
-    /// `--approval ask` among them); `Err` says which field and why (a
-    /// `400`).
+    /// The page's tools, context, state, answers, choices and files in
+    /// `input`, checked for a server of `cli` with the run `options`
+    /// (`ask`: `--approval ask` among them) whose files may have
+    /// `max_attachment` bytes; `Err` says which field and why (a `400`).
     pub(super) fn check(
         input: &RunAgentInput,
         cli: Dialect,
         ask: bool,
         options: &[String],
+        max_attachment: usize,
     ) -> Result<Self, String> {
         let tools = match input.tools.map(RawValue::get) {
             None | Some("null") => None,
@@ -76,6 +84,11 @@ impl Page {
             tools,
             context: context_block(input.context, input.state)?,
             choices: choices(cli, ask, options, input.forwarded_props)?,
+            attachments: attachments(
+                input.last_user_content(),
+                Takes::of(cli, ask, options),
+                max_attachment,
+            )?,
         })
     }
 
@@ -421,6 +434,293 @@ fn shown(v: &str) -> String {
     v.chars().take(64).collect()
 }
 
+// The files of the last user message: its 1.0 content parts (`image`,
+// `audio`, `video`, `document`) and 0.0 `binary` parts, checked and
+// decoded, each for the run as a file of its own (`run --attach`). A part
+// no run can take is refused (a `400` naming it and saying why), never
+// dropped.
+/// The most files one user message may hold.
+pub(super) const MAX_ATTACHMENTS: usize = 16;
+
+/// The extension of the directory of a run's files, beside its session
+/// file (and removed with it).
+pub(super) const FILES_EXT: &str = "files";
+
+/// A file of the page's, decoded.
+pub(super) struct Attached {
+    ext: &'static str,
+    bytes: Vec<u8>,
+}
+
+/// A content part, in its 1.0 shape or the 0.0 `binary` one.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartIn<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    /// 1.0: `{type: data|url|file, value, mimeType}`.
+    #[serde(default, borrow)]
+    source: Option<SourceIn<'a>>,
+    /// 1.0: `{filename, …}`, to name the part.
+    #[serde(default, borrow)]
+    metadata: Option<&'a RawValue>,
+    // 0.0 `binary`:
+    #[serde(default, borrow)]
+    mime_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    data: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    url: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    filename: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SourceIn<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    value: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    mime_type: Option<Cow<'a, str>>,
+}
+
+/// The kinds of content parts a user message may hold.
+const PART_KINDS: &str = "text, image, audio, video, document (1.0), binary (0.0)";
+
+/// Who takes the files: the CLI, and whether its runs speak the Agent
+/// Client Protocol (`--approval ask` or `--transport acp` among the run
+/// options, or a run of files for a CLI that takes them there only),
+/// over which images go as prompt blocks.
+#[derive(Clone, Copy)]
+pub(super) struct Takes {
+    cli: Dialect,
+    acp: bool,
+}
+
+impl Takes {
+    fn of(cli: Dialect, ask: bool, options: &[String]) -> Takes {
+        let how = transport(own_options(options));
+        let acp = cli.acp().is_some()
+            && (cli.exec().is_none()
+                || ask
+                || how == Some("acp")
+                || (files_pick_acp(cli.name()) && how.is_none_or(|h| h == "auto")));
+        Takes { cli, acp }
+    }
+}
+
+/// The files of `content` (the last user message's) a run of `to` takes,
+/// each at most `max` bytes decoded; `Err` names the first part refused
+/// and why.
+pub(super) fn attachments(
+    content: Option<&RawValue>,
+    to: Takes,
+    max: usize,
+) -> Result<Vec<Attached>, String> {
+    use serde::de::DeserializeSeed;
+    let Some(json) = content.map(RawValue::get).filter(|c| c.starts_with('[')) else {
+        return Ok(Vec::new());
+    };
+    let mut files = Vec::new();
+    let mut refused = None;
+    let seed = Parts {
+        to,
+        max,
+        files: &mut files,
+        refused: &mut refused,
+    };
+    let mut de = serde_json::Deserializer::from_str(json);
+    match seed.deserialize(&mut de) {
+        Ok(()) => Ok(files),
+        Err(e) => Err(refused
+            .unwrap_or_else(|| format!("the user message's content: not an array of parts: {e}"))),
+    }
+}
+
+/// The parts of a content, each checked as it is read (a body of many
+/// small parts costs no list of them): the files kept, the first refusal
+/// said.
+struct Parts<'s> {
+    to: Takes,
+    max: usize,
+    files: &'s mut Vec<Attached>,
+    refused: &'s mut Option<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Parts<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Parts<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of parts")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while let Some(part) = seq.next_element::<PartIn<'de>>()? {
+            i += 1;
+            if part.kind.as_deref() == Some("text") {
+                continue;
+            }
+            let named = part_name(i, &part);
+            let file = if self.files.len() == MAX_ATTACHMENTS {
+                Err(format!(
+                    "a user message may hold at most {MAX_ATTACHMENTS} files"
+                ))
+            } else {
+                attachment(&part, self.to, self.max)
+            };
+            match file {
+                Ok(f) => self.files.push(f),
+                Err(why) => {
+                    *self.refused = Some(format!("{named}: {why}"));
+                    return Err(serde::de::Error::custom("refused"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a refusal names part `i` (from 1): its place, kind and file name.
+fn part_name(i: usize, part: &PartIn) -> String {
+    #[derive(Deserialize)]
+    struct Meta {
+        filename: Option<String>,
+    }
+    let file = part.filename.as_deref().map(str::to_owned).or_else(|| {
+        part.metadata
+            .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+            .and_then(|m| m.filename)
+    });
+    let kind = shown(part.kind.as_deref().unwrap_or("no type"));
+    match file {
+        Some(f) => format!("the user message's part {i} ({kind} {:?})", shown(&f)),
+        None => format!("the user message's part {i} ({kind})"),
+    }
+}
+
+/// One part checked and decoded, or why a run of `cli` cannot take it.
+fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> {
+    let (how, value, mime) = match (part.kind.as_deref(), &part.source) {
+        (Some("image" | "audio" | "video" | "document"), Some(s)) => {
+            (s.kind.as_ref(), s.value.as_deref(), s.mime_type.as_deref())
+        }
+        (Some("image" | "audio" | "video" | "document"), None) => {
+            return Err("it has no source".into())
+        }
+        (Some("binary"), _) => match (&part.data, &part.url, &part.id) {
+            (Some(d), _, _) => ("data", Some(d.as_ref()), part.mime_type.as_deref()),
+            (None, Some(u), _) => ("url", Some(u.as_ref()), None),
+            (None, None, Some(_)) => ("file", None, None),
+            (None, None, None) => return Err("it has no data".into()),
+        },
+        (None, _) => return Err(format!("it has no type (a content part is {PART_KINDS})")),
+        (Some(kind), _) => {
+            return Err(format!(
+                "type {:?} is not a content part this server takes ({PART_KINDS})",
+                shown(kind)
+            ))
+        }
+    };
+    match how {
+        "data" => {}
+        "url" => {
+            return Err(
+                "a url source: this server never fetches a URL; send the file's bytes \
+                        (a data source, base64)"
+                    .into(),
+            )
+        }
+        "file" => {
+            return Err(
+                "a file handle (of a provider's): this server cannot read it; send the \
+                        file's bytes (a data source, base64)"
+                    .into(),
+            )
+        }
+        other => {
+            return Err(format!(
+                "source type {:?} is not data, url or file",
+                shown(other)
+            ))
+        }
+    }
+    let mime = mime.ok_or("a data source needs its mimeType")?;
+    let bare = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let Some(&(media_type, ext)) = MEDIA_TYPES.iter().find(|(t, _)| *t == bare) else {
+        return Err(format!(
+            "type {:?} is not one this server takes ({})",
+            shown(mime),
+            media_types()
+        ));
+    };
+    if let Some(why) = attachment_refused(to.cli.name(), media_type, to.acp) {
+        return Err(why);
+    }
+    let value = value.ok_or("a data source needs its value (base64)")?;
+    // The decoded size, known before decoding.
+    let size = value.len() / 4 * 3;
+    if size > max + 2 {
+        return Err(format!(
+            "about {size} bytes, more than the {max} a file may have (--max-attachment)"
+        ));
+    }
+    let bytes = BASE64
+        .decode(value)
+        .map_err(|e| format!("its data is not base64: {e}"))?;
+    if bytes.len() > max {
+        return Err(format!(
+            "{} bytes, more than the {max} a file may have (--max-attachment)",
+            bytes.len()
+        ));
+    }
+    Ok(Attached { ext, bytes })
+}
+
+/// Base64 as pages send it: the standard alphabet, padded or not.
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// Writes `files` to a directory of their own beside `session_file`
+/// (private, 0700), and gives the run arguments that attach them.
+pub(super) fn attach_args(
+    session_file: &Path,
+    files: &[Attached],
+) -> std::io::Result<Vec<OsString>> {
+    use std::os::unix::fs::DirBuilderExt;
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = session_file.with_extension(FILES_EXT);
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    let mut args = Vec::with_capacity(files.len());
+    for (i, f) in files.iter().enumerate() {
+        let path = dir.join(format!("{}.{}", i + 1, f.ext));
+        std::fs::write(&path, &f.bytes)?;
+        let mut arg = OsString::from("--attach=");
+        arg.push(&path);
+        args.push(arg);
+    }
+    Ok(args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +728,9 @@ mod tests {
     fn input(json: &str) -> RunAgentInput<'_> {
         serde_json::from_str(json).unwrap()
     }
+
+    /// `--max-attachment`'s default.
+    const MAX_FILE: usize = 20 << 20;
 
     fn claude() -> Dialect {
         Dialect::named("claude").unwrap()
@@ -438,7 +741,7 @@ mod tests {
         let i = input(
             r#"{"threadId":"t","context":[{"description":"User's name","value":"Ada"},{"description":"Open file","value":"src/lib.rs"}],"state":{"count":2}}"#,
         );
-        let page = Page::check(&i, claude(), false, &[]).unwrap();
+        let page = Page::check(&i, claude(), false, &[], MAX_FILE).unwrap();
         assert_eq!(
             page.prompt("Hi".into()),
             "<context from the application>\nUser's name: Ada\nOpen file: src/lib.rs\nThe application's state (JSON): {\"count\":2}\n</context from the application>\n\nHi"
@@ -448,6 +751,7 @@ mod tests {
             claude(),
             false,
             &[],
+            MAX_FILE,
         )
         .unwrap();
         assert_eq!(none.prompt("Hi".into()), "Hi");
@@ -456,7 +760,7 @@ mod tests {
     #[test]
     fn each_field_has_its_limit() {
         let why = |json: &str| {
-            Page::check(&input(json), claude(), false, &[])
+            Page::check(&input(json), claude(), false, &[], MAX_FILE)
                 .err()
                 .unwrap()
         };
@@ -633,5 +937,37 @@ mod tests {
         );
         // After `--`, `--model` is the CLI's own argument, not run's.
         assert!(choose("claude", &["--", "--model", "m"], r#"{"model":"x"}"#).is_ok());
+    }
+
+    #[test]
+    fn a_run_s_files_are_written_to_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("agui-page-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"[{"type":"text","text":"a"},{"type":"image","source":{"type":"data","value":"AAEC/w==","mimeType":"image/PNG"}},{"type":"binary","mimeType":"application/pdf; x=y","data":"JVBERg"}]"#,
+        )
+        .unwrap();
+        let files = attachments(Some(&raw), Takes::of(claude(), false, &[]), MAX_FILE).unwrap();
+        let args = attach_args(&dir.join("7"), &files).unwrap();
+        let files_dir = dir.join("7.files");
+        let mode = std::fs::metadata(&files_dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(
+            args,
+            [
+                OsString::from(format!("--attach={}", files_dir.join("1.png").display())),
+                OsString::from(format!("--attach={}", files_dir.join("2.pdf").display()))
+            ]
+        );
+        assert_eq!(
+            std::fs::read(files_dir.join("1.png")).unwrap(),
+            [0, 1, 2, 255]
+        );
+        assert_eq!(std::fs::read(files_dir.join("2.pdf")).unwrap(), b"%PDF");
+        assert!(attach_args(&dir.join("8"), &[]).unwrap().is_empty());
+        assert!(!dir.join("8.files").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

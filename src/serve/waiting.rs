@@ -41,6 +41,7 @@ impl Drop for SessionFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
         let _ = std::fs::remove_file(self.0.with_extension(crate::serve::launch::TOOLS_EXT));
+        let _ = std::fs::remove_dir_all(self.0.with_extension(crate::serve::page::FILES_EXT));
     }
 }
 

@@ -17,6 +17,7 @@ Driven by the environment:
   ACP_MODE=garbage  print a line that is not JSON-RPC and exit
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
   ACP_MODE=noload   answer session/load with a JSON-RPC error
+  ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
 
 Otherwise the prompt's words say what the turn does:
   tool      a tool call streamed with its input and its output, then text
@@ -228,7 +229,10 @@ def main():
             return
         method, rid = msg.get("method"), msg.get("id")
         if method == "initialize":
-            send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True},
+            caps = {"loadSession": True}
+            if mode != "noimage":
+                caps["promptCapabilities"] = {"image": True}
+            send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": caps,
                                         "authMethods": []}})
         elif method == "session/new":
             if mode == "refuse":
