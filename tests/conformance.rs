@@ -1088,6 +1088,45 @@ fn http_agent_approves_through_serve() {
     );
 }
 
+/// CopilotKit's own run handler (`@copilotkit/core` 1.75, its packages in
+/// `tests/copilotkit`, installed as this file's are) against `serve claude
+/// -- --approval ask`, answering as its stock interrupt card does
+/// (`tests/copilotkit/approve.cjs`): after an approval the thread holds the
+/// command's real output for the call, after a denial or a cancel what the
+/// CLI made of it, and not CopilotKit's own `{"approved":…}`.
+#[test]
+fn copilotkit_shows_the_real_result_of_an_approved_call() {
+    if skipped("copilotkit_shows_the_real_result_of_an_approved_call") {
+        return;
+    }
+    let dir = root().join("tests/copilotkit");
+    ensure_packages(&dir);
+    let mut servers = Vec::new();
+    let mut args = Vec::new();
+    for replay in ["approve.jsonl", "deny.jsonl", "deny.jsonl"] {
+        let replay = root().join("tests/ask").join(replay);
+        let server = common::serve_run(
+            "claude",
+            &[],
+            &["--approval", "ask"],
+            &[("FAKE_CONTROL", &replay)],
+        );
+        args.push(format!("http://{}/agent", server.addr));
+        servers.push(server);
+    }
+    let out = Command::new("node")
+        .arg(dir.join("approve.cjs"))
+        .args(&args)
+        .output()
+        .unwrap_or_else(|e| panic!("node is needed for the CopilotKit test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.trim() == "OK",
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `serve claude -- --approval ask` with a short `--approval-timeout`, and
 /// the official 1.0 HttpAgent (`tests/conformance/expire.cjs`): once the
 /// interrupt has expired, the agent takes only a cancel of it; the cancel is
@@ -1283,8 +1322,12 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
         em.end_of_input(true);
         let out = em.output().to_vec();
         let text = String::from_utf8(out).unwrap();
+        let reason = match version {
+            AguiVersion::V1_0 => "tool_call",
+            AguiVersion::V0_0 => "agui-translate:tool_approval",
+        };
         assert!(
-            text.contains(r#""outcome":{"type":"interrupt","interrupts":[{"id":"c1-approval","reason":"tool_call","toolCallId":"c1""#),
+            text.contains(&format!(r#""outcome":{{"type":"interrupt","interrupts":[{{"id":"c1-approval","reason":"{reason}","toolCallId":"c1""#)),
             "{text}"
         );
         assert!(

@@ -50,6 +50,16 @@ impl Kept<'_> {
     }
 }
 
+/// The reason of a `tool_call` interrupt written for AG-UI 0.0: the
+/// interrupts here ask to approve a call the CLI then runs, and the resumed
+/// run brings its real result. CopilotKit 1.75 (on `@ag-ui/client` 0.0.59)
+/// answers a `tool_call` interrupt with a tool message of its own holding
+/// the answer (`{"approved":true}`), and its run handler keeps that one
+/// over the real result; for a reason of its own namespace (AG-UI 1.0
+/// leaves those to servers) it adds nothing, and the real result is shown.
+/// `toolCallId`, `message` and `responseSchema` stay as they are.
+const V0_TOOL_APPROVAL: &str = "agui-translate:tool_approval";
+
 /// Write `ev` as a JSON object for AG-UI `version`, without its closing
 /// brace; what 0.0 has no field for is returned, for [`metadata`].
 pub(super) fn event_open_for<'a>(
@@ -118,6 +128,7 @@ fn run_fields<'a>(o: &mut Obj, ev: &Event<'a>, v0: bool, kept: &mut Kept<'a>) {
                 Some(Outcome::Cancelled) if v0 => kept.cancelled = true,
                 // 0.0.59's schema has no pendingToolCallIds.
                 Some(Outcome::Pending(_)) if v0 => o.outcome(Outcome::Pending(&[])),
+                Some(Outcome::Interrupt(interrupts)) => o.interrupts(interrupts, v0),
                 Some(outcome) => o.outcome(outcome),
                 None => {}
             }
@@ -647,7 +658,7 @@ impl Obj<'_> {
             Outcome::Success => b",\"outcome\":{\"type\":\"success\"}",
             Outcome::Cancelled => b",\"outcome\":{\"type\":\"cancelled\"}",
             Outcome::Interrupt(interrupts) => {
-                self.interrupts(interrupts);
+                self.interrupts(interrupts, false);
                 return;
             }
             Outcome::Pending(ids) => {
@@ -676,8 +687,9 @@ impl Obj<'_> {
     }
 
     /// `,"outcome":{"type":"interrupt","interrupts":[…]}`: the same for
-    /// AG-UI 1.0 and 0.0 (0.0.59 knows it).
-    fn interrupts(&mut self, interrupts: &[Interrupt]) {
+    /// AG-UI 1.0 and 0.0 (0.0.59 knows it), but for the reason of an
+    /// approval of a tool call (`v0`): see [`V0_TOOL_APPROVAL`].
+    fn interrupts(&mut self, interrupts: &[Interrupt], v0: bool) {
         self.0
             .extend_from_slice(b",\"outcome\":{\"type\":\"interrupt\",\"interrupts\":[");
         for (i, it) in interrupts.iter().enumerate() {
@@ -685,7 +697,11 @@ impl Obj<'_> {
                 self.0.push(b',');
             }
             self.str(b"{\"id\":", it.id);
-            self.str(b",\"reason\":", it.reason);
+            let reason = match it.reason {
+                "tool_call" if v0 => V0_TOOL_APPROVAL,
+                reason => reason,
+            };
+            self.str(b",\"reason\":", reason);
             self.opt_str(b",\"toolCallId\":", it.tool_call_id);
             self.opt_str(b",\"message\":", it.message);
             if let Some(v) = it.response_schema {
@@ -1128,7 +1144,7 @@ mod tests {
     }
 
     #[test]
-    fn interrupt_outcomes_are_written_alike_for_1_0_and_0_0() {
+    fn interrupt_outcomes_for_0_0_differ_only_in_the_approval_reason() {
         let schema = raw(r#"{"type":"object","required":["approved"]}"#);
         let fields: [MetaField; 2] = [
             ("toolName", Some(MetaValue::Str("Bash"))),
@@ -1163,7 +1179,13 @@ mod tests {
         };
         let want = r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i\"1","reason":"tool_call","toolCallId":"c1","message":"Run \"ls\"?","responseSchema":{"type":"object","required":["approved"]},"expiresAt":"2026-11-22T10:45:42.152Z","metadata":{"toolName":"Bash"}},{"id":"i2","reason":"confirmation"}]}}"#;
         assert_eq!(written_for(&ev, AguiVersion::V1_0, None), want);
-        assert_eq!(written_for(&ev, AguiVersion::V0_0, None), want);
+        // For 0.0 an approval of a tool call has a reason of its own.
+        let want_0 = want.replacen(
+            r#""reason":"tool_call""#,
+            r#""reason":"agui-translate:tool_approval""#,
+            1,
+        );
+        assert_eq!(written_for(&ev, AguiVersion::V0_0, None), want_0);
     }
 
     #[test]

@@ -87,7 +87,10 @@ async function one(c, url, sentFile) {
   const it = pending[0];
   const cli = c.cli || "claude";
   const call = acp[cli] ? it.metadata && it.metadata.toolCall && it.metadata.toolCall.toolCallId : asked[cli];
-  check(it.reason === "tool_call" && it.toolCallId === call, `${c.name}: a tool_call interrupt for the streamed call: ${JSON.stringify(it)}`);
+  // For a 0.0 client (CopilotKit's pin) an approval has a reason of
+  // serve's own namespace (see docs/serve.md).
+  const reason = c.client === "0.0.59" ? "agui-translate:tool_approval" : "tool_call";
+  check(it.reason === reason && it.toolCallId === call, `${c.name}: a tool_call interrupt for the streamed call: ${JSON.stringify(it)}`);
   if (cli === "claude") {
     check(it.responseSchema && it.responseSchema.properties && it.responseSchema.properties.editedArgs, `${c.name}: the schema offers editedArgs`);
   }
