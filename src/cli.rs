@@ -420,6 +420,15 @@ where
     T: Into<OsString> + Clone,
 {
     let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
+    // The common path builds no help text: the command line is read
+    // without it, and only what ends in help, a version or an error is
+    // read again with it, to be shown as the user asked.
+    if let Ok(args) = Args::command()
+        .try_get_matches_from(&argv)
+        .and_then(|m| Args::from_arg_matches(&m))
+    {
+        return Ok(args);
+    }
     let mut cmd = command();
     cmd.try_get_matches_from_mut(&argv)
         .and_then(|m| Args::from_arg_matches(&m))

@@ -63,33 +63,35 @@ pub fn scan_members<'a>(
 pub fn value_end(b: &[u8], i: usize) -> Option<usize> {
     match *b.get(i)? {
         b'"' => string_end(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match *b.get(j)? {
-                    b'"' => {
-                        j = string_end(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
+        b'{' | b'[' => close_end(b, i, 0),
         _ => Some(
             b[i..]
                 .iter()
                 .position(|&c| matches!(c, b',' | b'}' | b']') || c.is_ascii_whitespace())
                 .map_or(b.len(), |n| i + n),
         ),
+    }
+}
+
+/// The end of the object or array that `depth` open brackets before `b[i]`
+/// begin, `b[i]` standing outside any string, in text that has parsed.
+pub fn close_end(b: &[u8], mut i: usize, mut depth: usize) -> Option<usize> {
+    loop {
+        match *b.get(i)? {
+            b'"' => {
+                i = string_end(b, i)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
     }
 }
 

@@ -2300,7 +2300,10 @@ fn parsed_places(rec: &Record, json: &str) -> Option<Carried> {
                 }
                 skip_ws_back(b, comma - 1)
             }
-            None => json::value_end(b, start)?,
+            None => match content_end(rec.message.as_ref()?.content.as_ref(), json, start) {
+                Some(end) => end,
+                None => json::value_end(b, start)?,
+            },
         };
         places[0] = Some((key - 1, end));
     }
@@ -2320,6 +2323,45 @@ fn parsed_places(rec: &Record, json: &str) -> Option<Carried> {
         }
     }
     Some(places)
+}
+
+/// Where a message's `content` list, which starts at `json[start]`, ends,
+/// told by its parse: its last block's last member borrowed from the line
+/// is found without a scan, and only what follows it is scanned (the rest
+/// of that block and the list's closing bracket). None when the parse
+/// cannot tell (not a list, or its last block holds nothing borrowed).
+fn content_end(content: Option<&MsgContent>, json: &str, start: usize) -> Option<usize> {
+    let block = match content? {
+        MsgContent::Text(_) => return None,
+        MsgContent::One(b) => b,
+        MsgContent::Blocks(v) => v.last()?,
+    };
+    // After a string, its closing quote; after a raw value, nothing.
+    let string = |s: &Option<Cow<str>>| match s {
+        Some(Cow::Borrowed(s)) => offset(json, s).map(|at| at + s.len() + 1),
+        _ => None,
+    };
+    let raw =
+        |v: Option<&RawValue>| v.and_then(|v| offset(json, v.get()).map(|at| at + v.get().len()));
+    let after = [
+        string(&block.kind),
+        string(&block.signature),
+        string(&block.data),
+        string(&block.id),
+        string(&block.name),
+        string(&block.tool_use_id),
+        raw(block.text),
+        raw(block.thinking),
+        raw(block.input),
+        raw(block.content),
+        raw(block.source),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .filter(|&at| at > start)?;
+    // Inside the block, inside the list.
+    json::close_end(json.as_bytes(), after, 2)
 }
 
 /// Where `part`, a slice of `json`, starts in it.
