@@ -88,7 +88,9 @@ pub(super) fn resume_run(
         answer_gone(conn, shared, input, cors, gone);
         return;
     }
-    let streamed = stream_run(conn, pid, &mut w.stdout, cors, true);
+    let live = crate::serve::history::Live::start(shared, &input.thread_id, None);
+    let streamed = stream_run(conn, (pid, &live.live), &mut w.stdout, cors, true);
+    drop(live);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
 
