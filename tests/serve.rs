@@ -1965,3 +1965,116 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
         0o600
     );
 }
+
+/// The events of a whole SSE response, each with its `id:`.
+fn events_with_ids(mut r: BufReader<TcpStream>) -> Vec<(String, serde_json::Value)> {
+    let mut text = String::new();
+    r.read_to_string(&mut text).unwrap();
+    let mut out = Vec::new();
+    let mut id = String::new();
+    for line in text.lines() {
+        if let Some(i) = line.strip_prefix("id: ") {
+            id = i.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            out.push((std::mem::take(&mut id), serde_json::from_str(d).unwrap()));
+        }
+    }
+    out
+}
+
+/// A request that asks for its thread, with `headers`.
+fn rejoin(addr: &str, thread: &str, headers: &str) -> (u16, BufReader<TcpStream>) {
+    let b = serde_json::json!({
+        "threadId": thread, "runId": "rejoin", "protocolVersion": "1.0.0",
+        "state": {}, "tools": [], "context": [], "forwardedProps": {}, "messages": [],
+    })
+    .to_string();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{b}",
+        b.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(conn);
+    let mut status = String::new();
+    r.read_line(&mut status).unwrap();
+    let code = status.split(' ').nth(1).unwrap().parse().unwrap();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        if h.trim().is_empty() {
+            break;
+        }
+    }
+    (code, r)
+}
+
+#[test]
+fn readers_rejoin_a_run_still_going() {
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let gate = tmp("rejoin-gate");
+    let _ = std::fs::remove_file(&gate);
+    let server = serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_REPLAY", &recording),
+            ("FAKE_LINES", Path::new("4")),
+            ("FAKE_GATE", &gate),
+        ],
+    );
+    let (code, mut own) = post(&server.addr, &body("tj", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    // The run has said part of its text, and waits.
+    until(&mut own, "TEXT_MESSAGE_CONTENT");
+    let (code, joined) = rejoin(&server.addr, "tj", "");
+    assert_eq!(code, 200);
+    let (code, second) = rejoin(&server.addr, "tj", "");
+    assert_eq!(code, 200);
+    let (code, later) = rejoin(&server.addr, "tj", "Last-Event-ID: r1:2\r\n");
+    assert_eq!(code, 200);
+    // One that never reads stalls no one.
+    let (code, stalled) = rejoin(&server.addr, "tj", "");
+    assert_eq!(code, 200);
+    // A new message while the run goes is still refused.
+    let (code, _) = post(&server.addr, &body("tj", "r2", "Again"), None);
+    assert_eq!(code, 409);
+    // The request that started the run, sent again, rejoins it.
+    let (code, again) = post(&server.addr, &body("tj", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    std::fs::write(&gate, "").unwrap();
+    let own_rest = events_with_ids(own);
+    let joined = events_with_ids(joined);
+    let types = |e: &[(String, serde_json::Value)]| {
+        e.iter()
+            .map(|(_, v)| v["type"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(joined[0].1["type"], "RUN_STARTED");
+    assert_eq!(joined[0].0, "r1:1");
+    assert_eq!(joined.last().unwrap().1["type"], "RUN_FINISHED");
+    // The joiner got the whole run: the events the run's client read
+    // before it joined, then the same as the client.
+    assert!(joined.ends_with(&own_rest), "{joined:?}\n{own_rest:?}");
+    let text: String = joined
+        .iter()
+        .filter(|(_, v)| v["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|(_, v)| v["delta"].as_str().unwrap())
+        .collect();
+    assert!(text.contains("Héllo wörld"), "{text}");
+    assert_eq!(
+        events_with_ids(second),
+        joined,
+        "two readers, the same events"
+    );
+    assert_eq!(events_with_ids(again), joined);
+    let later = events_with_ids(later);
+    assert_eq!(later[0].0, "r1:3", "only the events after r1:2");
+    assert_eq!(later[..], joined[2..]);
+    for (i, (id, _)) in joined.iter().enumerate() {
+        assert_eq!(*id, format!("r1:{}", i + 1));
+    }
+    assert!(types(&joined).contains(&"TEXT_MESSAGE_END".to_owned()));
+    drop(stalled);
+}

@@ -309,6 +309,282 @@ pub(super) fn answer(
     true
 }
 
+/// The most bytes of a run's events kept for readers that rejoin it;
+/// past it they are dropped and a rejoiner gets the thread's history and
+/// the run's open messages instead ([`Live::join`]).
+pub(super) const MAX_REPLAY: usize = 8 * 1024 * 1024;
+
+/// The events of a run going, for readers that rejoin it: each event with
+/// its `id:` (`<runId>:<n>`), kept up to [`MAX_REPLAY`] bytes, and dropped
+/// when the run ends.
+pub(super) struct Live {
+    state: std::sync::Mutex<LiveState>,
+    moved: std::sync::Condvar,
+    /// The last user message the run answers.
+    user_id: Option<String>,
+}
+
+#[derive(Default)]
+struct LiveState {
+    /// The run's id in the events' ids.
+    key: String,
+    /// The start of an event not yet whole.
+    pending: Vec<u8>,
+    /// Whole events with their ids, from byte `base` of the run's stream.
+    buf: Vec<u8>,
+    base: usize,
+    /// Where each event kept begins (from the run's start), the first
+    /// being event `first`.
+    starts: std::collections::VecDeque<usize>,
+    first: u64,
+    /// Events so far.
+    count: u64,
+    /// The run's first event (RUN_STARTED), with its id.
+    started: Vec<u8>,
+    /// Messages, tool calls and steps started and not yet ended: their
+    /// start events, by kind and id, in order.
+    open: Vec<(String, Vec<u8>)>,
+    ended: bool,
+}
+
+impl Live {
+    /// The live events of the run of `thread`, kept for rejoiners until
+    /// the returned guard is dropped.
+    pub(super) fn start<'a>(
+        shared: &'a Shared,
+        thread: &str,
+        user_id: Option<&str>,
+    ) -> LiveRun<'a> {
+        let live = std::sync::Arc::new(Live {
+            state: std::sync::Mutex::default(),
+            moved: std::sync::Condvar::new(),
+            user_id: user_id.map(str::to_owned),
+        });
+        shared
+            .live
+            .lock()
+            .expect("not poisoned")
+            .insert(thread.to_owned(), live.clone());
+        LiveRun {
+            shared,
+            thread: thread.to_owned(),
+            live,
+        }
+    }
+
+    /// Takes the next bytes of the run's stream and gives back its whole
+    /// events, each with its `id:`, for the run's own client.
+    pub(super) fn frame(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut s = self.state.lock().expect("not poisoned");
+        let before = s.pending.len();
+        s.pending.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        let mut from = before.saturating_sub(1);
+        let mut done = 0;
+        while let Some(end) = memchr::memmem::find(&s.pending[from..], b"\n\n").map(|e| from + e) {
+            let event = s.pending[done..end + 2].to_vec();
+            done = end + 2;
+            from = done;
+            if s.count == 0 {
+                s.key = run_id_of(&event).unwrap_or_else(|| "run".to_owned());
+            }
+            s.count += 1;
+            let mut framed = format!("id: {}:{}\n", s.key, s.count).into_bytes();
+            framed.extend_from_slice(&event);
+            if s.count == 1 {
+                s.started = framed.clone();
+            }
+            track_open(&mut s.open, &framed);
+            let at = s.base + s.buf.len();
+            s.starts.push_back(at);
+            s.buf.extend_from_slice(&framed);
+            out.extend_from_slice(&framed);
+        }
+        s.pending.drain(..done);
+        if s.buf.len() > MAX_REPLAY {
+            // Past the bound: what was said is dropped, what comes is kept.
+            s.base += s.buf.len();
+            s.buf = Vec::new();
+            s.first = s.count;
+            s.starts.clear();
+        }
+        drop(s);
+        self.moved.notify_all();
+        out
+    }
+
+    /// The run's stream has ended: its readers finish.
+    fn end(&self) {
+        self.state.lock().expect("not poisoned").ended = true;
+        self.moved.notify_all();
+    }
+
+    /// A reader that rejoins: the run's events after `last` (a
+    /// `Last-Event-ID`), or all of them, or, when they are no longer all
+    /// kept, RUN_STARTED, the thread's history and the messages open now,
+    /// then the run's events as they come, until it ends or the reader
+    /// stops reading.
+    fn join(&self, conn: &mut TcpStream, cors: &str, last: Option<&str>, history: &[u8]) {
+        let (mut at, head) = {
+            let s = self.state.lock().expect("not poisoned");
+            let after = last
+                .and_then(|l| l.rsplit_once(':'))
+                .filter(|(key, _)| *key == s.key)
+                .and_then(|(_, n)| n.parse::<u64>().ok())
+                .filter(|n| *n >= s.first && *n <= s.count);
+            match after {
+                Some(n) if n == s.count => (s.base + s.buf.len(), Vec::new()),
+                Some(n) => (s.starts[(n - s.first) as usize], Vec::new()),
+                None if s.first == 0 => (s.base, Vec::new()),
+                None => {
+                    let mut head = s.started.clone();
+                    head.extend_from_slice(history);
+                    for (_, start) in &s.open {
+                        head.extend_from_slice(start);
+                    }
+                    (s.base + s.buf.len(), head)
+                }
+            }
+        };
+        let stall = crate::serve::launch::STALL_TIMEOUT;
+        if crate::serve::launch::answer_events(conn, cors, &head).is_err() {
+            return;
+        }
+        loop {
+            let piece = {
+                let mut s = self.state.lock().expect("not poisoned");
+                while at == s.base + s.buf.len() && !s.ended {
+                    s = self.moved.wait(s).expect("not poisoned");
+                }
+                if at < s.base {
+                    // Behind what is kept: dropped.
+                    return;
+                }
+                let from = at - s.base;
+                let upto = s.buf.len().min(from + 64 * 1024);
+                if from == upto {
+                    return;
+                }
+                s.buf[from..upto].to_vec()
+            };
+            if crate::serve::launch::write_within(conn, &piece, stall).is_err() {
+                return;
+            }
+            at += piece.len();
+        }
+    }
+}
+
+/// The `runId` of a RUN_STARTED event, if it is one.
+fn run_id_of(event: &[u8]) -> Option<String> {
+    let data = event.strip_prefix(b"data: ")?;
+    let v: Value = serde_json::from_slice(data.trim_ascii_end()).ok()?;
+    (v["type"] == "RUN_STARTED").then(|| v["runId"].as_str().map(str::to_owned))?
+}
+
+/// Keeps in `open` the start events not yet ended (the last line of
+/// `framed` is the event).
+fn track_open(open: &mut Vec<(String, Vec<u8>)>, framed: &[u8]) {
+    let head = &framed[..framed.len().min(160)];
+    let kind = |suffix: &[u8]| memchr::memmem::find(head, suffix).is_some();
+    let starts = kind(b"_START\"") || kind(b"\"STEP_STARTED\"");
+    let ends = kind(b"_END\"") || kind(b"\"STEP_FINISHED\"");
+    if !starts && !ends {
+        return;
+    }
+    let Some(line) = framed
+        .split(|&b| b == b'\n')
+        .find_map(|l| l.strip_prefix(b"data: "))
+    else {
+        return;
+    };
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    let ty = v["type"].as_str().unwrap_or_default();
+    let base = ty
+        .trim_end_matches("_STARTED")
+        .trim_end_matches("_START")
+        .trim_end_matches("_FINISHED")
+        .trim_end_matches("_END");
+    let id = ["messageId", "toolCallId", "stepName"]
+        .iter()
+        .find_map(|k| v[*k].as_str())
+        .unwrap_or_default();
+    let key = format!("{base}\n{id}");
+    if starts {
+        let mut start = framed.to_vec();
+        // Re-sent without its id: the reader's place is the live one.
+        if let Some(nl) = memchr::memchr(b'\n', &start) {
+            start.drain(..=nl);
+        }
+        open.push((key, start));
+    } else if let Some(i) = open.iter().rposition(|(k, _)| *k == key) {
+        open.remove(i);
+    }
+}
+
+/// A run's live events, kept for rejoiners while it streams.
+pub(super) struct LiveRun<'a> {
+    shared: &'a Shared,
+    thread: String,
+    pub(super) live: std::sync::Arc<Live>,
+}
+
+impl Drop for LiveRun<'_> {
+    fn drop(&mut self) {
+        self.live.end();
+        let mut all = self.shared.live.lock().expect("not poisoned");
+        if all
+            .get(&self.thread)
+            .is_some_and(|l| std::sync::Arc::ptr_eq(l, &self.live))
+        {
+            all.remove(&self.thread);
+        }
+    }
+}
+
+/// A request on a thread whose run is going: a reader of that run when it
+/// has no new user message (none, or the one the run answers), is not a
+/// resume and answers no page-tool call; `false` (nothing written) when it
+/// is not one, or the run is not streaming (it has just ended).
+pub(super) fn rejoin(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    request: &crate::serve::input::Request,
+    cors: &str,
+    last: Option<&str>,
+) -> bool {
+    let input = &request.input;
+    if request.resuming || crate::serve::page::answers_calls(input) {
+        return false;
+    }
+    let live = shared
+        .live
+        .lock()
+        .expect("not poisoned")
+        .get(&input.thread_id)
+        .cloned();
+    let Some(live) = live else {
+        return false;
+    };
+    if request.prompt.is_some() && input.last_user_id() != live.user_id.as_deref() {
+        return false;
+    }
+    let file = shared
+        .threads
+        .lock()
+        .expect("not poisoned")
+        .history_file(&input.thread_id);
+    let messages = load(&file).unwrap_or_default();
+    let history = format!(
+        "data: {}\n\n",
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": messages})
+    );
+    live.join(conn, cors, last, history.as_bytes());
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::agui::{AguiVersion, RawMode};
+use crate::serve::history::Live;
 use crate::serve::input::{Request, RunAgentInput};
 use crate::serve::listen::refuse_with;
 use crate::serve::page::Choices;
@@ -20,7 +21,7 @@ use crate::serve::{Shared, TOKEN_VAR};
 
 /// How long a client may leave its stream unread (the socket's buffers
 /// full) before its run ends as on a disconnect.
-const STALL_TIMEOUT: Duration = Duration::from_secs(15);
+pub(super) const STALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The thread that starts the runs. A run's parent-death signal comes when
 /// the thread that started it ends, not the server: a run that outlives
@@ -214,7 +215,17 @@ pub(super) fn run_one(
     let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
     let Waiting { stdout, said, .. } = &mut w;
     let mut tee = |bytes: &[u8]| said.feed(bytes);
-    let streamed = stream_run_or(conn, pid, stdout, cors, talks, &failed, &mut tee);
+    let live = crate::serve::history::Live::start(shared, &input.thread_id, input.last_user_id());
+    let streamed = stream_run_or(
+        conn,
+        (pid, &live.live),
+        stdout,
+        cors,
+        talks,
+        &failed,
+        &mut tee,
+    );
+    drop(live);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
 
@@ -369,13 +380,13 @@ fn sse_head(cors: &str) -> String {
 /// sent): the run waits for the thread's next request.
 pub(super) fn stream_run(
     conn: &mut TcpStream,
-    pid: u32,
+    run: (u32, &Live),
     out: &mut ChildStdout,
     cors: &str,
     marker: bool,
     said: &mut crate::serve::history::Recorder,
 ) -> Streamed {
-    stream_run_or(conn, pid, out, cors, marker, &[], &mut |b| said.feed(b))
+    stream_run_or(conn, run, out, cors, marker, &[], &mut |b| said.feed(b))
 }
 
 /// What sees each piece of a run's stream before it is sent, and may put
@@ -383,10 +394,11 @@ pub(super) fn stream_run(
 type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
 
 /// [`stream_run`], sending `if_empty` when the run writes nothing at all,
-/// each piece through `tee`.
+/// each piece through `tee`, then through `live` (which gives each event
+/// its `id:` and keeps it for readers that rejoin the run).
 fn stream_run_or(
     conn: &mut TcpStream,
-    pid: u32,
+    (pid, live): (u32, &Live),
     out: &mut ChildStdout,
     cors: &str,
     marker: bool,
@@ -404,12 +416,14 @@ fn stream_run_or(
         // What `tee` puts in (after the run's first event) goes in here.
         let (at, extra) = tee(bytes).unwrap_or((bytes.len(), Vec::new()));
         let at = at.min(bytes.len());
-        for piece in [&bytes[..at], &extra[..], &bytes[at..]] {
-            if !gone && !piece.is_empty() && write_within(conn, piece, STALL_TIMEOUT).is_err() {
-                // The rest of the run is read and dropped, so that it can end.
-                gone = true;
-                terminate(pid);
-            }
+        let mut framed = live.frame(&bytes[..at]);
+        framed.extend_from_slice(&live.frame(&extra));
+        framed.extend_from_slice(&live.frame(&bytes[at..]));
+        if !gone && !framed.is_empty() && write_within(conn, &framed, STALL_TIMEOUT).is_err() {
+            // The rest of the run is read and dropped, so that it can end
+            // (and its readers that rejoined it still get it).
+            gone = true;
+            terminate(pid);
         }
     };
     let mut buf = vec![0u8; 64 * 1024];
@@ -494,7 +508,11 @@ fn marker_start(held: &[u8], marker: &[u8]) -> usize {
 /// that long to take one piece of the stream has stopped reading (a write
 /// timeout alone would not see it, as the socket's buffers grow a little
 /// now and then).
-fn write_within(conn: &mut TcpStream, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+pub(super) fn write_within(
+    conn: &mut TcpStream,
+    mut bytes: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
     let deadline = Instant::now() + limit;
     while !bytes.is_empty() {
         let left = deadline

@@ -249,11 +249,16 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         .expect("not poisoned")
         .insert(thread.clone())
     {
-        let _ = refuse(
-            &mut conn,
-            &cors,
-            Refused(409, "this thread has a run going"),
-        );
+        // No new user message: the run going, rejoined.
+        let last = head.header("last-event-id");
+        if !history::rejoin(&mut conn, shared, &request, &cors, last) {
+            let _ = refuse(
+                &mut conn,
+                &cors,
+                Refused(409, "this thread has a run going"),
+            );
+        }
+        let _ = conn.shutdown(Shutdown::Both);
         return;
     }
     let starts = request.prompt.is_some() && !request.resuming;

@@ -75,6 +75,8 @@ struct Shared {
     /// Threads with a run going: a second request waits for none, it is
     /// refused (409), so that two runs never resume one session at once.
     busy: Mutex<HashSet<String>>,
+    /// The events of each thread's run going, for readers that rejoin it.
+    live: Mutex<HashMap<String, Arc<history::Live>>>,
     /// `-- --approval ask`: a run that ends in interrupts is kept, its CLI
     /// alive, for the thread's next request.
     ask: bool,
@@ -176,6 +178,7 @@ pub fn main(
         raw: settings.raw,
         threads: Mutex::new(threads),
         busy: Mutex::default(),
+        live: Mutex::default(),
         ask: settings.ask,
         waiting: Mutex::default(),
         gone: Mutex::default(),

@@ -91,8 +91,10 @@ pub(super) fn resume_run(
         answer_gone(conn, shared, input, cors, gone);
         return;
     }
+    let live = crate::serve::history::Live::start(shared, &input.thread_id, None);
     let Waiting { stdout, said, .. } = &mut w;
-    let streamed = stream_run(conn, pid, stdout, cors, true, said);
+    let streamed = stream_run(conn, (pid, &live.live), stdout, cors, true, said);
+    drop(live);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
 
