@@ -197,7 +197,7 @@ async function main() {
     check(/^ran: RUN_STARTED,.*RUN_FINISHED/.test(good.agent), `the allowed page's agent: ${good.agent}`);
     check(/said: \S/.test(good.agent), `the allowed page's agent heard no answer: ${good.agent}`);
     check(/^status 415/.test(good.simple), `the allowed page's text/plain POST: ${good.simple}`);
-    check(/^status 200: data: /.test(good.json), `the allowed page's JSON POST: ${good.json}`);
+    check(/^status 200: (id: \S+\n)?data: /.test(good.json), `the allowed page's JSON POST: ${good.json}`);
     check(fs.existsSync(argvFile), "the allowed page's runs started no CLI");
 
     if (askUrl) {
