@@ -35,11 +35,17 @@ fn body(thread: &str, run: &str, prompt: &str) -> String {
 
 /// Sends a POST and returns the open connection, its headers read.
 fn post(addr: &str, body: &str, auth: Option<&str>) -> (u16, BufReader<TcpStream>) {
-    let mut conn = TcpStream::connect(addr).unwrap();
     let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    post_with(addr, body, &auth)
+}
+
+/// Sends a POST with the extra header lines `headers` and returns the open
+/// connection, its headers read.
+fn post_with(addr: &str, body: &str, headers: &str) -> (u16, BufReader<TcpStream>) {
+    let mut conn = TcpStream::connect(addr).unwrap();
     write!(
         conn,
-        "POST /agent HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+        "POST /agent HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -1989,25 +1995,7 @@ fn rejoin(addr: &str, thread: &str, headers: &str) -> (u16, BufReader<TcpStream>
         "state": {}, "tools": [], "context": [], "forwardedProps": {}, "messages": [],
     })
     .to_string();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{b}",
-        b.len()
-    )
-    .unwrap();
-    let mut r = BufReader::new(conn);
-    let mut status = String::new();
-    r.read_line(&mut status).unwrap();
-    let code = status.split(' ').nth(1).unwrap().parse().unwrap();
-    loop {
-        let mut h = String::new();
-        r.read_line(&mut h).unwrap();
-        if h.trim().is_empty() {
-            break;
-        }
-    }
-    (code, r)
+    post_with(addr, &b, headers)
 }
 
 #[test]
