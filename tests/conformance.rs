@@ -1075,16 +1075,11 @@ fn http_agent_approves_through_serve() {
         args.push(sent.into_os_string());
         servers.push(server);
     }
-    let out = Command::new("node")
-        .arg(dir.join("approve.cjs"))
-        .args(&args)
-        .output()
-        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.trim() == "OK",
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node")
+            .arg(dir.join("approve.cjs"))
+            .args(&args),
     );
 }
 
@@ -1114,16 +1109,11 @@ fn copilotkit_shows_the_real_result_of_an_approved_call() {
         args.push(format!("http://{}/agent", server.addr));
         servers.push(server);
     }
-    let out = Command::new("node")
-        .arg(dir.join("approve.cjs"))
-        .args(&args)
-        .output()
-        .unwrap_or_else(|e| panic!("node is needed for the CopilotKit test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.trim() == "OK",
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    node_says_ok(
+        "CopilotKit",
+        Command::new("node")
+            .arg(dir.join("approve.cjs"))
+            .args(&args),
     );
 }
 
@@ -1146,16 +1136,11 @@ fn http_agent_goes_on_after_an_interrupt_expires() {
         &["--approval", "ask", "--approval-timeout", "500ms"],
         &[("FAKE_CONTROL", &replay)],
     );
-    let out = Command::new("node")
-        .arg(dir.join("expire.cjs"))
-        .arg(format!("http://{}/agent", server.addr))
-        .output()
-        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.trim() == "OK",
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node")
+            .arg(dir.join("expire.cjs"))
+            .arg(format!("http://{}/agent", server.addr)),
     );
 }
 
@@ -1249,16 +1234,11 @@ fn serve_writes_for_the_client_s_ag_ui_release() {
     // A result with content parts, which a 0.0 client refuses.
     let recording = root().join("testdata/claude/2.1.330/subagent.jsonl");
     let server = common::serve("claude", &[], &[("FAKE_REPLAY", &recording)]);
-    let out = Command::new("node")
-        .arg(dir.join("version.cjs"))
-        .arg(format!("http://{}/agent", server.addr))
-        .output()
-        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.trim() == "OK",
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node")
+            .arg(dir.join("version.cjs"))
+            .arg(format!("http://{}/agent", server.addr)),
     );
 }
 
@@ -1394,11 +1374,18 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         args.push(sent.into_os_string());
         servers.push(server);
     }
-    let out = Command::new("node")
-        .arg(dir.join("tools.cjs"))
-        .args(&args)
-        .output()
-        .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node").arg(dir.join("tools.cjs")).args(&args),
+    );
+}
+
+/// Runs the node script of `cmd`, which prints OK or what failed, for the
+/// `what` test, and asserts that it printed OK.
+fn node_says_ok(what: &str, cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!("node is needed for the {what} test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it")
+    });
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && text.trim() == "OK",
