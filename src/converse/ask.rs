@@ -388,19 +388,10 @@ pub fn wait<A: Asker>(
                     }
                 }
                 *s.partial() = partial;
-                let mut over = false;
-                for line in std::mem::take(&mut s.pending().later) {
-                    over |= s.take(line, cli_in, tr, em)?;
-                }
-                em.drain_to(out)?;
-                out.flush()?;
-                return Ok(if over { Waited::Over } else { Waited::Resumed });
+                let later = std::mem::take(&mut s.pending().later);
+                return go_on(later, &mut |l, em| s.take(l, cli_in, tr, em), em, out);
             }
-            Err((_, why)) => {
-                em.fail_run(&why, code::INVALID_RESUME, &[], None);
-                em.end_run();
-                waiting(w, em, out)?;
-            }
+            Err((_, why)) => refused(w, em, out, &why, code::INVALID_RESUME)?,
         }
     };
     *s.partial() = partial;
@@ -443,6 +434,38 @@ fn decided<T>(em: &mut Emitter, ask: &Ask<T>, verdict: &Verdict) {
     })
     .expect("serializable");
     em.custom("approval_response", MetaValue::Json(&value));
+}
+
+/// The resumed run goes on: the CLI's lines that came while it waited
+/// (`later`) are taken in order by `take`, and the events written; whether
+/// one of them ended the turn.
+pub(crate) fn go_on(
+    later: Vec<Vec<u8>>,
+    take: &mut dyn FnMut(Vec<u8>, &mut Emitter) -> io::Result<bool>,
+    em: &mut Emitter,
+    out: &mut dyn Write,
+) -> io::Result<Waited> {
+    let mut over = false;
+    for line in later {
+        over |= take(line, em)?;
+    }
+    em.drain_to(out)?;
+    out.flush()?;
+    Ok(if over { Waited::Over } else { Waited::Resumed })
+}
+
+/// The resume line is refused (`why`, as `code`): the resumed run ends in
+/// RUN_ERROR and the run waits again.
+pub(crate) fn refused(
+    w: &Waiting,
+    em: &mut Emitter,
+    out: &mut dyn Write,
+    why: &str,
+    code: &str,
+) -> io::Result<()> {
+    em.fail_run(why, code, &[], None);
+    em.end_run();
+    waiting(w, em, out)
 }
 
 /// The run has ended and the next input line is awaited: what is written

@@ -619,19 +619,10 @@ pub fn wait<H: Host>(
                 let ids = calls.into_iter().filter_map(|c| c.tool_call_id);
                 s.calls().answered.extend(ids);
                 *s.partial() = partial;
-                let mut over = false;
-                for line in std::mem::take(&mut s.calls().later) {
-                    over |= s.take(line, cli_in, tr, em)?;
-                }
-                em.drain_to(out)?;
-                out.flush()?;
-                return Ok(if over { Waited::Over } else { Waited::Resumed });
+                let later = std::mem::take(&mut s.calls().later);
+                return ask::go_on(later, &mut |l, em| s.take(l, cli_in, tr, em), em, out);
             }
-            Err((_, why)) => {
-                em.fail_run(&why, code::INVALID_TOOL_RESULT, &[], None);
-                em.end_run();
-                waiting(w, em, out)?;
-            }
+            Err((_, why)) => ask::refused(w, em, out, &why, code::INVALID_TOOL_RESULT)?,
         }
     };
     *s.partial() = partial;
