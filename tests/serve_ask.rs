@@ -18,16 +18,10 @@ const ASK: &str = "3f1c2a4e-7b1d-4c55-9a0e-5d2b8c1e9f01";
 const ASK_A: &str = "9a0b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c01";
 const ASK_B: &str = "9a0b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c02";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agui-serve-ask-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
-    let _ = std::fs::remove_file(&file);
-    file
+    common::scratch("serve-ask", name)
 }
 
 /// `serve claude -- --approval ask` replaying `replay`; the CLI's stdin

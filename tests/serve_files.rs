@@ -15,16 +15,10 @@ use serde_json::{json, Value};
 
 mod common;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agui-serve-files-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
-    let _ = std::fs::remove_file(&file);
-    file
+    common::scratch("serve-files", name)
 }
 
 fn b64(bytes: &[u8]) -> String {

@@ -17,16 +17,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_agui-translate");
 const CALL_A: &str = "toolu_m0000scripted";
 const CALL_B: &str = "toolu_m0001scripted";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agui-serve-tools-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(name);
-    let _ = std::fs::remove_file(&file);
-    file
+    common::scratch("serve-tools", name)
 }
 
 /// `serve claude` replaying the recording `scenario`; the CLI's stdin

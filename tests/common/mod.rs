@@ -5,6 +5,22 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// The project's folder.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The file `name` in the test binary's own temporary folder
+/// (`agui-<folder>-<pid>`), made if need be; an old file of that name is
+/// removed.
+pub fn scratch(folder: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agui-{folder}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(name);
+    let _ = std::fs::remove_file(&file);
+    file
+}
+
 /// The `testdata/` folder.
 pub fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
