@@ -372,6 +372,19 @@ pub struct ServeArgs {
     )]
     pub max_attachment: usize,
 
+    /// How long a run goes on after its client has gone away (a page
+    /// reloaded mid-run, an aborted run), for a request on its thread with
+    /// no new message to rejoin it; with no one reading it that long, it
+    /// ends as SIGTERM ends it. `0`: at once. `500ms`, `5s`, `1m`, or plain
+    /// seconds; at most `10m`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = rejoin_grace,
+        default_value = "5s"
+    )]
+    pub rejoin_grace: std::time::Duration,
+
     /// Where each thread's CLI session (and plan) is kept, so that threads
     /// survive a restart: one directory per CLI in it, private (0700), for
     /// the 10,000 most recent threads (default:
@@ -657,6 +670,26 @@ pub struct OutputArgs {
         help_heading = OUTPUT
     )]
     pub format: Format,
+}
+
+/// The longest `serve --rejoin-grace`: a run in its grace holds its run
+/// slot and its CLI works on.
+const MAX_REJOIN_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `serve --rejoin-grace`: a duration, or `0`, at most
+/// [`MAX_REJOIN_GRACE`].
+fn rejoin_grace(s: &str) -> Result<std::time::Duration, String> {
+    // `0`, `0s`, `0ms`…: no grace.
+    if s.trim().trim_end_matches(['s', 'm', 'h']) == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let d = crate::dialect::request::parse_duration(s)?;
+    if d > MAX_REJOIN_GRACE {
+        return Err(format!(
+            "at most 10m: a run in its grace holds its run slot: {s:?}"
+        ));
+    }
+    Ok(d)
 }
 
 /// Parses a [`ValueEnum`] as clap does, but lists its values without their

@@ -87,6 +87,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         state_dir: a.state_dir,
         raw: a.raw,
         max_attachment: a.max_attachment,
+        rejoin_grace: a.rejoin_grace,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
 }

@@ -2064,3 +2064,177 @@ fn readers_rejoin_a_run_still_going() {
     assert!(types(&joined).contains(&"TEXT_MESSAGE_END".to_owned()));
     drop(stalled);
 }
+
+/// Reads events, each with its `id:`, until one that `last` takes.
+fn until_with_ids(
+    r: &mut BufReader<TcpStream>,
+    last: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    let mut id = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if let Some(i) = line.trim_end().strip_prefix("id: ") {
+            id = i.to_owned();
+        } else if let Some(d) = line.trim_end().strip_prefix("data: ") {
+            let ev: serde_json::Value = serde_json::from_str(d).unwrap();
+            let done = last(&ev);
+            out.push((std::mem::take(&mut id), ev));
+            if done {
+                return out;
+            }
+        }
+    }
+}
+
+/// The assistant's text in `events`.
+fn assistant_text(events: &[(String, serde_json::Value)]) -> String {
+    let theirs: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|(_, v)| v["type"] == "TEXT_MESSAGE_START" && v["role"] == "assistant")
+        .map(|(_, v)| &v["messageId"])
+        .collect();
+    events
+        .iter()
+        .filter(|(_, v)| v["type"] == "TEXT_MESSAGE_CONTENT" && theirs.contains(&&v["messageId"]))
+        .map(|(_, v)| v["delta"].as_str().unwrap())
+        .collect()
+}
+
+/// The `MESSAGES_SNAPSHOT` a request that asks for `thread` gets, once
+/// the thread's run has been settled (until then it is busy).
+fn thread_snapshot(addr: &str, thread: &str) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let (code, r) = rejoin(addr, thread, "");
+        if code == 200 {
+            let all = events(r);
+            if let Some(s) = all.iter().find(|e| e["type"] == "MESSAGES_SNAPSHOT") {
+                return s.clone();
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the thread is not free"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_page_reloaded_mid_run_gets_the_rest_of_it() {
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let said: String = common::values(&std::fs::read_to_string(&recording).unwrap())
+        .iter()
+        .filter(|r| r["delta"] == true)
+        .map(|r| r["content"].as_str().unwrap().to_owned())
+        .collect();
+    let gate = tmp("reload-gate");
+    let _ = std::fs::remove_file(&gate);
+    let server = serve(
+        "gemini",
+        &["--rejoin-grace", "30s"],
+        &[
+            ("FAKE_REPLAY", &recording),
+            ("FAKE_LINES", Path::new("4")),
+            ("FAKE_GATE", &gate),
+        ],
+    );
+    let (code, mut own) = post(&server.addr, &body("tr", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    // The page reads the start of the answer, then reloads: its
+    // connection closes while the CLI is still writing.
+    let seen = until_with_ids(&mut own, |e| {
+        e["type"] == "TEXT_MESSAGE_CONTENT" && e["delta"].as_str().unwrap().contains("Héllo")
+    });
+    let last = seen.last().unwrap().0.clone();
+    drop(own);
+    std::thread::sleep(Duration::from_millis(500));
+    // The reloaded page asks for the thread, saying where it was.
+    let (code, back) = rejoin(&server.addr, "tr", &format!("Last-Event-ID: {last}\r\n"));
+    assert_eq!(code, 200);
+    std::fs::write(&gate, "").unwrap();
+    let rest = events_with_ids(back);
+    let n: u64 = last.rsplit_once(':').unwrap().1.parse().unwrap();
+    assert_eq!(rest[0].0, format!("r1:{}", n + 1), "{rest:?}");
+    let finished = |e: &[(String, serde_json::Value)]| {
+        e.iter()
+            .filter(|(_, v)| v["type"] == "RUN_FINISHED")
+            .count()
+    };
+    assert_eq!(finished(&seen), 0);
+    assert_eq!(finished(&rest), 1, "{rest:?}");
+    let end = &rest.last().unwrap().1;
+    assert_eq!(end["type"], "RUN_FINISHED", "{rest:?}");
+    assert_eq!(end["runId"], "r1");
+    assert!(
+        end["outcome"].is_null() || end["outcome"]["type"] == "success",
+        "{end}"
+    );
+    assert!(
+        !rest.iter().any(|(_, v)| v["type"] == "RUN_ERROR"),
+        "{rest:?}"
+    );
+    // Nothing lost, nothing twice.
+    assert_eq!(assistant_text(&[seen, rest].concat()), said);
+    // The whole run is in the thread's history.
+    let snapshot = thread_snapshot(&server.addr, "tr");
+    let answers: Vec<_> = snapshot["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .collect();
+    assert_eq!(answers.len(), 1, "{snapshot}");
+    assert_eq!(answers[0]["content"], said.as_str());
+}
+
+#[test]
+fn a_run_no_one_comes_back_to_ends_after_the_grace() {
+    let pid_file = tmp("grace-pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = serve(
+        "gemini",
+        &["--rejoin-grace", "1s"],
+        &[
+            ("FAKE_REPLAY", &recording),
+            ("FAKE_LINES", Path::new("3")),
+            ("FAKE_PID", &pid_file),
+            ("FAKE_HANG", Path::new("60")),
+        ],
+    );
+    let (code, mut own) = post(&server.addr, &body("tn", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    until(&mut own, "TEXT_MESSAGE_CONTENT");
+    let pid = cli_pid(&pid_file);
+    drop(own); // the page goes away while the CLI is quiet
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid), "the run ended before its grace");
+    // A reader that comes back holds the run past the grace...
+    let (code, mut reader) = rejoin(&server.addr, "tn", "");
+    assert_eq!(code, 200);
+    until(&mut reader, "TEXT_MESSAGE_CONTENT");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(alive(pid), "the run ended while a reader read it");
+    // ...and when it goes too, no one is left: the CLI is stopped once
+    // the grace has passed.
+    drop(reader);
+    let gone = Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid), "the run ended before its grace");
+    while alive(pid) {
+        assert!(
+            gone.elapsed() < Duration::from_secs(20),
+            "the CLI outlived its grace"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The run was ended as any other: the thread is free, its words kept.
+    let snapshot = thread_snapshot(&server.addr, "tn");
+    assert!(snapshot.to_string().contains("Héllo wörld"), "{snapshot}");
+    let (code, r) = post(&server.addr, &body("tn", "r3", "Again"), None);
+    assert_eq!(code, 200);
+    drop(r);
+}

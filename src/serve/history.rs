@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -316,12 +319,17 @@ pub(super) const MAX_REPLAY: usize = 8 * 1024 * 1024;
 
 /// The events of a run going, for readers that rejoin it: each event with
 /// its `id:` (`<runId>:<n>`), kept up to [`MAX_REPLAY`] bytes, and dropped
-/// when the run ends.
+/// when the run ends. A run whose own client has gone away goes on while
+/// it has readers, and for `grace` (`--rejoin-grace`) without one
+/// ([`Live::owner_gone`]).
 pub(super) struct Live {
     state: std::sync::Mutex<LiveState>,
     moved: std::sync::Condvar,
     /// The last user message the run answers.
     user_id: Option<String>,
+    /// How long the run goes on with no one reading it, once its own
+    /// client has gone away.
+    grace: Duration,
 }
 
 #[derive(Default)]
@@ -345,6 +353,12 @@ struct LiveState {
     /// start events, by kind and id, in order.
     open: Vec<(String, Vec<u8>)>,
     ended: bool,
+    /// Readers that rejoined the run and still read it.
+    readers: usize,
+    /// The run's own client has gone away.
+    owner_gone: bool,
+    /// The run has been told to end (SIGTERM) for want of a reader.
+    stopped: bool,
 }
 
 impl Live {
@@ -355,10 +369,11 @@ impl Live {
         thread: &str,
         user_id: Option<&str>,
     ) -> LiveRun<'a> {
-        let live = std::sync::Arc::new(Live {
+        let live = Arc::new(Live {
             state: std::sync::Mutex::default(),
             moved: std::sync::Condvar::new(),
             user_id: user_id.map(str::to_owned),
+            grace: shared.rejoin_grace,
         });
         shared
             .live
@@ -413,10 +428,87 @@ impl Live {
         out
     }
 
-    /// The run's stream has ended: its readers finish.
+    /// The run's stream has ended: its readers finish, and the run is no
+    /// longer ended for want of one.
     fn end(&self) {
         self.state.lock().expect("not poisoned").ended = true;
         self.moved.notify_all();
+    }
+
+    /// The run's own client has gone away (its connection closed, or it
+    /// stopped reading): the run `pid` is not ended at once but goes on
+    /// while readers that rejoin it read it, and ends as SIGTERM ends it
+    /// once it has had none for the grace; with no grace, at once, as
+    /// before. Once per run; nothing once the run's stream has ended (its
+    /// process may have been waited for).
+    pub(super) fn owner_gone(self: &Arc<Self>, pid: u32) {
+        {
+            let mut s = self.state.lock().expect("not poisoned");
+            if s.owner_gone || s.ended {
+                return;
+            }
+            s.owner_gone = true;
+            if self.grace.is_zero() {
+                s.stopped = true;
+                crate::serve::launch::terminate(pid);
+                return;
+            }
+        }
+        let live = self.clone();
+        if std::thread::Builder::new()
+            .spawn(move || live.end_unread(pid))
+            .is_err()
+        {
+            self.stop(pid);
+        }
+    }
+
+    /// Until the run's stream ends: ends the run `pid` once it has had no
+    /// reader for the grace (a reader that comes starts it again when it
+    /// goes).
+    fn end_unread(&self, pid: u32) {
+        let mut s = self.state.lock().expect("not poisoned");
+        let mut since = Instant::now();
+        while !s.ended && !s.stopped {
+            if s.readers > 0 {
+                s = self.moved.wait(s).expect("not poisoned");
+                since = Instant::now();
+                continue;
+            }
+            let left = self.grace.saturating_sub(since.elapsed());
+            if left.is_zero() {
+                drop(s);
+                self.stop(pid);
+                return;
+            }
+            s = self.moved.wait_timeout(s, left).expect("not poisoned").0;
+        }
+    }
+
+    /// Ends the run `pid` as SIGTERM does, unless its stream has ended.
+    fn stop(&self, pid: u32) {
+        let mut s = self.state.lock().expect("not poisoned");
+        if !s.ended && !s.stopped {
+            s.stopped = true;
+            crate::serve::launch::terminate(pid);
+        }
+        drop(s);
+        self.moved.notify_all();
+    }
+
+    /// Whether someone takes the end of the run's response: its own
+    /// client, or, when it has gone away, a reader that rejoined (waited
+    /// for until one comes or the run is ended for want of one). A run
+    /// that waits for its thread's decisions is kept only then.
+    pub(super) fn has_reader(&self) -> bool {
+        let mut s = self.state.lock().expect("not poisoned");
+        if !s.owner_gone {
+            return true;
+        }
+        while s.readers == 0 && !s.stopped {
+            s = self.moved.wait(s).expect("not poisoned");
+        }
+        !s.stopped
     }
 
     /// A reader that rejoins: the run's events after `last` (a
@@ -424,7 +516,14 @@ impl Live {
     /// kept, RUN_STARTED, the thread's history and the messages open now,
     /// then the run's events as they come, until it ends or the reader
     /// stops reading.
-    fn join(&self, conn: &mut TcpStream, cors: &str, last: Option<&str>, history: &[u8]) {
+    fn join(
+        self: &Arc<Self>,
+        conn: &mut TcpStream,
+        cors: &str,
+        last: Option<&str>,
+        history: &[u8],
+    ) {
+        let reading = Reading::new(self, conn);
         let (mut at, head) = {
             let s = self.state.lock().expect("not poisoned");
             let after = last
@@ -454,6 +553,9 @@ impl Live {
             let piece = {
                 let mut s = self.state.lock().expect("not poisoned");
                 while at == s.base + s.buf.len() && !s.ended {
+                    if reading.hung.load(Ordering::SeqCst) {
+                        return;
+                    }
                     s = self.moved.wait(s).expect("not poisoned");
                 }
                 if at < s.base {
@@ -472,6 +574,48 @@ impl Live {
             }
             at += piece.len();
         }
+    }
+}
+
+/// A reader of a run, counted while it reads ([`Live::owner_gone`]); one
+/// that goes away is seen at once, even while the run is quiet.
+struct Reading {
+    live: Arc<Live>,
+    /// The reader's connection has closed.
+    hung: Arc<AtomicBool>,
+}
+
+impl Reading {
+    fn new(live: &Arc<Live>, conn: &TcpStream) -> Reading {
+        live.state.lock().expect("not poisoned").readers += 1;
+        live.moved.notify_all();
+        let hung = Arc::new(AtomicBool::new(false));
+        // The watcher ends when the connection is shut down (see
+        // `serve_one`), after the reader has.
+        if let Ok(mut peer) = conn.try_clone() {
+            let (live, hung) = (live.clone(), hung.clone());
+            let _ = std::thread::Builder::new().spawn(move || {
+                let _ = peer.set_read_timeout(None);
+                let mut buf = [0u8; 512];
+                while matches!(std::io::Read::read(&mut peer, &mut buf), Ok(n) if n > 0) {}
+                // Under the lock, so that a reader about to wait sees it.
+                let s = live.state.lock().expect("not poisoned");
+                hung.store(true, Ordering::SeqCst);
+                drop(s);
+                live.moved.notify_all();
+            });
+        }
+        Reading {
+            live: live.clone(),
+            hung,
+        }
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.live.state.lock().expect("not poisoned").readers -= 1;
+        self.live.moved.notify_all();
     }
 }
 
@@ -528,7 +672,7 @@ fn track_open(open: &mut Vec<(String, Vec<u8>)>, framed: &[u8]) {
 pub(super) struct LiveRun<'a> {
     shared: &'a Shared,
     thread: String,
-    pub(super) live: std::sync::Arc<Live>,
+    pub(super) live: Arc<Live>,
 }
 
 impl Drop for LiveRun<'_> {
@@ -537,7 +681,7 @@ impl Drop for LiveRun<'_> {
         let mut all = self.shared.live.lock().expect("not poisoned");
         if all
             .get(&self.thread)
-            .is_some_and(|l| std::sync::Arc::ptr_eq(l, &self.live))
+            .is_some_and(|l| Arc::ptr_eq(l, &self.live))
         {
             all.remove(&self.thread);
         }

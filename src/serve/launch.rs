@@ -1,6 +1,7 @@
 //! A request's run: `agui-translate run` started by the spawner thread
 //! with the arguments serve gives it, the prompt written to it, and its
-//! events streamed to the client, whose going away ends it.
+//! events streamed to the client, whose going away ends it (after the
+//! rejoin grace, when no reader has come back for it).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -375,12 +376,13 @@ fn sse_head(cors: &str) -> String {
 /// Copies the run's events to the client as they come. A client that goes
 /// away (seen by a read that ends, even while the run is quiet, or by a
 /// write that fails) or that leaves its stream unread for
-/// [`STALL_TIMEOUT`] ends the run as SIGTERM does. With `marker`, the
+/// [`STALL_TIMEOUT`] ends the run as SIGTERM does, once the rejoin grace
+/// has passed with no reader of it ([`Live::owner_gone`]). With `marker`, the
 /// run's [`MARKER`](crate::converse::ask::MARKER) ends the response (it is not
 /// sent): the run waits for the thread's next request.
 pub(super) fn stream_run(
     conn: &mut TcpStream,
-    run: (u32, &Live),
+    run: (u32, &Arc<Live>),
     out: &mut ChildStdout,
     cors: &str,
     marker: bool,
@@ -398,7 +400,7 @@ type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
 /// its `id:` and keeps it for readers that rejoin the run).
 fn stream_run_or(
     conn: &mut TcpStream,
-    (pid, live): (u32, &Live),
+    (pid, live): (u32, &Arc<Live>),
     out: &mut ChildStdout,
     cors: &str,
     marker: bool,
@@ -408,10 +410,10 @@ fn stream_run_or(
     let mut empty = true;
     let mut gone = write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT).is_err();
     if gone {
-        terminate(pid);
+        live.owner_gone(pid);
     }
     let done = Arc::new(AtomicBool::new(false));
-    let watcher = watch_for_hangup(conn, pid, &done);
+    let watcher = watch_for_hangup(conn, (pid, live), &done);
     let mut send = |bytes: &[u8]| {
         // What `tee` puts in (after the run's first event) goes in here.
         let (at, extra) = tee(bytes).unwrap_or((bytes.len(), Vec::new()));
@@ -420,10 +422,10 @@ fn stream_run_or(
         framed.extend_from_slice(&live.frame(&extra));
         framed.extend_from_slice(&live.frame(&bytes[at..]));
         if !gone && !framed.is_empty() && write_within(conn, &framed, STALL_TIMEOUT).is_err() {
-            // The rest of the run is read and dropped, so that it can end
-            // (and its readers that rejoined it still get it).
+            // The rest of the run is read and not sent here, so that it
+            // can end (and its readers that rejoined it still get it).
             gone = true;
-            terminate(pid);
+            live.owner_gone(pid);
         }
     };
     let mut buf = vec![0u8; 64 * 1024];
@@ -462,7 +464,7 @@ fn stream_run_or(
     // session is kept (see `serve_one`).
     done.store(true, Ordering::SeqCst);
     drop(watcher);
-    if gone && streamed == Streamed::Waiting {
+    if streamed == Streamed::Waiting && !live.has_reader() {
         // No one took the response: the run is not kept waiting.
         terminate(pid);
         return Streamed::Ended;
@@ -471,16 +473,17 @@ fn stream_run_or(
 }
 
 /// A thread that reads the client's side of `conn` until it ends: a
-/// client that goes away before `done` ends the run `pid` at once, even
-/// while the run is quiet.
+/// client that goes away before `done` is seen at once, even while the
+/// run `pid` is quiet ([`Live::owner_gone`]).
 fn watch_for_hangup(
     conn: &TcpStream,
-    pid: u32,
+    (pid, live): (u32, &Arc<Live>),
     done: &Arc<AtomicBool>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let mut peer = conn.try_clone().ok()?;
     let _ = peer.set_read_timeout(None);
     let done = done.clone();
+    let live = live.clone();
     Some(std::thread::spawn(move || {
         let mut buf = [0u8; 512];
         loop {
@@ -490,7 +493,7 @@ fn watch_for_hangup(
             }
         }
         if !done.load(Ordering::SeqCst) {
-            terminate(pid);
+            live.owner_gone(pid);
         }
     }))
 }

@@ -5,7 +5,8 @@
 //! server-sent events are copied to the response as they come. The run gets
 //! the request's `threadId` and `runId`, and a thread's later requests resume
 //! the CLI's session (the session id the run reports). A client that goes
-//! away ends its run as SIGTERM does. A connection is a thread: the server
+//! away ends its run as SIGTERM does, unless a reader rejoins the run
+//! within the rejoin grace (`--rejoin-grace`). A connection is a thread: the server
 //! is blocking, and the runs are processes of their own.
 //!
 //! This file holds the options and the start; the parts, in the order a
@@ -77,6 +78,9 @@ struct Shared {
     busy: Mutex<HashSet<String>>,
     /// The events of each thread's run going, for readers that rejoin it.
     live: Mutex<HashMap<String, Arc<history::Live>>>,
+    /// How long a run whose client has gone away goes on for a reader
+    /// to rejoin it (`--rejoin-grace`).
+    rejoin_grace: std::time::Duration,
     /// `-- --approval ask`: a run that ends in interrupts is kept, its CLI
     /// alive, for the thread's next request.
     ask: bool,
@@ -128,6 +132,9 @@ pub struct Config {
     pub raw: RawMode,
     /// The most bytes a file of a page's may have, decoded.
     pub max_attachment: usize,
+    /// How long a run whose client has gone away goes on, for a reader to
+    /// rejoin it; zero: it ends at once.
+    pub rejoin_grace: std::time::Duration,
 }
 
 /// `agui-translate serve`. `check_run` checks the arguments of a run as the
@@ -179,6 +186,7 @@ pub fn main(
         threads: Mutex::new(threads),
         busy: Mutex::default(),
         live: Mutex::default(),
+        rejoin_grace: a.rejoin_grace,
         ask: settings.ask,
         waiting: Mutex::default(),
         gone: Mutex::default(),
