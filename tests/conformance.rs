@@ -983,6 +983,40 @@ fn http_agent_gets_its_thread_back() {
     let _ = std::fs::remove_dir_all(&state);
 }
 
+/// A page reloaded mid-run (`tests/conformance/rejoin.cjs`): an HttpAgent
+/// run is aborted while the CLI still writes, and a fresh HttpAgent on the
+/// same thread that sends no message rejoins it within the rejoin grace,
+/// getting the rest of the run, which the official verifier passes.
+#[test]
+fn http_agent_rejoins_a_run_after_a_reload() {
+    if skipped("http_agent_rejoins_a_run_after_a_reload") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let gate = std::env::temp_dir().join(format!("agui-rejoin-node-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let text = root().join("testdata/gemini/0.61.0/text.jsonl");
+    let server = common::serve(
+        "gemini",
+        &["--token", "t0ken", "--rejoin-grace", "30s"],
+        &[
+            ("FAKE_REPLAY", &text),
+            ("FAKE_LINES", Path::new("4")),
+            ("FAKE_GATE", &gate),
+        ],
+    );
+    node_says_ok(
+        "AG-UI rejoin",
+        Command::new("node")
+            .arg(dir.join("rejoin.cjs"))
+            .arg(format!("http://{}/agent", server.addr))
+            .arg("t0ken")
+            .arg(&gate),
+    );
+    let _ = std::fs::remove_file(&gate);
+}
+
 /// `serve claude -- --approval ask` with the official 1.0 HttpAgent
 /// (`tests/conformance/approve.cjs`): a run ends in an interrupt, the agent
 /// keeps it pending and refuses to run past it, and a resume approves,
