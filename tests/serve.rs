@@ -2238,3 +2238,38 @@ fn a_run_no_one_comes_back_to_ends_after_the_grace() {
     assert_eq!(code, 200);
     drop(r);
 }
+
+#[test]
+fn a_new_message_ends_the_run_no_one_reads() {
+    let pid_file = tmp("take-over-pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let server = serve(
+        "gemini",
+        &["--rejoin-grace", "60s"],
+        &[
+            (
+                "FAKE_REPLAY",
+                &root().join("testdata/gemini/0.61.0/text.jsonl"),
+            ),
+            ("FAKE_LINES", Path::new("3")),
+            ("FAKE_PID", &pid_file),
+            ("FAKE_HANG", Path::new("60")),
+        ],
+    );
+    let (code, mut own) = post(&server.addr, &body("tt", "r1", "Hello"), None);
+    assert_eq!(code, 200);
+    until(&mut own, "RUN_STARTED");
+    let pid = cli_pid(&pid_file);
+    // While the run's client reads it, a new message is refused.
+    assert_eq!(post(&server.addr, &body("tt", "r2", "Again"), None).0, 409);
+    // The page stops the run (its connection closes) and sends a new
+    // message: the run no one reads is ended for it, not kept for its grace.
+    drop(own);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid), "the run ended before its grace");
+    let _ = std::fs::remove_file(&pid_file);
+    let (code, mut next) = post(&server.addr, &body("tt", "r3", "Again"), None);
+    assert_eq!(code, 200);
+    assert!(!alive(pid), "the run no one read goes on");
+    assert_eq!(until(&mut next, "RUN_STARTED")["runId"], "r3");
+}

@@ -359,6 +359,8 @@ struct LiveState {
     owner_gone: bool,
     /// The run has been told to end (SIGTERM) for want of a reader.
     stopped: bool,
+    /// The run's process, once its own client has gone away.
+    pid: Option<u32>,
 }
 
 impl Live {
@@ -448,6 +450,7 @@ impl Live {
                 return;
             }
             s.owner_gone = true;
+            s.pid = Some(pid);
             if self.grace.is_zero() {
                 s.stopped = true;
                 crate::serve::launch::terminate(pid);
@@ -494,6 +497,21 @@ impl Live {
         }
         drop(s);
         self.moved.notify_all();
+    }
+
+    /// Ends the run at once if no one reads it (its own client has gone
+    /// away and no reader has rejoined it); `true` then, or when it has
+    /// already been ended so.
+    fn abandon(&self) -> bool {
+        let pid = {
+            let s = self.state.lock().expect("not poisoned");
+            match s.pid {
+                Some(pid) if s.readers == 0 && !s.ended => pid,
+                _ => return s.stopped,
+            }
+        };
+        self.stop(pid);
+        true
     }
 
     /// Whether someone takes the end of the run's response: its own
@@ -727,6 +745,50 @@ pub(super) fn rejoin(
     );
     live.join(conn, cors, last, history.as_bytes());
     true
+}
+
+/// How long a request with a new message waits for the thread's run
+/// that no one reads to end ([`take_over`]): the run's CLI gets SIGKILL
+/// 5 s after SIGTERM.
+const TAKE_OVER_WAIT: Duration = Duration::from_secs(10);
+
+/// A request with a new user message on a thread whose run no one reads
+/// (its client went away, no reader rejoined it, its grace not yet out):
+/// the page has moved on, so the run is ended at once, and once it has
+/// ended the thread is the request's (`true`: it holds the thread's
+/// place in `busy`). `false` for any other request, or when the run has
+/// not ended within [`TAKE_OVER_WAIT`].
+pub(super) fn take_over(shared: &Shared, request: &crate::serve::input::Request) -> bool {
+    let input = &request.input;
+    if request.prompt.is_none()
+        || request.resuming
+        || crate::serve::page::answers_calls(input)
+        || holds_last(shared, input)
+    {
+        return false;
+    }
+    let live = shared
+        .live
+        .lock()
+        .expect("not poisoned")
+        .get(&input.thread_id)
+        .cloned();
+    if !live.is_some_and(|l| l.abandon()) {
+        return false;
+    }
+    let start = Instant::now();
+    while start.elapsed() < TAKE_OVER_WAIT {
+        if shared
+            .busy
+            .lock()
+            .expect("not poisoned")
+            .insert(input.thread_id.clone())
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
 
 #[cfg(test)]

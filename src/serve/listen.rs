@@ -249,17 +249,21 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         .expect("not poisoned")
         .insert(thread.clone())
     {
-        // No new user message: the run going, rejoined.
+        // No new user message: the run going, rejoined. A new one: the
+        // run no one reads any more ended for it, or 409.
         let last = head.header("last-event-id");
-        if !history::rejoin(&mut conn, shared, &request, &cors, last) {
-            let _ = refuse(
-                &mut conn,
-                &cors,
-                Refused(409, "this thread has a run going"),
-            );
+        let joined = history::rejoin(&mut conn, shared, &request, &cors, last);
+        if joined || !history::take_over(shared, &request) {
+            if !joined {
+                let _ = refuse(
+                    &mut conn,
+                    &cors,
+                    Refused(409, "this thread has a run going"),
+                );
+            }
+            let _ = conn.shutdown(Shutdown::Both);
+            return;
         }
-        let _ = conn.shutdown(Shutdown::Both);
-        return;
     }
     let starts = request.prompt.is_some() && !request.resuming;
     let asks_for_thread = !request.resuming
