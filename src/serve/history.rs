@@ -706,6 +706,16 @@ impl Drop for LiveRun<'_> {
     }
 }
 
+/// The events of the run of `thread` going, if one is.
+fn live_run(shared: &Shared, thread: &str) -> Option<Arc<Live>> {
+    shared
+        .live
+        .lock()
+        .expect("not poisoned")
+        .get(thread)
+        .cloned()
+}
+
 /// A request on a thread whose run is going: a reader of that run when it
 /// has no new user message (none, or the one the run answers), is not a
 /// resume and answers no page-tool call; `false` (nothing written) when it
@@ -721,13 +731,7 @@ pub(super) fn rejoin(
     if request.resuming || crate::serve::page::answers_calls(input) {
         return false;
     }
-    let live = shared
-        .live
-        .lock()
-        .expect("not poisoned")
-        .get(&input.thread_id)
-        .cloned();
-    let Some(live) = live else {
+    let Some(live) = live_run(shared, &input.thread_id) else {
         return false;
     };
     if request.prompt.is_some() && input.last_user_id() != live.user_id.as_deref() {
@@ -767,13 +771,7 @@ pub(super) fn take_over(shared: &Shared, request: &crate::serve::input::Request)
     {
         return false;
     }
-    let live = shared
-        .live
-        .lock()
-        .expect("not poisoned")
-        .get(&input.thread_id)
-        .cloned();
-    if !live.is_some_and(|l| l.abandon()) {
+    if !live_run(shared, &input.thread_id).is_some_and(|l| l.abandon()) {
         return false;
     }
     let start = Instant::now();
