@@ -2273,3 +2273,49 @@ fn a_new_message_ends_the_run_no_one_reads() {
     assert!(!alive(pid), "the run no one read goes on");
     assert_eq!(until(&mut next, "RUN_STARTED")["runId"], "r3");
 }
+
+#[test]
+fn a_rejoin_grace_is_a_duration_up_to_ten_minutes() {
+    for (bad, says) in [
+        ("11m", "at most 10m"),
+        ("soon", "not a duration"),
+        ("5x", "unit"),
+    ] {
+        let out = Command::new(BIN)
+            .args([
+                "serve",
+                "claude",
+                "--listen",
+                "0.0.0.0:0",
+                "--rejoin-grace",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--rejoin-grace") && err.contains(says),
+            "{bad}: {err}"
+        );
+    }
+    for good in ["0", "0s", "500ms", "10m"] {
+        // Accepted: the next mistake (no token beyond loopback) is the one told.
+        let out = Command::new(BIN)
+            .args([
+                "serve",
+                "claude",
+                "--listen",
+                "0.0.0.0:0",
+                "--rejoin-grace",
+                good,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("--rejoin-grace") && err.contains("--token"),
+            "{good}: {err}"
+        );
+    }
+}
