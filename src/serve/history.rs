@@ -3,7 +3,10 @@
 //! the user and the assistant, tool calls with their results), kept in the
 //! thread's file next to its session ([`super::threads`]), and sent back
 //! as a `MESSAGES_SNAPSHOT` to a request that asks for the thread (one
-//! with no new user message) in a run that starts no CLI.
+//! with no new user message) in a run that starts no CLI. And the events
+//! of each run going ([`Live`]), for readers that rejoin it: a run whose
+//! own client has gone away goes on for them, for `--rejoin-grace` with
+//! none.
 
 use std::collections::HashMap;
 use std::net::TcpStream;
