@@ -2197,7 +2197,7 @@ fn a_run_no_one_comes_back_to_ends_after_the_grace() {
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
     let server = serve(
         "gemini",
-        &["--rejoin-grace", "1s"],
+        &["--rejoin-grace", "2s"],
         &[
             ("FAKE_REPLAY", &recording),
             ("FAKE_LINES", Path::new("3")),
@@ -2216,7 +2216,7 @@ fn a_run_no_one_comes_back_to_ends_after_the_grace() {
     let (code, mut reader) = rejoin(&server.addr, "tn", "");
     assert_eq!(code, 200);
     until(&mut reader, "TEXT_MESSAGE_CONTENT");
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(3500));
     assert!(alive(pid), "the run ended while a reader read it");
     // ...and when it goes too, no one is left: the CLI is stopped once
     // the grace has passed.
