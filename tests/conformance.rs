@@ -1117,6 +1117,39 @@ fn copilotkit_shows_the_real_result_of_an_approved_call() {
     );
 }
 
+/// CopilotKit's own frontend-tool loop (`@copilotkit/core` 1.75's run
+/// handler, `tests/copilotkit/tools.cjs`) against `serve claude` with no
+/// option: a tool registered as `useFrontendTool` registers one (with a
+/// handler) is called by the model, the run ends with the call pending,
+/// CopilotKit runs the handler and starts the follow-up run itself, the
+/// handler's result reaches the CLI, and the turn ends. The stand-in
+/// replays the real Claude Code calling a page's tool
+/// (`testdata/claude/2.1.332/page-tool.jsonl`).
+#[test]
+fn copilotkit_runs_a_frontend_tool_through_serve() {
+    if skipped("copilotkit_runs_a_frontend_tool_through_serve") {
+        return;
+    }
+    let dir = root().join("tests/copilotkit");
+    ensure_packages(&dir);
+    let sent = common::scratch("conformance", "copilotkit-tools-sent");
+    let _ = std::fs::remove_file(&sent);
+    let replay = root().join("testdata/claude/2.1.332/page-tool.jsonl");
+    let server = common::serve_run(
+        "claude",
+        &[],
+        &[],
+        &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
+    );
+    node_says_ok(
+        "CopilotKit",
+        Command::new("node")
+            .arg(dir.join("tools.cjs"))
+            .arg(format!("http://{}/agent", server.addr))
+            .arg(&sent),
+    );
+}
+
 /// `serve claude -- --approval ask` with a short `--approval-timeout`, and
 /// the official 1.0 HttpAgent (`tests/conformance/expire.cjs`): once the
 /// interrupt has expired, the agent takes only a cancel of it; the cancel is
