@@ -736,3 +736,132 @@ fn codex_refuses_answers_that_are_not_the_pending_ones() {
         .collect();
     assert_eq!(text, "The page answered: dev");
 }
+
+/// `serve claude` in `state_dir`, the stand-in replaying Claude Code
+/// calling the state's tool (`tests/state/claude-update.jsonl`, made from
+/// the real 2.1.332 page-tool recording with the call's name, arguments
+/// and texts changed).
+fn state_server(state_dir: &Path, sent: &Path, argv: &Path) -> common::Server {
+    let replay = root().join("tests/state/claude-update.jsonl");
+    common::serve_run(
+        "claude",
+        &["--state-dir", state_dir.to_str().unwrap()],
+        &[],
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", sent),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// A request as `HttpAgent` 1.0 sends it, with the page's `state` and no
+/// tools.
+fn with_state(thread: &str, run: &str, state: Value, prompt: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "state": state, "context": [], "forwardedProps": {}, "tools": [],
+        "messages": [{"id": format!("m-{run}"), "role": "user", "content": prompt}],
+    })
+}
+
+/// The prompt the CLI was sent (its first stdin line, a user message).
+fn prompt_sent(file: &Path) -> String {
+    sent(file)[0]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart() {
+    const STATE_CALL: &str = "toolu_state0001";
+    let dir = tmp("state-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (sent_file, argv) = (tmp("state-sent"), tmp("state-argv"));
+    let s = state_server(&dir, &sent_file, &argv);
+    let (status, one) = post(
+        &s.addr,
+        &with_state("ts", "r1", json!({"branch": "main"}), "Use dev."),
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let prompt = prompt_sent(&sent_file);
+    assert!(
+        prompt.contains(r#"The application's state (JSON): {"branch":"main"}"#),
+        "{prompt}"
+    );
+    // The state's tool was offered through the page's server, though the
+    // page has no tools of its own.
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains(r#""type":"sdk""#), "{args}");
+    let list = sent(&sent_file)
+        .into_iter()
+        .find_map(|l| {
+            l["response"]["response"]["mcp_response"]["result"]
+                .get("tools")
+                .cloned()
+        })
+        .expect("tools/list answered");
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["name"], "ag_ui_update_state");
+    // The call is answered at once, by serve: shown with its result, never
+    // pending, and the new state streamed before the run ends.
+    let start = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .expect("the call is shown");
+    assert_eq!(start["toolCallName"], "mcp__page__ag_ui_update_state");
+    let result = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .expect("with its result");
+    assert_eq!(result["toolCallId"], STATE_CALL);
+    let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
+    let snapshot = &one[at("STATE_SNAPSHOT")];
+    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert!(at("TOOL_CALL_END") < at("STATE_SNAPSHOT"));
+    assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
+    assert!(
+        last(&one)["outcome"].get("pendingToolCallIds").is_none(),
+        "nothing pending: {one:?}"
+    );
+    assert_eq!(
+        results(&sent_file),
+        [
+            json!({"content": [{"type": "text", "text": "The application's state is now the one given."}], "isError": false})
+        ]
+    );
+    assert_valid(&[&one]);
+
+    // A restart: the thread's next run, with no state of the page's, is
+    // told the state the model left, and may change it again.
+    drop(s);
+    let _ = std::fs::remove_file(&sent_file);
+    let _ = std::fs::remove_file(&argv);
+    let s = state_server(&dir, &sent_file, &argv);
+    let (_, two) = post(&s.addr, &with_state("ts", "r2", json!({}), "And now?"));
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let prompt = prompt_sent(&sent_file);
+    assert!(
+        prompt.contains(r#"The application's state (JSON): {"branch":"dev"}"#),
+        "{prompt}"
+    );
+    assert!(two.iter().any(|e| e["type"] == "STATE_SNAPSHOT"));
+    // A state the page gives replaces the kept one.
+    drop(s);
+    let _ = std::fs::remove_file(&sent_file);
+    let s = state_server(&dir, &sent_file, &argv);
+    post(
+        &s.addr,
+        &with_state("ts", "r3", json!({"branch": "qa"}), "Hm?"),
+    );
+    let prompt = prompt_sent(&sent_file);
+    assert!(prompt.contains(r#"{"branch":"qa"}"#), "{prompt}");
+    // A thread with no state is offered no such tool.
+    drop(s);
+    let _ = std::fs::remove_file(&argv);
+    let s = state_server(&dir, &sent_file, &argv);
+    post(&s.addr, &with_state("other", "r4", json!({}), "Hi"));
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(!args.contains("mcp__page"), "{args}");
+}

@@ -198,6 +198,8 @@ pub struct Run {
     pub input_marker: bool,
     /// The file of the page's tools (`--page-tools`).
     pub page_tools: Option<PathBuf>,
+    /// The thread's state, which the model may change (`--state-file`).
+    pub state_file: Option<PathBuf>,
     /// How long a call of one waits for its answer.
     pub tool_timeout: Duration,
 }
@@ -415,20 +417,41 @@ fn check_attachments(a: &Run, acp: bool) -> anyhow::Result<()> {
 const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 
 /// The page's tools (`--page-tools`), read and checked, as the server that
-/// offers them to the CLI; refused for a CLI that cannot take them.
+/// offers them to the CLI, with the tool that changes the state
+/// (`--state-file`); refused for a CLI that cannot take them.
 fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
-    let Some(file) = &a.page_tools else {
+    let server = page_tools_only(a)?;
+    let Some(file) = &a.state_file else {
+        return Ok(server);
+    };
+    let server = server.unwrap_or_else(|| crate::converse::mcp::Server::new(Vec::new()));
+    Ok(Some(
+        server.with_state(crate::converse::state::State::new(file)),
+    ))
+}
+
+/// The page's tools (`--page-tools`), read and checked.
+fn page_tools_only(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
+    let Some(file) = a.page_tools.as_ref().or(a.state_file.as_ref()) else {
         return Ok(None);
+    };
+    let option = if a.page_tools.is_some() {
+        "--page-tools"
+    } else {
+        "--state-file"
     };
     match a.cli.name() {
         "claude" => {}
         "codex" if a.transport != Transport::Exec => {}
         "codex" => anyhow::bail!(
-            "--page-tools: codex takes tools from the page over its app-server only, not with --codex-transport exec"
+            "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
         other => anyhow::bail!(
-            "--page-tools: {other} cannot take tools from the page yet; only claude and codex can"
+            "{option}: {other} cannot take tools from the page yet; only claude and codex can"
         ),
+    }
+    if a.page_tools.is_none() {
+        return Ok(None);
     }
     let mut json = String::new();
     std::fs::File::open(file)
