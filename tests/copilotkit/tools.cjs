@@ -5,13 +5,18 @@
 // a tool with a handler): the model calls the tool, the run ends with the
 // call pending, CopilotKit runs the handler, puts its result in the thread
 // as a tool message and starts a follow-up run on its own, whose answer
-// reaches the CLI; that run streams the rest of the turn and ends.
+// reaches the CLI; that run streams the rest of the turn and ends. Then,
+// on a second server, the model changes the agent's state through serve's
+// own tool: CopilotKit takes the new state, runs nothing for that call
+// (it carries its result, and is no tool of the page's) and starts no
+// follow-up.
 //
-//   node tools.cjs URL SENT_FILE
+//   node tools.cjs URL SENT_FILE STATE_URL
 //
-// The server's stand-in CLI replays the real Claude Code calling the
-// page's tool `pick_branch`; its input is written to SENT_FILE. Prints what
-// failed and exits 1, or prints OK.
+// The first server's stand-in CLI replays the real Claude Code calling the
+// page's tool `pick_branch`, its input written to SENT_FILE; the second's
+// replays it calling the state's tool. Prints what failed and exits 1, or
+// prints OK.
 "use strict";
 const fs = require("fs");
 const { CopilotKitCore } = require("@copilotkit/core");
@@ -19,7 +24,7 @@ const { HttpAgent } = require("@ag-ui/client");
 // CopilotKit's own dependency, as a page declares a tool's arguments.
 const { z } = require("zod");
 
-const [url, sentFile] = process.argv.slice(2);
+const [url, sentFile, stateUrl] = process.argv.slice(2);
 const problems = [];
 const check = (ok, what) => {
   if (!ok) problems.push(what);
@@ -88,11 +93,33 @@ async function main() {
   check(JSON.stringify(got) === JSON.stringify(["dev"]), `the CLI got the handler's result: ${JSON.stringify(got)}`);
   const lastMessage = agent.messages[agent.messages.length - 1];
   check(lastMessage.role === "assistant" && lastMessage.content === "The page answered: dev", `the thread ends with the model's answer: ${JSON.stringify(lastMessage)}`);
+  await state();
   if (problems.length) {
     console.log(`FAIL ${problems.join("\nFAIL ")}`);
     process.exit(1);
   }
   console.log("OK");
+}
+
+// The model changes the state: CopilotKit takes it, and runs nothing.
+async function state() {
+  const agent = new HttpAgent({ url: stateUrl, agentId: "default", threadId: "thread-state", initialState: { branch: "main" } });
+  const core = new CopilotKitCore({});
+  core.setAgents__unsafe_dev_only({ default: agent });
+  const errors = [];
+  core.subscribe({ onError: ({ error }) => errors.push(String(error)) });
+  const ran = [];
+  core.addTool({ name: "pick_branch", description: "Ask the user which branch to use.", parameters: z.object({}), handler: async (a) => ran.push(a) });
+  // A wildcard tool runs for any call with no tool of its name.
+  core.addTool({ name: "*", handler: async (a) => ran.push(a) });
+  let runs = 0;
+  agent.subscribe({ onRunStartedEvent: () => runs++ });
+  agent.addMessage({ id: "user-s", role: "user", content: "Use dev." });
+  await core.runAgent({ agent });
+  check(errors.length === 0, `state: no errors: ${errors.join("; ")}`);
+  check(runs === 1, `state: one run, no follow-up: ${runs}`);
+  check(ran.length === 0, `state: no handler ran: ${JSON.stringify(ran)}`);
+  check(JSON.stringify(agent.state) === '{"branch":"dev"}', `state: the agent's state is the model's: ${JSON.stringify(agent.state)}`);
 }
 
 main().catch((e) => {
