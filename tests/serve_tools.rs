@@ -865,3 +865,54 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     let args = std::fs::read_to_string(&argv).unwrap();
     assert!(!args.contains("mcp__page"), "{args}");
 }
+
+/// `serve codex`: the state's tool is one of the thread's dynamic tools,
+/// and its call (`item/tool/call`) is answered at once, the new state
+/// streamed. The stand-in replays `tests/state/codex-update.jsonl` (the
+/// real 0.169.0 page-tool recording with the call's name, arguments and
+/// texts changed).
+#[test]
+fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
+    let sent_file = tmp("codex-state-sent");
+    let replay = root().join("tests/state/codex-update.jsonl");
+    let s = common::serve_run(
+        "codex",
+        &[],
+        &[],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", &sent_file)],
+    );
+    let (_, one) = post(
+        &s.addr,
+        &with_state("cs", "r1", json!({"branch": "main"}), "Use dev."),
+    );
+    let start = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["method"] == "thread/start")
+        .unwrap();
+    let tools = start["params"]["dynamicTools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["name"], "ag_ui_update_state");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["state"]));
+    let snapshot = one
+        .iter()
+        .find(|e| e["type"] == "STATE_SNAPSHOT")
+        .expect("the new state is streamed");
+    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
+    assert!(last(&one)["outcome"].get("pendingToolCallIds").is_none());
+    let answer = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["id"] == 0 && l.get("result").is_some())
+        .expect("the call answered");
+    assert_eq!(answer["result"]["success"], true);
+    let text: String = one
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(
+        text.ends_with("I will set the branch.The branch is now dev."),
+        "{text}"
+    );
+    assert_valid(&[&one]);
+}
