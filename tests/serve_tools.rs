@@ -846,17 +846,37 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
         prompt.contains(r#"The application's state (JSON): {"branch":"dev"}"#),
         "{prompt}"
     );
-    assert!(two.iter().any(|e| e["type"] == "STATE_SNAPSHOT"));
+    // The page, which gave none, is told the thread's state as the run
+    // starts, then the model's new one.
+    let states: Vec<(usize, &Value)> = two
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
+        .map(|(i, e)| (i, &e["snapshot"]))
+        .collect();
+    assert_eq!(states.len(), 2, "{two:?}");
+    assert_eq!(states[0].1, &json!({"branch": "dev"}));
+    let said = two
+        .iter()
+        .position(|e| e["type"] == "TEXT_MESSAGE_START")
+        .unwrap();
+    assert!(states[0].0 < said, "at the start: {two:?}");
+    assert_valid(&[&two]);
     // A state the page gives replaces the kept one.
     drop(s);
     let _ = std::fs::remove_file(&sent_file);
     let s = state_server(&dir, &sent_file, &argv);
-    post(
+    let (_, three) = post(
         &s.addr,
         &with_state("ts", "r3", json!({"branch": "qa"}), "Hm?"),
     );
     let prompt = prompt_sent(&sent_file);
     assert!(prompt.contains(r#"{"branch":"qa"}"#), "{prompt}");
+    let told = three
+        .iter()
+        .filter(|e| e["type"] == "STATE_SNAPSHOT")
+        .count();
+    assert_eq!(told, 1, "only the model's: the page has its own");
     // A thread with no state is offered no such tool.
     drop(s);
     let _ = std::fs::remove_file(&argv);

@@ -36,6 +36,8 @@ pub(super) struct Request<'a> {
     pub(super) attachments: Vec<page::Attached>,
     /// The state the page gives, to be kept for the thread.
     pub(super) state_given: Option<String>,
+    /// The thread's kept state, when the page gives none.
+    pub(super) state_kept: Option<String>,
     /// Whether the run offers the model the tool that changes the state.
     pub(super) state_tool: bool,
 }
@@ -98,6 +100,7 @@ impl<'a> Request<'a> {
             choices: page.choices,
             attachments: page.attachments,
             state_given: page.state_given,
+            state_kept: page.state_kept,
             state_tool: page.state_tool,
         })
     }

@@ -194,11 +194,15 @@ pub(super) fn run_one(
         stdin = None;
     }
     let mut said = crate::serve::history::Recorder::for_request(input);
-    said.after_start(crate::serve::history::for_reloaded(
-        shared,
-        input,
-        input.last_user_content(),
-    ));
+    let mut after_start =
+        crate::serve::history::for_reloaded(shared, input, input.last_user_content());
+    if let Some(state) = &request.state_kept {
+        // A page that gives no state is told the thread's.
+        after_start.extend_from_slice(
+            format!("data: {{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{state}}}\n\n").as_bytes(),
+        );
+    }
+    said.after_start(after_start);
     let mut w = Waiting {
         child,
         stdin,

@@ -39,6 +39,9 @@ pub(super) struct Page {
     /// The state the page gives, to be kept for the thread (a JSON object,
     /// not empty).
     pub(super) state_given: Option<String>,
+    /// The thread's kept state, when the page gives none: the page is told
+    /// it (STATE_SNAPSHOT) at the run's start.
+    pub(super) state_kept: Option<String>,
     /// Whether the model is offered the tool that changes the state: the
     /// CLI takes tools, and the state (the page's, or else the thread's
     /// kept one) is a JSON object.
@@ -102,6 +105,7 @@ impl Page {
             tools,
             context: context_block(input.context, state.as_deref())?,
             state_given: given.filter(|s| object(s)).map(str::to_owned),
+            state_kept: state.clone().filter(|s| given.is_none() && object(s)),
             state_tool: takes_tools(cli) && state.as_deref().is_some_and(object),
             choices: choices(cli, ask, options, input.forwarded_props)?,
             attachments: attachments(
@@ -802,11 +806,13 @@ mod tests {
         };
         let given = check(r#"{"threadId":"t","state":{"page":2}}"#, "claude");
         assert_eq!(given.state_given.as_deref(), Some(r#"{"page":2}"#));
+        assert_eq!(given.state_kept, None, "the page has it");
         assert!(given.state_tool);
         assert!(given.prompt("Hi".into()).contains(r#"(JSON): {"page":2}"#));
         for empty in [r#""state":{}"#, r#""state":null"#, r#""context":[]"#] {
             let page = check(&format!(r#"{{"threadId":"t",{empty}}}"#), "codex");
             assert_eq!(page.state_given, None, "{empty}");
+            assert_eq!(page.state_kept.as_deref(), Some(r#"{"kept":1}"#));
             assert!(page.state_tool, "{empty}: the kept state");
             assert!(page.prompt("Hi".into()).contains(r#"(JSON): {"kept":1}"#));
         }

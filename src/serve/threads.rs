@@ -169,14 +169,16 @@ impl Threads {
         self.dir.join(format!("{}.state.json", file_stem(thread)))
     }
 
-    /// The shared state kept for `thread`, if any (a JSON object, at most
-    /// [`MAX_STATE`] bytes; anything else is not taken).
+    /// The shared state kept for `thread`, if any: a JSON object of at
+    /// most [`MAX_STATE`] bytes (anything else is not taken), compacted
+    /// onto one line.
     pub(super) fn kept_state(&self, thread: &str) -> Option<String> {
         let bytes =
             crate::base::files::read_regular(&self.state_file(thread), MAX_STATE as u64).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        value.is_object().then_some(text)
+        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        value
+            .is_object()
+            .then(|| serde_json::to_string(&value).expect("serializable"))
     }
 
     /// Keep `state` (JSON) as the shared state of `thread`.
@@ -354,7 +356,7 @@ mod tests {
         let dir = scratch("state");
         let mut t = Threads::open(&dir, 1).unwrap();
         assert_eq!(t.kept_state("a"), None);
-        t.keep_state("a", r#"{"branch":"dev"}"#).unwrap();
+        t.keep_state("a", "{\n  \"branch\": \"dev\"\n}").unwrap();
         t.ran("a", Some("s1")).unwrap();
         drop(t);
         let mut t = Threads::open(&dir, 1).unwrap();
