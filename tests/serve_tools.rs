@@ -116,6 +116,19 @@ fn results(file: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The tools the page's server listed to the CLI (its `tools/list`
+/// result).
+fn listed(file: &Path) -> Value {
+    sent(file)
+        .into_iter()
+        .find_map(|l| {
+            l["response"]["response"]["mcp_response"]["result"]
+                .get("tools")
+                .cloned()
+        })
+        .expect("tools/list answered")
+}
+
 fn last(events: &[Value]) -> &Value {
     events.last().expect("events")
 }
@@ -169,14 +182,7 @@ fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli()
         "{args}"
     );
     assert!(args.contains("mcp__page"), "{args}");
-    let list = sent(&sent_file)
-        .into_iter()
-        .find_map(|l| {
-            l["response"]["response"]["mcp_response"]["result"]
-                .get("tools")
-                .cloned()
-        })
-        .expect("tools/list answered");
+    let list = listed(&sent_file);
     assert_eq!(list[0]["name"], "pick_branch");
     assert!(results(&sent_file).is_empty(), "nothing answered yet");
 
@@ -794,14 +800,7 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     // page has no tools of its own.
     let args = std::fs::read_to_string(&argv).unwrap();
     assert!(args.contains(r#""type":"sdk""#), "{args}");
-    let list = sent(&sent_file)
-        .into_iter()
-        .find_map(|l| {
-            l["response"]["response"]["mcp_response"]["result"]
-                .get("tools")
-                .cloned()
-        })
-        .expect("tools/list answered");
+    let list = listed(&sent_file);
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["name"], "ag_ui_update_state");
     // The call is answered at once, by serve: shown with its result, never
