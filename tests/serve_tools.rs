@@ -587,6 +587,22 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         ),
         "{err}"
     );
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--state-file")
+        .arg(tmp("gemini-state.json"))
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--state-file: gemini cannot take tools from the page yet"),
+        "{err}"
+    );
     // `serve`: the run goes on without them, and the server's stderr says so.
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
     let mut server = std::process::Command::new(BIN)

@@ -420,7 +420,18 @@ const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 /// offers them to the CLI, with the tool that changes the state
 /// (`--state-file`); refused for a CLI that cannot take them.
 fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
-    let server = page_tools_only(a)?;
+    for (given, option) in [
+        (a.page_tools.is_some(), "--page-tools"),
+        (a.state_file.is_some(), "--state-file"),
+    ] {
+        if given {
+            tools_taken(a, option)?;
+        }
+    }
+    let server = match &a.page_tools {
+        Some(file) => Some(read_page_tools(a, file)?),
+        None => None,
+    };
     let Some(file) = &a.state_file else {
         return Ok(server);
     };
@@ -430,19 +441,12 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     ))
 }
 
-/// The page's tools (`--page-tools`), read and checked.
-fn page_tools_only(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
-    let Some(file) = a.page_tools.as_ref().or(a.state_file.as_ref()) else {
-        return Ok(None);
-    };
-    let option = if a.page_tools.is_some() {
-        "--page-tools"
-    } else {
-        "--state-file"
-    };
+/// Whether the run's CLI can take tools from the page (`option` gives
+/// them), or why not.
+fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
     match a.cli.name() {
-        "claude" => {}
-        "codex" if a.transport != Transport::Exec => {}
+        "claude" => Ok(()),
+        "codex" if a.transport != Transport::Exec => Ok(()),
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
@@ -450,9 +454,10 @@ fn page_tools_only(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Serve
             "{option}: {other} cannot take tools from the page yet; only claude and codex can"
         ),
     }
-    if a.page_tools.is_none() {
-        return Ok(None);
-    }
+}
+
+/// The page's tools in `file` (`--page-tools`), read and checked.
+fn read_page_tools(a: &Run, file: &Path) -> anyhow::Result<crate::converse::mcp::Server> {
     let mut json = String::new();
     std::fs::File::open(file)
         .and_then(|f| f.take(MAX_PAGE_TOOLS + 1).read_to_string(&mut json))
@@ -462,7 +467,7 @@ fn page_tools_only(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Serve
     }
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
-    Ok(Some(crate::converse::mcp::Server::new(tools)))
+    Ok(crate::converse::mcp::Server::new(tools))
 }
 
 /// The translator of `stream`, given the list the thread's last run left
