@@ -965,6 +965,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", hide = true)]
     pub plan_file: Option<PathBuf>,
 
+    /// Where the thread's shared state is kept: the model may change it
+    /// through a tool of this program's own, offered beside the page's
+    /// tools (claude and codex), each change written there and streamed as
+    /// STATE_SNAPSHOT. How `serve` keeps a page's state.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub state_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }

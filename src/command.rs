@@ -53,7 +53,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
             allow_tool: a.allow_tool,
             deny_tool: a.deny_tool,
             approval: a.approval,
-            page_tools: a.page_tools.is_some(),
+            page_tools: a.page_tools.is_some() || a.state_file.is_some(),
             attachments: a.attach,
             extra: a.extra,
         },
@@ -66,6 +66,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         approval_timeout: a.approval_timeout,
         input_marker: a.input_marker,
         page_tools: a.page_tools,
+        state_file: a.state_file,
         tool_timeout: a.tool_timeout,
     };
     crate::process::spawn::main(run, em)

@@ -1151,6 +1151,44 @@ fn copilotkit_shows_the_real_result_of_an_approved_call() {
     );
 }
 
+/// CopilotKit's own frontend-tool loop (`@copilotkit/core` 1.75's run
+/// handler, `tests/copilotkit/tools.cjs`) against `serve claude` with no
+/// option: a tool registered as `useFrontendTool` registers one (with a
+/// handler) is called by the model, the run ends with the call pending,
+/// CopilotKit runs the handler and starts the follow-up run itself, the
+/// handler's result reaches the CLI, and the turn ends. The stand-in
+/// replays the real Claude Code calling a page's tool
+/// (`testdata/claude/2.1.332/page-tool.jsonl`). And the model's change of
+/// the state through serve's own tool: CopilotKit takes the new state, and
+/// runs no handler (not even a wildcard's) and no follow-up for that call.
+#[test]
+fn copilotkit_runs_a_frontend_tool_through_serve() {
+    if skipped("copilotkit_runs_a_frontend_tool_through_serve") {
+        return;
+    }
+    let dir = root().join("tests/copilotkit");
+    ensure_packages(&dir);
+    let sent = common::scratch("conformance", "copilotkit-tools-sent");
+    let _ = std::fs::remove_file(&sent);
+    let replay = root().join("testdata/claude/2.1.332/page-tool.jsonl");
+    let server = common::serve_run(
+        "claude",
+        &[],
+        &[],
+        &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
+    );
+    let replay = root().join("tests/state/claude-update.jsonl");
+    let state = common::serve_run("claude", &[], &[], &[("FAKE_CONTROL", &replay)]);
+    node_says_ok(
+        "CopilotKit",
+        Command::new("node")
+            .arg(dir.join("tools.cjs"))
+            .arg(format!("http://{}/agent", server.addr))
+            .arg(&sent)
+            .arg(format!("http://{}/agent", state.addr)),
+    );
+}
+
 /// `serve claude -- --approval ask` with a short `--approval-timeout`, and
 /// the official 1.0 HttpAgent (`tests/conformance/expire.cjs`): once the
 /// interrupt has expired, the agent takes only a cancel of it; the cancel is
@@ -1411,6 +1449,31 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     node_says_ok(
         "AG-UI conformance",
         Command::new("node").arg(dir.join("tools.cjs")).args(&args),
+    );
+}
+
+/// `serve claude` with the page's state, driven by the official 1.0
+/// HttpAgent and the 0.0.59 one (`tests/conformance/state.cjs`): the model
+/// changes the state through serve's own tool, the run streams it as
+/// STATE_SNAPSHOT before it ends, and each agent's state is the model's.
+/// The stand-in replays Claude Code calling the state's tool
+/// (`tests/state/claude-update.jsonl`).
+#[test]
+fn http_agent_takes_the_state_the_model_changed() {
+    if skipped("http_agent_takes_the_state_the_model_changed") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let replay = root().join("tests/state/claude-update.jsonl");
+    let servers: Vec<_> = (0..2)
+        .map(|_| common::serve_run("claude", &[], &[], &[("FAKE_CONTROL", &replay)]))
+        .collect();
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node")
+            .arg(dir.join("state.cjs"))
+            .args(servers.iter().map(|s| format!("http://{}/agent", s.addr))),
     );
 }
 

@@ -560,7 +560,10 @@ fn completion(shell: Shell) -> Vec<u8> {
 #[test]
 fn completions_offer_no_hidden_option() {
     let hidden = hidden_options();
-    assert_eq!(hidden, ["input-marker", "session-file", "plan-file"]);
+    assert_eq!(
+        hidden,
+        ["input-marker", "session-file", "plan-file", "state-file"]
+    );
     for (_, file) in COMPLETIONS {
         let script = std::fs::read_to_string(root().join(file)).unwrap();
         for option in &hidden {

@@ -116,6 +116,19 @@ fn results(file: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The tools the page's server listed to the CLI (its `tools/list`
+/// result).
+fn listed(file: &Path) -> Value {
+    sent(file)
+        .into_iter()
+        .find_map(|l| {
+            l["response"]["response"]["mcp_response"]["result"]
+                .get("tools")
+                .cloned()
+        })
+        .expect("tools/list answered")
+}
+
 fn last(events: &[Value]) -> &Value {
     events.last().expect("events")
 }
@@ -169,14 +182,7 @@ fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli()
         "{args}"
     );
     assert!(args.contains("mcp__page"), "{args}");
-    let list = sent(&sent_file)
-        .into_iter()
-        .find_map(|l| {
-            l["response"]["response"]["mcp_response"]["result"]
-                .get("tools")
-                .cloned()
-        })
-        .expect("tools/list answered");
+    let list = listed(&sent_file);
     assert_eq!(list[0]["name"], "pick_branch");
     assert!(results(&sent_file).is_empty(), "nothing answered yet");
 
@@ -581,6 +587,22 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         ),
         "{err}"
     );
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "gemini", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--state-file")
+        .arg(tmp("gemini-state.json"))
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--state-file: gemini cannot take tools from the page yet"),
+        "{err}"
+    );
     // `serve`: the run goes on without them, and the server's stderr says so.
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
     let mut server = std::process::Command::new(BIN)
@@ -735,4 +757,197 @@ fn codex_refuses_answers_that_are_not_the_pending_ones() {
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
     assert_eq!(text, "The page answered: dev");
+}
+
+/// `serve claude` in `state_dir`, the stand-in replaying Claude Code
+/// calling the state's tool (`tests/state/claude-update.jsonl`, made from
+/// the real 2.1.332 page-tool recording with the call's name, arguments
+/// and texts changed).
+fn state_server(state_dir: &Path, sent: &Path, argv: &Path) -> common::Server {
+    let replay = root().join("tests/state/claude-update.jsonl");
+    common::serve_run(
+        "claude",
+        &["--state-dir", state_dir.to_str().unwrap()],
+        &[],
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", sent),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// A request as `HttpAgent` 1.0 sends it, with the page's `state` and no
+/// tools.
+fn with_state(thread: &str, run: &str, state: Value, prompt: &str) -> Value {
+    json!({
+        "threadId": thread, "runId": run, "protocolVersion": "1.0.0",
+        "state": state, "context": [], "forwardedProps": {}, "tools": [],
+        "messages": [{"id": format!("m-{run}"), "role": "user", "content": prompt}],
+    })
+}
+
+/// The prompt the CLI was sent (its first stdin line, a user message).
+fn prompt_sent(file: &Path) -> String {
+    sent(file)[0]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart() {
+    const STATE_CALL: &str = "toolu_state0001";
+    let dir = tmp("state-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (sent_file, argv) = (tmp("state-sent"), tmp("state-argv"));
+    let s = state_server(&dir, &sent_file, &argv);
+    let (status, one) = post(
+        &s.addr,
+        &with_state("ts", "r1", json!({"branch": "main"}), "Use dev."),
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let prompt = prompt_sent(&sent_file);
+    assert!(
+        prompt.contains(r#"The application's state (JSON): {"branch":"main"}"#),
+        "{prompt}"
+    );
+    // The state's tool was offered through the page's server, though the
+    // page has no tools of its own.
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains(r#""type":"sdk""#), "{args}");
+    let list = listed(&sent_file);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["name"], "ag_ui_update_state");
+    // The call is answered at once, by serve: shown with its result, never
+    // pending, and the new state streamed before the run ends.
+    let start = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .expect("the call is shown");
+    assert_eq!(start["toolCallName"], "mcp__page__ag_ui_update_state");
+    let result = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_RESULT")
+        .expect("with its result");
+    assert_eq!(result["toolCallId"], STATE_CALL);
+    let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
+    let snapshot = &one[at("STATE_SNAPSHOT")];
+    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert!(at("TOOL_CALL_END") < at("STATE_SNAPSHOT"));
+    assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
+    assert!(
+        last(&one)["outcome"].get("pendingToolCallIds").is_none(),
+        "nothing pending: {one:?}"
+    );
+    assert_eq!(
+        results(&sent_file),
+        [
+            json!({"content": [{"type": "text", "text": "The application's state is now the one given."}], "isError": false})
+        ]
+    );
+    assert_valid(&[&one]);
+
+    // A restart: the thread's next run, with no state of the page's, is
+    // told the state the model left, and may change it again.
+    drop(s);
+    let _ = std::fs::remove_file(&sent_file);
+    let _ = std::fs::remove_file(&argv);
+    let s = state_server(&dir, &sent_file, &argv);
+    let (_, two) = post(&s.addr, &with_state("ts", "r2", json!({}), "And now?"));
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let prompt = prompt_sent(&sent_file);
+    assert!(
+        prompt.contains(r#"The application's state (JSON): {"branch":"dev"}"#),
+        "{prompt}"
+    );
+    // The page, which gave none, is told the thread's state as the run
+    // starts, then the model's new one.
+    let states: Vec<(usize, &Value)> = two
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
+        .map(|(i, e)| (i, &e["snapshot"]))
+        .collect();
+    assert_eq!(states.len(), 2, "{two:?}");
+    assert_eq!(states[0].1, &json!({"branch": "dev"}));
+    let said = two
+        .iter()
+        .position(|e| e["type"] == "TEXT_MESSAGE_START")
+        .unwrap();
+    assert!(states[0].0 < said, "at the start: {two:?}");
+    assert_valid(&[&two]);
+    // A state the page gives replaces the kept one.
+    drop(s);
+    let _ = std::fs::remove_file(&sent_file);
+    let s = state_server(&dir, &sent_file, &argv);
+    let (_, three) = post(
+        &s.addr,
+        &with_state("ts", "r3", json!({"branch": "qa"}), "Hm?"),
+    );
+    let prompt = prompt_sent(&sent_file);
+    assert!(prompt.contains(r#"{"branch":"qa"}"#), "{prompt}");
+    let told = three
+        .iter()
+        .filter(|e| e["type"] == "STATE_SNAPSHOT")
+        .count();
+    assert_eq!(told, 1, "only the model's: the page has its own");
+    // A thread with no state is offered no such tool.
+    drop(s);
+    let _ = std::fs::remove_file(&argv);
+    let s = state_server(&dir, &sent_file, &argv);
+    post(&s.addr, &with_state("other", "r4", json!({}), "Hi"));
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(!args.contains("mcp__page"), "{args}");
+}
+
+/// `serve codex`: the state's tool is one of the thread's dynamic tools,
+/// and its call (`item/tool/call`) is answered at once, the new state
+/// streamed. The stand-in replays `tests/state/codex-update.jsonl` (the
+/// real 0.169.0 page-tool recording with the call's name, arguments and
+/// texts changed).
+#[test]
+fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
+    let sent_file = tmp("codex-state-sent");
+    let replay = root().join("tests/state/codex-update.jsonl");
+    let s = common::serve_run(
+        "codex",
+        &[],
+        &[],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", &sent_file)],
+    );
+    let (_, one) = post(
+        &s.addr,
+        &with_state("cs", "r1", json!({"branch": "main"}), "Use dev."),
+    );
+    let start = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["method"] == "thread/start")
+        .unwrap();
+    let tools = start["params"]["dynamicTools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["name"], "ag_ui_update_state");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["state"]));
+    let snapshot = one
+        .iter()
+        .find(|e| e["type"] == "STATE_SNAPSHOT")
+        .expect("the new state is streamed");
+    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
+    assert!(last(&one)["outcome"].get("pendingToolCallIds").is_none());
+    let answer = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["id"] == 0 && l.get("result").is_some())
+        .expect("the call answered");
+    assert_eq!(answer["result"]["success"], true);
+    let text: String = one
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(
+        text.ends_with("I will set the branch.The branch is now dev."),
+        "{text}"
+    );
+    assert_valid(&[&one]);
 }

@@ -152,10 +152,14 @@ pub enum Event<'a> {
         message: &'a str,
         code: Option<&'a str>,
     },
+    /// The application's shared state, whole (`snapshot`).
+    StateSnapshot {
+        snapshot: Json<'a>,
+    },
 }
 
 /// The `type` of every event this program writes, in [`Event::index`] order.
-pub const EVENT_TYPES: [&str; 24] = [
+pub const EVENT_TYPES: [&str; 25] = [
     "RUN_STARTED",
     "RUN_FINISHED",
     "RUN_ERROR",
@@ -180,6 +184,7 @@ pub const EVENT_TYPES: [&str; 24] = [
     "SUBAGENT_STARTED",
     "SUBAGENT_FINISHED",
     "SUBAGENT_ERROR",
+    "STATE_SNAPSHOT",
 ];
 
 impl Event<'_> {
@@ -210,6 +215,7 @@ impl Event<'_> {
             Event::SubagentStarted { .. } => 21,
             Event::SubagentFinished { .. } => 22,
             Event::SubagentError { .. } => 23,
+            Event::StateSnapshot { .. } => 24,
         }
     }
 
@@ -232,7 +238,10 @@ impl Event<'_> {
     fn attributable(&self) -> bool {
         !matches!(
             self,
-            Event::RunStarted { .. } | Event::RunFinished { .. } | Event::RunError { .. }
+            Event::RunStarted { .. }
+                | Event::RunFinished { .. }
+                | Event::RunError { .. }
+                | Event::StateSnapshot { .. }
         ) && !matches!(
             self,
             Event::SubagentStarted { .. }
@@ -1761,6 +1770,13 @@ impl Emitter {
             content,
             replace: Some(true),
         });
+    }
+
+    /// STATE_SNAPSHOT: the application's shared state is now `snapshot`
+    /// (a JSON object), whole.
+    pub fn state_snapshot(&mut self, snapshot: Json) {
+        self.ensure_run();
+        self.write(&Event::StateSnapshot { snapshot });
     }
 
     /// A plan (see [`plan`]) as message `message_id`, replacing the

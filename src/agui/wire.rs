@@ -92,7 +92,9 @@ pub(super) fn event_open_for<'a>(
         | Event::ReasoningMessageEnd { .. }
         | Event::ReasoningEnd { .. }
         | Event::ReasoningEncryptedValue { .. } => reasoning_fields(&mut o, ev),
-        Event::ActivitySnapshot { .. } | Event::PlanSnapshot { .. } => activity_fields(&mut o, ev),
+        Event::ActivitySnapshot { .. }
+        | Event::PlanSnapshot { .. }
+        | Event::StateSnapshot { .. } => activity_fields(&mut o, ev),
         Event::Raw { .. } | Event::Custom { .. } | Event::ToolOutput { .. } => {
             custom_fields(&mut o, ev)
         }
@@ -263,7 +265,7 @@ fn reasoning_fields(o: &mut Obj, ev: &Event) {
 }
 
 /// The fields of an activity: ACTIVITY_SNAPSHOT, and a plan written as
-/// one.
+/// one; and of the application's state, STATE_SNAPSHOT.
 #[inline]
 fn activity_fields(o: &mut Obj, ev: &Event) {
     match *ev {
@@ -290,6 +292,7 @@ fn activity_fields(o: &mut Obj, ev: &Event) {
             plan_content(o.0, plan);
             o.0.extend_from_slice(b",\"replace\":true");
         }
+        Event::StateSnapshot { snapshot } => o.json(b",\"snapshot\":", snapshot),
         _ => {}
     }
 }

@@ -151,6 +151,8 @@ struct ToolCallParams {
     #[serde(default)]
     call_id: Option<String>,
     tool: String,
+    #[serde(default)]
+    arguments: Option<Box<RawValue>>,
 }
 
 #[derive(Serialize)]
@@ -405,7 +407,7 @@ impl<'a> Session<'a> {
         &mut self,
         line: &[u8],
         server_in: &mut dyn Write,
-        em: &Emitter,
+        em: &mut Emitter,
     ) -> io::Result<Option<End>> {
         let Ok(msg) = serde_json::from_slice::<ServerLine>(line) else {
             return Ok(None);
@@ -476,7 +478,7 @@ impl<'a> Session<'a> {
             // A request from the server.
             (Some(method), Some(id)) => {
                 let item = ids.and_then(|i| i.item_id.as_deref());
-                if method == "item/tool/call" && self.page_call(line, id, em) {
+                if method == "item/tool/call" && self.page_call(line, id, server_in, em)? {
                     return Ok(None);
                 }
                 if self.opts.ask.is_some() && self.ask(line, method, id, item, em) {
@@ -502,22 +504,41 @@ impl<'a> Session<'a> {
         Ok(None)
     }
 
-    /// Keep a call of one of the page's tools for the page; false when it
-    /// is not one.
-    fn page_call(&mut self, line: &[u8], id: &RawValue, em: &Emitter) -> bool {
-        let Some((server, _)) = &self.opts.page else {
-            return false;
+    /// Keep a call of one of the page's tools for the page, or answer a
+    /// call of the state's tool at once (streaming the new state); false
+    /// when it is neither.
+    fn page_call(
+        &mut self,
+        line: &[u8],
+        id: &RawValue,
+        server_in: &mut dyn Write,
+        em: &mut Emitter,
+    ) -> io::Result<bool> {
+        let Some((server, _)) = &mut self.opts.page else {
+            return Ok(false);
         };
         let Ok(call) = serde_json::from_slice::<ToolCallLine>(line) else {
-            return false;
+            return Ok(false);
         };
-        if !server.names().contains(&call.params.tool) {
-            return false;
-        }
         let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
+        if call.params.tool == crate::converse::state::TOOL {
+            let Some((text, is_error)) = server.update_state(call.params.arguments.as_deref())
+            else {
+                return Ok(false);
+            };
+            if let Some(state) = server.take_state() {
+                em.state_snapshot(&state);
+            }
+            let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
+            self.send(server_in, &mcp::codex_answer(&call, &text, is_error))?;
+            return Ok(true);
+        }
+        if !server.names().contains(&call.params.tool) {
+            return Ok(false);
+        }
         let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
         self.calls.push(call, em);
-        true
+        Ok(true)
     }
 
     /// End the run with the page's calls pending, and wait for the answers.

@@ -261,7 +261,12 @@ impl<'a> Session<'a> {
     /// A request of the CLI: a `can_use_tool` is kept for the interrupt;
     /// others (which this host never registers for) get an error, so that
     /// the CLI does not wait.
-    fn request(&mut self, rec: &CliLine, cli_in: &mut dyn Write, em: &Emitter) -> io::Result<()> {
+    fn request(
+        &mut self,
+        rec: &CliLine,
+        cli_in: &mut dyn Write,
+        em: &mut Emitter,
+    ) -> io::Result<()> {
         let Some(id) = rec.request_id.as_deref() else {
             return Ok(());
         };
@@ -317,16 +322,17 @@ impl<'a> Session<'a> {
     }
 
     /// A request of the page's server: a message is answered (a call waits
-    /// for the page), a permission is given at once (the page, which runs
-    /// the tool, is the one who decides; `--approval` does not apply).
+    /// for the page; a new state is streamed), a permission is given at
+    /// once (the page, which runs the tool, is the one who decides;
+    /// `--approval` does not apply).
     fn page_request(
         &mut self,
         id: &str,
         r: &Request,
         cli_in: &mut dyn Write,
-        em: &Emitter,
+        em: &mut Emitter,
     ) -> io::Result<()> {
-        let server = self.opts.tools.as_ref().expect("checked");
+        let server = self.opts.tools.as_mut().expect("checked");
         if r.subtype.as_deref() == Some("can_use_tool") {
             let input = r.input.map_or_else(
                 || RawValue::from_string("{}".into()).expect("JSON"),
@@ -349,7 +355,11 @@ impl<'a> Session<'a> {
             return self.send(cli_in, &serde_json::to_vec(&msg).expect("serializable"));
         }
         let empty = RawValue::from_string("{}".into()).expect("JSON");
-        match server.message(id, r.message.unwrap_or(&empty)) {
+        let reply = server.message(id, r.message.unwrap_or(&empty));
+        if let Some(state) = server.take_state() {
+            em.state_snapshot(&state);
+        }
+        match reply {
             mcp::Reply::Now(reply) => {
                 let msg = mcp::control_response(id, &reply);
                 self.send(cli_in, &msg)

@@ -31,6 +31,7 @@ use serde_json::value::RawValue;
 
 use crate::agui::{code, Emitter, Outcome};
 use crate::converse::ask::{self, waiting, Asker, Tick, Waited, Waiting, QUIET};
+use crate::converse::state::{self, State};
 use crate::source::Translate;
 
 /// The MCP server's name (as the CLI knows it).
@@ -87,6 +88,13 @@ pub fn check_tools(json: &str, own: &[(&str, &str)]) -> Result<Vec<PageTool>, St
                 crate::converse::ask::shown(&t.name)
             ));
         }
+        if t.name == state::TOOL {
+            return Err(format!(
+                "{} {:?}: the name of the tool through which the model changes the state; name the page's tool otherwise",
+                field("name"),
+                t.name
+            ));
+        }
         if t.name.starts_with("mcp__") || own.iter().any(|(n, _)| n.eq_ignore_ascii_case(&t.name)) {
             return Err(format!(
                 "{} {:?}: the CLI has a tool of that name; name the page's tool otherwise",
@@ -135,6 +143,8 @@ pub struct Server {
     list: Box<RawValue>,
     names: Vec<String>,
     tools: Vec<PageTool>,
+    /// The thread's state, when the model may change it ([`state`]).
+    state: Option<State>,
 }
 
 /// What a JSON-RPC message to the server comes to.
@@ -189,6 +199,8 @@ struct Rpc<'a> {
 struct CallParams<'a> {
     #[serde(borrow)]
     name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
     #[serde(default, rename = "_meta")]
     meta: Option<CallMeta>,
 }
@@ -244,10 +256,38 @@ impl Server {
             list,
             names: tools.iter().map(|t| t.name.clone()).collect(),
             tools,
+            state: None,
         }
     }
 
-    /// The page's tools.
+    /// The server with [`state::TOOL`] offered besides the page's tools,
+    /// answered here with `state` (never a call for the page).
+    pub fn with_state(self, state: State) -> Self {
+        let Server {
+            names, mut tools, ..
+        } = self;
+        tools.push(state::tool());
+        let mut server = Server::new(tools);
+        server.names = names;
+        server.state = Some(state);
+        server
+    }
+
+    /// A call of [`state::TOOL`] with `arguments`, answered at once: its
+    /// result's text and whether it is an error; `None` when the state is
+    /// not offered.
+    pub fn update_state(&mut self, arguments: Option<&RawValue>) -> Option<(String, bool)> {
+        Some(self.state.as_mut()?.update(arguments))
+    }
+
+    /// The state a call has changed since this was last asked, to be
+    /// streamed (`STATE_SNAPSHOT`).
+    pub fn take_state(&mut self) -> Option<Box<RawValue>> {
+        self.state.as_mut()?.take_unsent()
+    }
+
+    /// The tools offered: the page's, and [`state::TOOL`] when the state
+    /// is.
     pub fn tools(&self) -> &[PageTool] {
         &self.tools
     }
@@ -259,7 +299,7 @@ impl Server {
 
     /// The reply to one JSON-RPC `message`, which came in the
     /// `control_request` `request_id`.
-    pub fn message(&self, request_id: &str, message: &RawValue) -> Reply {
+    pub fn message(&mut self, request_id: &str, message: &RawValue) -> Reply {
         let Ok(rpc) = serde_json::from_str::<Rpc>(message.get()) else {
             return Reply::Now(error(None, -32700, "not a JSON-RPC message"));
         };
@@ -284,6 +324,10 @@ impl Server {
             Some("tools/list") => ok(id, &self.list),
             Some("ping") => ok(id, &serde_json::json!({})),
             Some("tools/call") => match serde_json::from_str::<CallParams>(params) {
+                Ok(p) if p.name == state::TOOL && self.state.is_some() => {
+                    let (text, is_error) = self.update_state(p.arguments).expect("offered");
+                    ok(id, &tool_result(&text, is_error))
+                }
                 Ok(p) if self.names.iter().any(|n| *n == p.name) => Reply::Call(Call {
                     request_id: request_id.to_owned(),
                     rpc_id: id.to_owned(),
@@ -340,9 +384,14 @@ fn call_result(call: &Call, text: &str, is_error: bool) -> Box<RawValue> {
     serde_json::value::to_raw_value(&serde_json::json!({
         "jsonrpc": "2.0",
         "id": &call.rpc_id,
-        "result": {"content": [{"type": "text", "text": text}], "isError": is_error},
+        "result": tool_result(text, is_error),
     }))
     .expect("serializable")
+}
+
+/// A `tools/call` result of `text`, an error when `is_error`.
+fn tool_result(text: &str, is_error: bool) -> serde_json::Value {
+    serde_json::json!({"content": [{"type": "text", "text": text}], "isError": is_error})
 }
 
 /// Claude Code's answer to `call`: the `control_response` that carries
@@ -681,9 +730,9 @@ mod tests {
     #[test]
     fn the_server_answers_at_once_all_but_calls() {
         let tools = check_tools(r#"[{"name":"pick","description":"d"}]"#, OWN).unwrap();
-        let server = Server::new(tools);
-        let reply = |m: &str| server.message("r1", &RawValue::from_string(m.into()).unwrap());
-        let now = |m: &str| match reply(m) {
+        let mut server = Server::new(tools);
+        let mut reply = |m: &str| server.message("r1", &RawValue::from_string(m.into()).unwrap());
+        let mut now = |m: &str| match reply(m) {
             Reply::Now(v) => serde_json::from_str::<serde_json::Value>(v.get()).unwrap(),
             Reply::Call(_) => panic!("a call"),
         };
@@ -725,6 +774,54 @@ mod tests {
             }
             Reply::Now(_) => panic!("answered at once"),
         }
+    }
+
+    #[test]
+    fn the_state_tool_is_answered_here_and_never_waits() {
+        let dir = std::env::temp_dir().join(format!("agui-mcp-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("t.state.json");
+        let tools = check_tools(r#"[{"name":"pick"}]"#, OWN).unwrap();
+        let mut server = Server::new(tools).with_state(State::new(&file));
+        assert_eq!(server.names(), ["pick"], "not a page's tool");
+        let mut now =
+            |m: &str| match server.message("r1", &RawValue::from_string(m.into()).unwrap()) {
+                Reply::Now(v) => serde_json::from_str::<serde_json::Value>(v.get()).unwrap(),
+                Reply::Call(_) => panic!("a call for the page"),
+            };
+        let list = now(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        assert_eq!(list["result"]["tools"][1]["name"], state::TOOL);
+        let done = now(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ag_ui_update_state","arguments":{"state":{"branch":"dev"}}}}"#,
+        );
+        assert_eq!(done["id"], 2);
+        assert_eq!(done["result"]["isError"], false);
+        let refused = now(
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ag_ui_update_state","arguments":{"state":[]}}}"#,
+        );
+        assert_eq!(refused["result"]["isError"], true);
+        assert!(refused["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("a JSON object"));
+        assert_eq!(server.take_state().unwrap().get(), r#"{"branch":"dev"}"#);
+        assert!(server.take_state().is_none());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            r#"{"branch":"dev"}"#
+        );
+        // Without the state offered, the name is no tool of the server's.
+        let mut plain = Server::new(Vec::new());
+        let msg = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ag_ui_update_state","arguments":{"state":{}}}}"#;
+        match plain.message("r", &RawValue::from_string(msg.into()).unwrap()) {
+            Reply::Now(v) => assert!(v.get().contains("-32602")),
+            Reply::Call(_) => panic!("a call"),
+        }
+        assert!(check_tools(r#"[{"name":"ag_ui_update_state"}]"#, OWN)
+            .unwrap_err()
+            .contains("changes the state"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! control protocol ([`control`]), the client of `codex app-server`
 //! ([`appserver`]), the client of an Agent Client Protocol agent ([`acp`]),
 //! the approval requests of each as AG-UI interrupts answered by resume
-//! lines ([`ask`]), and the page's own tools offered to the CLI, their
-//! calls answered by the page ([`mcp`]).
+//! lines ([`ask`]), the page's own tools offered to the CLI, their
+//! calls answered by the page ([`mcp`]), and the tool through which the
+//! model changes the page's shared state ([`state`]).
 //!
 //! Each conversation writes events through the writer and the translators;
 //! it never starts or stops a process (that is [`crate::process`]) and
@@ -14,3 +15,4 @@ pub mod appserver;
 pub mod ask;
 pub mod control;
 pub mod mcp;
+pub mod state;

@@ -198,6 +198,8 @@ pub struct Run {
     pub input_marker: bool,
     /// The file of the page's tools (`--page-tools`).
     pub page_tools: Option<PathBuf>,
+    /// The thread's state, which the model may change (`--state-file`).
+    pub state_file: Option<PathBuf>,
     /// How long a call of one waits for its answer.
     pub tool_timeout: Duration,
 }
@@ -415,21 +417,47 @@ fn check_attachments(a: &Run, acp: bool) -> anyhow::Result<()> {
 const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 
 /// The page's tools (`--page-tools`), read and checked, as the server that
-/// offers them to the CLI; refused for a CLI that cannot take them.
+/// offers them to the CLI, with the tool that changes the state
+/// (`--state-file`); refused for a CLI that cannot take them.
 fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
-    let Some(file) = &a.page_tools else {
-        return Ok(None);
+    for (given, option) in [
+        (a.page_tools.is_some(), "--page-tools"),
+        (a.state_file.is_some(), "--state-file"),
+    ] {
+        if given {
+            tools_taken(a, option)?;
+        }
+    }
+    let server = match &a.page_tools {
+        Some(file) => Some(read_page_tools(a, file)?),
+        None => None,
     };
+    let Some(file) = &a.state_file else {
+        return Ok(server);
+    };
+    let server = server.unwrap_or_else(|| crate::converse::mcp::Server::new(Vec::new()));
+    Ok(Some(
+        server.with_state(crate::converse::state::State::new(file)),
+    ))
+}
+
+/// Whether the run's CLI can take tools from the page (`option` gives
+/// them), or why not.
+fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
     match a.cli.name() {
-        "claude" => {}
-        "codex" if a.transport != Transport::Exec => {}
+        "claude" => Ok(()),
+        "codex" if a.transport != Transport::Exec => Ok(()),
         "codex" => anyhow::bail!(
-            "--page-tools: codex takes tools from the page over its app-server only, not with --codex-transport exec"
+            "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
         other => anyhow::bail!(
-            "--page-tools: {other} cannot take tools from the page yet; only claude and codex can"
+            "{option}: {other} cannot take tools from the page yet; only claude and codex can"
         ),
     }
+}
+
+/// The page's tools in `file` (`--page-tools`), read and checked.
+fn read_page_tools(a: &Run, file: &Path) -> anyhow::Result<crate::converse::mcp::Server> {
     let mut json = String::new();
     std::fs::File::open(file)
         .and_then(|f| f.take(MAX_PAGE_TOOLS + 1).read_to_string(&mut json))
@@ -439,7 +467,7 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     }
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
-    Ok(Some(crate::converse::mcp::Server::new(tools)))
+    Ok(crate::converse::mcp::Server::new(tools))
 }
 
 /// The translator of `stream`, given the list the thread's last run left

@@ -34,6 +34,12 @@ pub(super) struct Request<'a> {
     pub(super) choices: page::Choices,
     /// The files of the last user message, for the run.
     pub(super) attachments: Vec<page::Attached>,
+    /// The state the page gives, to be kept for the thread.
+    pub(super) state_given: Option<String>,
+    /// The thread's kept state, when the page gives none.
+    pub(super) state_kept: Option<String>,
+    /// Whether the run offers the model the tool that changes the state.
+    pub(super) state_tool: bool,
 }
 
 /// The prompt of a user message that holds files and no text.
@@ -71,6 +77,10 @@ impl<'a> Request<'a> {
             shared.ask,
             &shared.run_options,
             shared.max_attachment,
+            || {
+                let threads = shared.threads.lock().expect("not poisoned");
+                threads.kept_state(&input.thread_id)
+            },
         );
         let page = match page {
             Ok(p) => p,
@@ -89,6 +99,9 @@ impl<'a> Request<'a> {
             tools: page.tools,
             choices: page.choices,
             attachments: page.attachments,
+            state_given: page.state_given,
+            state_kept: page.state_kept,
+            state_tool: page.state_tool,
         })
     }
 }

@@ -16,7 +16,6 @@ use crate::agui::{AguiVersion, RawMode};
 use crate::serve::history::Live;
 use crate::serve::input::{Request, RunAgentInput};
 use crate::serve::listen::refuse_with;
-use crate::serve::page::Choices;
 use crate::serve::waiting::{settle, SessionFile, Slot, Streamed, Waiting};
 use crate::serve::{Shared, TOKEN_VAR};
 
@@ -156,15 +155,14 @@ pub(super) fn run_one(
     let tools = request.tools.as_deref();
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
-    // A run with the page's tools talks with its CLI as one that asks does:
-    // its calls wait for the thread's next request.
-    let talks = shared.ask || tools.is_some();
+    // A run with the page's tools (or the state's) talks with its CLI as
+    // one that asks does: its calls wait for the thread's next request.
+    let talks = shared.ask || tools.is_some() || request.state_tool;
     let started = tools_file(&file.0, tools)
         .and_then(|t| {
             run_command(
                 shared,
-                input,
-                &request.choices,
+                request,
                 &file.0,
                 t.as_deref(),
                 crate::serve::page::attach_args(&file.0, &request.attachments)?,
@@ -197,11 +195,15 @@ pub(super) fn run_one(
         stdin = None;
     }
     let mut said = crate::serve::history::Recorder::for_request(input);
-    said.after_start(crate::serve::history::for_reloaded(
-        shared,
-        input,
-        input.last_user_content(),
-    ));
+    let mut after_start =
+        crate::serve::history::for_reloaded(shared, input, input.last_user_content());
+    if let Some(state) = &request.state_kept {
+        // A page that gives no state is told the thread's.
+        after_start.extend_from_slice(
+            format!("data: {{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{state}}}\n\n").as_bytes(),
+        );
+    }
+    said.after_start(after_start);
     let mut w = Waiting {
         child,
         stdin,
@@ -241,25 +243,29 @@ fn tools_file(session_file: &Path, tools: Option<&str>) -> io::Result<Option<std
     Ok(Some(file))
 }
 
-/// The command of the run of `input`: this program's `run`, with the
-/// page's `choices`, the thread's session to resume and `session_file` for
-/// the session it reports, the page's tools in `tools` (a file), its files
+/// The command of the run of `request`: this program's `run`, with the
+/// page's choices, the thread's session to resume and `session_file` for
+/// the session it reports, the page's tools in `tools` (a file), the
+/// thread's state file when the model may change the state, its files
 /// (`attach`: the arguments that give them), its pipes,
 /// no token, and the server's death as its end; `talks`: it reads its
 /// prompt and the thread's next requests as lines, and marks each wait.
 fn run_command(
     shared: &Shared,
-    input: &RunAgentInput,
-    choices: &Choices,
+    request: &Request,
     session_file: &Path,
     tools: Option<&Path>,
     attach: Vec<std::ffi::OsString>,
     talks: bool,
 ) -> io::Result<Command> {
-    let (resume, plan_file) = {
+    let input = &request.input;
+    let (resume, plan_file, state_file) = {
         let threads = shared.threads.lock().expect("not poisoned");
         let resume = threads.session(&input.thread_id).map(str::to_owned);
-        (resume, threads.plan_file(&input.thread_id))
+        let state = request
+            .state_tool
+            .then(|| threads.state_file(&input.thread_id));
+        (resume, threads.plan_file(&input.thread_id), state)
     };
     let mut argv = run_argv(
         shared.cli,
@@ -270,7 +276,7 @@ fn run_command(
         session_file,
         kept_args(&plan_file, shared.version.of(Some(input)), shared.raw),
     );
-    choices.add_to(&mut argv, &shared.run_options);
+    request.choices.add_to(&mut argv, &shared.run_options);
     if talks {
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
@@ -280,6 +286,11 @@ fn run_command(
     if let Some(t) = tools {
         let mut arg = std::ffi::OsString::from("--page-tools=");
         arg.push(t);
+        argv.insert(3, arg);
+    }
+    if let Some(s) = state_file {
+        let mut arg = std::ffi::OsString::from("--state-file=");
+        arg.push(s);
         argv.insert(3, arg);
     }
     let mut cmd = shared.spawner.this_program();

@@ -275,6 +275,16 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
             let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
         }
     } else {
+        if let Some(state) = &request.state_given {
+            // The page's state replaces the one kept for the thread.
+            let threads = shared.threads.lock().expect("not poisoned");
+            if let Err(e) = threads.keep_state(thread, state) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "agui-translate: serve: warning: the state of thread {thread:?} could not be kept: {e}"
+                );
+            }
+        }
         match waiting::claim(shared, thread, starts) {
             Claim::Full => {
                 let _ = refuse(&mut conn, &cors, Refused(503, "too many runs at once"));

@@ -1,7 +1,9 @@
 //! What a page gives besides its prompt, checked as input from the
 //! network: its own tools (`RunAgentInput.tools`, served to the CLI where
 //! the CLI can take them), its context and state (told to the model before
-//! the prompt, the same way for every CLI), and its answers to the calls of
+//! the prompt, the same way for every CLI; the state, or the one kept for
+//! the thread when the page gives none, may be changed by the model where
+//! the CLI can take tools, see [`crate::converse::state`]), and its answers to the calls of
 //! its tools (the `role: "tool"` messages after the last user message,
 //! handed to the run that waits for them); and what it chooses for the
 //! run in `forwardedProps` (the model and the effort).
@@ -25,8 +27,8 @@ use crate::serve::input::{id_ok, RunAgentInput};
 pub(super) const MAX_CONTEXT_ITEMS: usize = 128;
 /// The most bytes of context (descriptions and values together).
 pub(super) const MAX_CONTEXT: usize = 64 * 1024;
-/// The largest state (bytes of JSON) told to the model.
-pub(super) const MAX_STATE: usize = 64 * 1024;
+/// The largest state (bytes of JSON) told to the model, and kept.
+pub(super) const MAX_STATE: usize = crate::converse::state::MAX_STATE;
 
 /// What the page gives, checked.
 pub(super) struct Page {
@@ -34,6 +36,16 @@ pub(super) struct Page {
     pub(super) tools: Option<String>,
     /// The block told to the model before the prompt, if any.
     context: Option<String>,
+    /// The state the page gives, to be kept for the thread (a JSON object,
+    /// not empty).
+    pub(super) state_given: Option<String>,
+    /// The thread's kept state, when the page gives none: the page is told
+    /// it (STATE_SNAPSHOT) at the run's start.
+    pub(super) state_kept: Option<String>,
+    /// Whether the model is offered the tool that changes the state: the
+    /// CLI takes tools, and the state (the page's, or else the thread's
+    /// kept one) is a JSON object.
+    pub(super) state_tool: bool,
     /// The model and effort it chooses.
     pub(super) choices: Choices,
     /// The files of its last user message.
@@ -50,13 +62,16 @@ impl Page {
     /// The page's tools, context, state, answers, choices and files in
     /// `input`, checked for a server of `cli` with the run `options`
     /// (`ask`: `--approval ask` among them) whose files may have
-    /// `max_attachment` bytes; `Err` says which field and why (a `400`).
+    /// `max_attachment` bytes; `kept` gives the thread's kept state, asked
+    /// for when the page gives none. `Err` says which field and why (a
+    /// `400`).
     pub(super) fn check(
         input: &RunAgentInput,
         cli: Dialect,
         ask: bool,
         options: &[String],
         max_attachment: usize,
+        kept: impl FnOnce() -> Option<String>,
     ) -> Result<Self, String> {
         let tools = match input.tools.map(RawValue::get) {
             None | Some("null") => None,
@@ -80,9 +95,18 @@ impl Page {
         for (id, content) in &input.messages.answers {
             answer_text(id, *content)?;
         }
+        let given = given_state(input.state)?;
+        let state = match given {
+            Some(s) => Some(s.to_owned()),
+            None => kept(),
+        };
+        let object = |s: &str| s.starts_with('{');
         Ok(Page {
             tools,
-            context: context_block(input.context, input.state)?,
+            context: context_block(input.context, state.as_deref())?,
+            state_given: given.filter(|s| object(s)).map(str::to_owned),
+            state_kept: state.clone().filter(|s| given.is_none() && object(s)),
+            state_tool: takes_tools(cli) && state.as_deref().is_some_and(object),
             choices: choices(cli, ask, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
@@ -135,14 +159,29 @@ fn answer_text(id: &str, content: Option<&RawValue>) -> Result<String, String> {
     Ok(text)
 }
 
+/// The state the page gives, when it is not empty (`null`, `{}`, `[]`
+/// and `""` give none: the thread's kept state stays). `Err` when it is
+/// larger than [`MAX_STATE`].
+fn given_state(state: Option<&RawValue>) -> Result<Option<&str>, String> {
+    let state = state
+        .map(|s| s.get().trim())
+        .filter(|s| !matches!(*s, "null" | "{}" | "[]" | "\"\""));
+    if let Some(s) = state {
+        if s.len() > MAX_STATE {
+            return Err(format!("state: {} bytes, more than {MAX_STATE}", s.len()));
+        }
+    }
+    Ok(state)
+}
+
 /// The block told to the model before the prompt: each context entry on a
-/// line of its own, then the state (when it is not empty). `Err` when the
-/// context is not a list of `{description, value}` strings, holds more
-/// than [`MAX_CONTEXT_ITEMS`] entries or [`MAX_CONTEXT`] bytes, or the
-/// state is larger than [`MAX_STATE`].
+/// line of its own, then the `state` (checked by [`given_state`], or the
+/// thread's kept one). `Err` when the context is not a list of
+/// `{description, value}` strings, or holds more than
+/// [`MAX_CONTEXT_ITEMS`] entries or [`MAX_CONTEXT`] bytes.
 fn context_block(
     context: Option<&RawValue>,
-    state: Option<&RawValue>,
+    state: Option<&str>,
 ) -> Result<Option<String>, String> {
     let items: Vec<ContextItem> = match context.map(RawValue::get) {
         None | Some("null") => Vec::new(),
@@ -161,14 +200,6 @@ fn context_block(
         .sum();
     if size > MAX_CONTEXT {
         return Err(format!("context: {size} bytes, more than {MAX_CONTEXT}"));
-    }
-    let state = state
-        .map(|s| s.get().trim())
-        .filter(|s| !matches!(*s, "null" | "{}" | "[]" | "\"\""));
-    if let Some(s) = state {
-        if s.len() > MAX_STATE {
-            return Err(format!("state: {} bytes, more than {MAX_STATE}", s.len()));
-        }
     }
     if items.is_empty() && state.is_none() {
         return Ok(None);
@@ -741,7 +772,7 @@ mod tests {
         let i = input(
             r#"{"threadId":"t","context":[{"description":"User's name","value":"Ada"},{"description":"Open file","value":"src/lib.rs"}],"state":{"count":2}}"#,
         );
-        let page = Page::check(&i, claude(), false, &[], MAX_FILE).unwrap();
+        let page = Page::check(&i, claude(), false, &[], MAX_FILE, || None).unwrap();
         assert_eq!(
             page.prompt("Hi".into()),
             "<context from the application>\nUser's name: Ada\nOpen file: src/lib.rs\nThe application's state (JSON): {\"count\":2}\n</context from the application>\n\nHi"
@@ -752,15 +783,53 @@ mod tests {
             false,
             &[],
             MAX_FILE,
+            || None,
         )
         .unwrap();
         assert_eq!(none.prompt("Hi".into()), "Hi");
+        assert!(!none.state_tool && none.state_given.is_none());
+    }
+
+    #[test]
+    fn the_page_s_state_replaces_the_kept_one_and_empty_keeps_it() {
+        let kept = || Some(r#"{"kept":1}"#.to_owned());
+        let check = |json: &str, cli: &str| {
+            Page::check(
+                &input(json),
+                Dialect::named(cli).unwrap(),
+                false,
+                &[],
+                MAX_FILE,
+                kept,
+            )
+            .unwrap()
+        };
+        let given = check(r#"{"threadId":"t","state":{"page":2}}"#, "claude");
+        assert_eq!(given.state_given.as_deref(), Some(r#"{"page":2}"#));
+        assert_eq!(given.state_kept, None, "the page has it");
+        assert!(given.state_tool);
+        assert!(given.prompt("Hi".into()).contains(r#"(JSON): {"page":2}"#));
+        for empty in [r#""state":{}"#, r#""state":null"#, r#""context":[]"#] {
+            let page = check(&format!(r#"{{"threadId":"t",{empty}}}"#), "codex");
+            assert_eq!(page.state_given, None, "{empty}");
+            assert_eq!(page.state_kept.as_deref(), Some(r#"{"kept":1}"#));
+            assert!(page.state_tool, "{empty}: the kept state");
+            assert!(page.prompt("Hi".into()).contains(r#"(JSON): {"kept":1}"#));
+        }
+        // A CLI that takes no tools is told the state, and offered no tool.
+        let gemini = check(r#"{"threadId":"t","state":{"page":2}}"#, "gemini");
+        assert!(!gemini.state_tool);
+        assert_eq!(gemini.state_given.as_deref(), Some(r#"{"page":2}"#));
+        // A state that is not an object is told, neither kept nor changed.
+        let list = check(r#"{"threadId":"t","state":[1,2]}"#, "claude");
+        assert!(!list.state_tool && list.state_given.is_none());
+        assert!(list.prompt("Hi".into()).contains("(JSON): [1,2]"));
     }
 
     #[test]
     fn each_field_has_its_limit() {
         let why = |json: &str| {
-            Page::check(&input(json), claude(), false, &[], MAX_FILE)
+            Page::check(&input(json), claude(), false, &[], MAX_FILE, || None)
                 .err()
                 .unwrap()
         };

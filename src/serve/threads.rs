@@ -1,6 +1,7 @@
 //! What `serve` keeps of each thread across runs and restarts: the CLI's
-//! session id, and the file where the thread's runs keep their plan, in a
-//! private state directory.
+//! session id, the file where the thread's runs keep their plan, and the
+//! file of the page's shared state (`RunAgentInput.state`, which the model
+//! may change), in a private state directory.
 //!
 //! Each thread is one file, `<stem>.json` = `{"thread": ID, "session": ID}`,
 //! written whole to a temporary file in the same directory and renamed over
@@ -107,7 +108,10 @@ impl Threads {
                 .to_str()
                 .and_then(|n| n.strip_suffix(".json"))
                 .filter(|s| {
-                    !s.starts_with('.') && !s.ends_with(".plan") && !s.ends_with(".history")
+                    !s.starts_with('.')
+                        && !s.ends_with(".plan")
+                        && !s.ends_with(".history")
+                        && !s.ends_with(".state")
                 })
             else {
                 continue;
@@ -159,6 +163,29 @@ impl Threads {
         self.dir.join(format!("{}.history.json", file_stem(thread)))
     }
 
+    /// The file of the shared state of `thread`: the page's last, or the
+    /// model's since.
+    pub(super) fn state_file(&self, thread: &str) -> PathBuf {
+        self.dir.join(format!("{}.state.json", file_stem(thread)))
+    }
+
+    /// The shared state kept for `thread`, if any: a JSON object of at
+    /// most [`MAX_STATE`] bytes (anything else is not taken), compacted
+    /// onto one line.
+    pub(super) fn kept_state(&self, thread: &str) -> Option<String> {
+        let bytes =
+            crate::base::files::read_regular(&self.state_file(thread), MAX_STATE as u64).ok()?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        value
+            .is_object()
+            .then(|| serde_json::to_string(&value).expect("serializable"))
+    }
+
+    /// Keep `state` (JSON) as the shared state of `thread`.
+    pub(super) fn keep_state(&self, thread: &str, state: &str) -> io::Result<()> {
+        write_atomic(&self.state_file(thread), state.as_bytes())
+    }
+
     /// A run of `thread` has ended, having reported `session` (or none):
     /// the session is kept for the next run. A thread with no session kept
     /// keeps no plan either.
@@ -167,6 +194,7 @@ impl Threads {
             if self.session(thread).is_none() {
                 remove(&self.plan_file(thread));
                 remove(&self.history_file(thread));
+                remove(&self.state_file(thread));
             }
             return Ok(());
         };
@@ -202,9 +230,13 @@ impl Threads {
             remove(&self.dir.join(format!("{old}.json")));
             remove(&self.dir.join(format!("{old}.plan.json")));
             remove(&self.dir.join(format!("{old}.history.json")));
+            remove(&self.dir.join(format!("{old}.state.json")));
         }
     }
 }
+
+/// The largest shared state kept (bytes of JSON).
+const MAX_STATE: usize = crate::converse::state::MAX_STATE;
 
 /// The most a thread's file is read of (a thread id and a session id).
 const MAX_FILE: u64 = 64 * 1024;
@@ -317,6 +349,47 @@ mod tests {
         assert_eq!(t.session("t1"), None);
         assert_eq!(t.session("t3"), Some("s3"));
         assert_eq!(t.by_stem.len(), 2);
+    }
+
+    #[test]
+    fn a_thread_s_state_is_kept_private_bounded_and_goes_with_it() {
+        let dir = scratch("state");
+        let mut t = Threads::open(&dir, 1).unwrap();
+        assert_eq!(t.kept_state("a"), None);
+        t.keep_state("a", "{\n  \"branch\": \"dev\"\n}").unwrap();
+        t.ran("a", Some("s1")).unwrap();
+        drop(t);
+        let mut t = Threads::open(&dir, 1).unwrap();
+        assert_eq!(t.kept_state("a").as_deref(), Some(r#"{"branch":"dev"}"#));
+        assert_eq!(mode(&t.state_file("a")), 0o600);
+        assert_eq!(
+            t.session("a"),
+            Some("s1"),
+            "the state file is no thread's record"
+        );
+        // Not an object, or too large: not taken.
+        fs::write(t.state_file("a"), "[1]").unwrap();
+        assert_eq!(t.kept_state("a"), None);
+        let big = format!(r#"{{"a":"{}"}}"#, "x".repeat(MAX_STATE));
+        fs::write(t.state_file("a"), big).unwrap();
+        assert_eq!(t.kept_state("a"), None);
+        // A link is not followed.
+        fs::remove_file(t.state_file("a")).unwrap();
+        let elsewhere = dir.join("elsewhere");
+        fs::write(&elsewhere, "{}").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, t.state_file("a")).unwrap();
+        assert_eq!(t.kept_state("a"), None);
+        fs::remove_file(t.state_file("a")).unwrap();
+        t.keep_state("a", "{}").unwrap();
+        // Forgotten with its thread.
+        t.ran("b", Some("s2")).unwrap();
+        assert!(!t.state_file("a").exists());
+        t.keep_state("c", "{}").unwrap();
+        t.ran("c", None).unwrap();
+        assert!(
+            !t.state_file("c").exists(),
+            "a thread with no session keeps no state"
+        );
     }
 
     #[test]
