@@ -863,6 +863,18 @@ pub struct RunArgs {
     )]
     pub approval_timeout: std::time::Duration,
 
+    /// Over the Agent Client Protocol: how long the agent has to answer
+    /// `initialize`, then `session/new` (or `session/load`), before the
+    /// run ends with an error that names the request left unanswered.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::dialect::request::parse_duration,
+        default_value = "2m",
+        help_heading = RUN
+    )]
+    pub start_timeout: std::time::Duration,
+
     /// Offer the CLI the tools of a front end (claude, codex): FILE holds an AG-UI
     /// `tools` array (`[{name, description, parameters}]`). A call of one
     /// ends the run with the call pending (`pendingToolCallIds`), and the

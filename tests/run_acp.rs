@@ -371,6 +371,35 @@ fn every_failure_of_the_agent_is_a_run_error_that_names_it() {
     }
 }
 
+/// An agent that leaves `initialize`, `session/new` or `session/load`
+/// unanswered ends the run with a RUN_ERROR that names the request, once
+/// `--start-timeout` has passed (not only when `--timeout` does).
+#[test]
+fn an_agent_that_does_not_answer_the_start_is_a_run_error() {
+    for (mode, args, says) in [
+        ("mute", &[][..], "did not answer initialize within 1s"),
+        ("mutenew", &[], "did not answer session/new within 1s"),
+        (
+            "mutenew",
+            &["--resume", "sess-1"],
+            "did not answer session/load within 1s",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let mut all = vec!["--start-timeout", "1s"];
+        all.extend_from_slice(args);
+        let (text, _) = run_agent("hi", &all, &[("ACP_MODE", mode)]);
+        let took = started.elapsed();
+        valid(&text);
+        let end = common::values(&text).pop().unwrap();
+        assert_eq!(end["type"], "RUN_ERROR", "{mode}: {text}");
+        let message = end["message"].as_str().unwrap();
+        assert!(message.contains(says), "{mode}: {end}");
+        assert!(message.contains("the ACP agent"), "{mode}: {end}");
+        assert!(took < std::time::Duration::from_secs(8), "{mode}: {took:?}");
+    }
+}
+
 /// A permission request with no allow option, approved by the person:
 /// the request is cancelled and the run says why.
 #[test]

@@ -194,6 +194,9 @@ pub struct Run {
     pub thread_id: Option<String>,
     /// With `--approval ask`: how long pending asks wait for a decision.
     pub approval_timeout: Duration,
+    /// Over ACP: how long the agent has to answer the requests that open
+    /// its session.
+    pub start_timeout: Duration,
     /// With `--approval ask`: mark each wait for an input line (`serve`).
     pub input_marker: bool,
     /// The file of the page's tools (`--page-tools`).
@@ -891,6 +894,7 @@ impl Started {
             } else {
                 a.cli.title
             },
+            start_timeout: a.start_timeout,
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
