@@ -747,7 +747,8 @@ over ACP, they cancel it) and the stream ends as a cancelled run.
 
 `run acp -- COMMAND ARGS...` runs any agent that speaks the Agent Client \
 Protocol (ACP) on stdio, agui-translate its client; so does `run gemini|qwen|\
-copilot|opencode --transport acp`, and `--approval ask` picks it for them.",
+copilot|opencode --transport acp`, and `--approval ask` picks it for them \
+(`auto` for OpenCode 1.18.33 on, whose text streams there only).",
         rows.join("\n")
     )
 }
@@ -839,7 +840,9 @@ pub struct RunArgs {
     /// and the arguments after `--` are ones it takes (`-c key=value`).
     /// Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client
     /// Protocol with them (`gemini --acp`, `opencode acp`), `stream` is
-    /// their JSON mode; `auto` uses ACP with `--approval ask`.
+    /// their JSON mode; `auto` uses ACP with `--approval ask`, and for
+    /// OpenCode 1.18.33 on unless given `--model`, `--attach` or arguments
+    /// after `--` (its text streams over ACP only).
     #[arg(
         long = "transport",
         alias = "codex-transport",
