@@ -780,7 +780,8 @@ over ACP, they cancel it) and the stream ends as a cancelled run.
 
 `run acp -- COMMAND ARGS...` runs any agent that speaks the Agent Client \
 Protocol (ACP) on stdio, agui-translate its client; so does `run gemini|qwen|\
-copilot|opencode --transport acp`, and `--approval ask` picks it for them.",
+copilot|opencode --transport acp`, and `--approval ask` picks it for them \
+(`auto` for OpenCode 1.18.33 on, whose text streams there only).",
         rows.join("\n")
     )
 }
@@ -872,7 +873,9 @@ pub struct RunArgs {
     /// and the arguments after `--` are ones it takes (`-c key=value`).
     /// Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client
     /// Protocol with them (`gemini --acp`, `opencode acp`), `stream` is
-    /// their JSON mode; `auto` uses ACP with `--approval ask`.
+    /// their JSON mode; `auto` uses ACP with `--approval ask`, and for
+    /// OpenCode 1.18.33 on unless given `--model`, `--attach` or arguments
+    /// after `--` (its text streams over ACP only).
     #[arg(
         long = "transport",
         alias = "codex-transport",
@@ -895,6 +898,18 @@ pub struct RunArgs {
         help_heading = RUN
     )]
     pub approval_timeout: std::time::Duration,
+
+    /// Over the Agent Client Protocol: how long the agent has to answer
+    /// `initialize`, then `session/new` (or `session/load`), before the
+    /// run ends with an error that names the request left unanswered.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = crate::dialect::request::parse_duration,
+        default_value = "2m",
+        help_heading = RUN
+    )]
+    pub start_timeout: std::time::Duration,
 
     /// Offer the CLI the tools of a front end (claude, codex): FILE holds an AG-UI
     /// `tools` array (`[{name, description, parameters}]`). A call of one

@@ -64,6 +64,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         plan_file: a.plan_file,
         thread_id: output.thread_id.clone(),
         approval_timeout: a.approval_timeout,
+        start_timeout: a.start_timeout,
         input_marker: a.input_marker,
         page_tools: a.page_tools,
         state_file: a.state_file,

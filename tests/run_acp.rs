@@ -371,6 +371,39 @@ fn every_failure_of_the_agent_is_a_run_error_that_names_it() {
     }
 }
 
+/// An agent that leaves `initialize`, `session/new` or `session/load`
+/// unanswered ends the run with a RUN_ERROR that names the request, once
+/// `--start-timeout` has passed (not only when `--timeout` does).
+#[test]
+fn an_agent_that_does_not_answer_the_start_is_a_run_error() {
+    for (mode, args, says) in [
+        ("mute", &[][..], "did not answer initialize within 3s"),
+        ("mutenew", &[], "did not answer session/new within 3s"),
+        (
+            "mutenew",
+            &["--resume", "sess-1"],
+            "did not answer session/load within 3s",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        // Long enough for the stand-in to start on a busy machine.
+        let mut all = vec!["--start-timeout", "3s"];
+        all.extend_from_slice(args);
+        let (text, _) = run_agent("hi", &all, &[("ACP_MODE", mode)]);
+        let took = started.elapsed();
+        valid(&text);
+        let end = common::values(&text).pop().unwrap();
+        assert_eq!(end["type"], "RUN_ERROR", "{mode}: {text}");
+        let message = end["message"].as_str().unwrap();
+        assert!(message.contains(says), "{mode}: {end}");
+        assert!(message.contains("the ACP agent"), "{mode}: {end}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{mode}: {took:?}"
+        );
+    }
+}
+
 /// A permission request with no allow option, approved by the person:
 /// the request is cancelled and the run says why.
 #[test]
@@ -480,5 +513,105 @@ fn each_cli_starts_in_its_acp_mode() {
             "{cli}"
         );
         assert_eq!(std::fs::read_to_string(&env).unwrap(), permission, "{cli}");
+    }
+}
+
+/// `run opencode` (`auto`) speaks ACP from OpenCode 1.18.33 on even when
+/// the run does not ask, as its text comes in deltas there (its JSON mode
+/// writes each part whole): the real recording replays so, a resumed
+/// session is loaded. Its JSON mode stays for what only it takes
+/// (`--model`, `--attach`, arguments after `--`, each said on stderr), for
+/// an older version, and with `--transport stream`.
+#[test]
+fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
+    let file = transcript("opencode", "text");
+    let (sent, recorded) = (unique("sent"), unique("recorded"));
+    let out = Command::new(BIN)
+        .env("ACP_REPLAY", &file)
+        .env("ACP_VERSION", "1.18.33")
+        .env("ACP_SENT", &sent)
+        .env("ACP_RECORDED", &recorded)
+        .args(["run", "opencode", "--cli"])
+        .arg(agent())
+        .arg(recorded_prompt(&file))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    valid(&text);
+    let events = common::values(&text);
+    let deltas = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "TEXT_MESSAGE_CONTENT"
+                && !e["messageId"].as_str().unwrap().ends_with("-user")
+        })
+        .count();
+    assert!(deltas > 1, "{deltas} deltas: {text}");
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{text}");
+    assert_sent_as_recorded("opencode text (auto)", &sent, &recorded);
+
+    // A resumed session: loaded over ACP.
+    let (argv, sent) = (unique("argv"), unique("sent"));
+    let out = Command::new(BIN)
+        .env("FAKE_ACP", "1")
+        .env("FAKE_VERSION", "1.18.33")
+        .env("ACP_ARGV", &argv)
+        .env("ACP_SENT", &sent)
+        .args(["run", "opencode", "--resume", "ses_1", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("say hello")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Hello from "), "{text}");
+    assert_eq!(std::fs::read_to_string(&argv).unwrap(), "acp\n");
+    let load = read_values(&sent)
+        .into_iter()
+        .find(|m| m["method"] == "session/load")
+        .unwrap();
+    assert_eq!(load["params"]["sessionId"], "ses_1");
+
+    let image = unique("image").with_extension("png");
+    std::fs::write(&image, b"\x89PNG\r\n\x1a\n").unwrap();
+    let image = image.to_str().unwrap();
+    for (version, args, says) in [
+        ("1.18.33", &["--model", "a/b"][..], "--model"),
+        ("1.18.33", &["--attach", image], "--attach"),
+        (
+            "1.18.33",
+            &["--", "--agent", "plan"],
+            "arguments after `--`",
+        ),
+        ("1.18.33", &["--transport", "stream"], ""),
+        ("1.17.0", &[], ""),
+    ] {
+        let argv = unique("argv");
+        let mut c = Command::new(BIN);
+        c.env("FAKE_VERSION", version)
+            .env("FAKE_ARGV", &argv)
+            .args(["run", "opencode", "--cli"])
+            .arg(root().join("tests/fake/cli"));
+        let (before, after) = match args.iter().position(|a| *a == "--") {
+            Some(i) => (&args[..i], &args[i..]),
+            None => (args, &[][..]),
+        };
+        let out = c
+            .args(before)
+            .arg("say hello")
+            .args(after)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let got = std::fs::read_to_string(&argv).unwrap();
+        assert!(
+            got.starts_with("run\n--format\njson\n"),
+            "{version} {args:?}: {got}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let noticed = stderr.contains("keeps opencode in its JSON mode");
+        assert_eq!(noticed, !says.is_empty(), "{version} {args:?}: {stderr}");
+        assert!(stderr.contains(says), "{version} {args:?}: {stderr}");
     }
 }

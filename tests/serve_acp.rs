@@ -104,38 +104,52 @@ fn a_page_approves_gemini_over_acp() {
 }
 
 /// A thread's next turn loads the agent's session (`session/load`) and
-/// prompts it there; the history the agent replays is not sent again.
+/// prompts it there; the history the agent replays is not sent again. So
+/// for any ACP agent, and for OpenCode 1.18.33 without `--approval ask`
+/// (`auto` speaks ACP with it, whose text streams only there).
 #[test]
 fn a_second_turn_loads_the_agents_session() {
-    let sent_file = tmp("load-sent");
-    // `--cli` (the stand-in, here running the test agent) names the agent.
-    let s = common::serve_run(
-        "acp",
-        &[],
-        &[],
-        &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
-    );
-    let one = post(&s.addr, &input("th", "r1", "say hello"));
-    assert_eq!(one.last().unwrap()["type"], "RUN_FINISHED", "{one:?}");
-    let session = sent(&sent_file)
-        .iter()
-        .find(|m| m["method"] == "session/prompt")
-        .unwrap()["params"]["sessionId"]
-        .clone();
-    std::fs::remove_file(&sent_file).unwrap();
+    for (cli, version) in [("acp", None), ("opencode", Some("1.18.33"))] {
+        let sent_file = tmp(&format!("{cli}-load-sent"));
+        let mut env = vec![
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_SENT", sent_file.as_path()),
+        ];
+        if let Some(v) = version {
+            env.push(("FAKE_VERSION", Path::new(v)));
+        }
+        // `--cli` (the stand-in, here running the test agent) names the agent.
+        let s = common::serve_run(cli, &[], &[], &env);
+        let one = post(&s.addr, &input("th", "r1", "say hello"));
+        assert_eq!(
+            one.last().unwrap()["type"],
+            "RUN_FINISHED",
+            "{cli}: {one:?}"
+        );
+        let session = sent(&sent_file)
+            .iter()
+            .find(|m| m["method"] == "session/prompt")
+            .unwrap()["params"]["sessionId"]
+            .clone();
+        std::fs::remove_file(&sent_file).unwrap();
 
-    let two = post(&s.addr, &input("th", "r2", "say hello again"));
-    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED", "{two:?}");
-    let sent = sent(&sent_file);
-    let load = sent.iter().find(|m| m["method"] == "session/load").unwrap();
-    assert_eq!(load["params"]["sessionId"], session);
-    let prompt = sent
-        .iter()
-        .find(|m| m["method"] == "session/prompt")
-        .unwrap();
-    assert_eq!(prompt["params"]["sessionId"], session);
-    let text = serde_json::to_string(&two).unwrap();
-    assert!(!text.contains("Earlier answer"), "{text}");
-    assert!(text.contains("Hello from "), "{text}");
-    assert_valid(&[&one, &two]);
+        let two = post(&s.addr, &input("th", "r2", "say hello again"));
+        assert_eq!(
+            two.last().unwrap()["type"],
+            "RUN_FINISHED",
+            "{cli}: {two:?}"
+        );
+        let sent = sent(&sent_file);
+        let load = sent.iter().find(|m| m["method"] == "session/load").unwrap();
+        assert_eq!(load["params"]["sessionId"], session, "{cli}");
+        let prompt = sent
+            .iter()
+            .find(|m| m["method"] == "session/prompt")
+            .unwrap();
+        assert_eq!(prompt["params"]["sessionId"], session, "{cli}");
+        let text = serde_json::to_string(&two).unwrap();
+        assert!(!text.contains("Earlier answer"), "{cli}: {text}");
+        assert!(text.contains("Hello from "), "{cli}: {text}");
+        assert_valid(&[&one, &two]);
+    }
 }

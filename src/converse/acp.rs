@@ -19,7 +19,9 @@
 //! the `cancelled` outcome. ACP cannot change a tool call's input, so an
 //! edited approval is refused. A request with no option of the kind chosen
 //! is cancelled, and the run ends in an error that says so. A stop request
-//! (SIGINT, SIGTERM, `--timeout`) sends `session/cancel`.
+//! (SIGINT, SIGTERM, `--timeout`) sends `session/cancel`. An agent that
+//! leaves `initialize`, `session/new` or `session/load` unanswered for
+//! `--start-timeout` ends the session in an error that names the request.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
@@ -49,6 +51,10 @@ pub struct Options<'a> {
     pub ask: Option<Waiting<'a>>,
     /// How messages name the agent (`Gemini CLI`, `the ACP agent x`).
     pub agent: &'a str,
+    /// How long the agent has to answer `initialize`, then `session/new`
+    /// (or `session/load`, quiet that long while its history comes), before
+    /// the session fails (`--start-timeout`).
+    pub start_timeout: Duration,
 }
 
 /// How a session ended.
@@ -321,6 +327,9 @@ pub struct Session<'a> {
     sent: Vec<Vec<u8>>,
     line: Vec<u8>,
     msg: Vec<u8>,
+    /// When the request the session waits on to open was sent (or, while
+    /// a loaded session's history comes, its last line).
+    asked_at: Instant,
 }
 
 impl<'a> Session<'a> {
@@ -336,6 +345,7 @@ impl<'a> Session<'a> {
             sent: Vec::new(),
             line: Vec::new(),
             msg: Vec::new(),
+            asked_at: Instant::now(),
         }
     }
 
@@ -405,6 +415,9 @@ impl<'a> Session<'a> {
                 ask::deny_all(self, agent_in, "stopped")?;
                 self.cancel(agent_in)?;
             }
+            if let Some(why) = self.unanswered() {
+                return Ok(End::Failed(why));
+            }
             match agent_out.read_until(b'\n', &mut self.line) {
                 Ok(0) if self.line.is_empty() => {
                     return Ok(End::Eof(self.stage != Stage::Initializing))
@@ -452,6 +465,31 @@ impl<'a> Session<'a> {
                 return Ok(self.ended.take().unwrap_or(End::TurnEnded));
             }
         }
+    }
+
+    /// Why the session fails if the agent has left the request that opens
+    /// it (`initialize`, `session/new`, `session/load`) unanswered longer
+    /// than `--start-timeout` allows.
+    fn unanswered(&self) -> Option<String> {
+        let what = match self.stage {
+            Stage::Initializing => "initialize",
+            Stage::Opening => "session/new",
+            Stage::Loading => "session/load",
+            Stage::Settling(_) | Stage::Prompting => return None,
+        };
+        let bound = self.opts.start_timeout;
+        if self.asked_at.elapsed() < bound {
+            return None;
+        }
+        let (agent, within) = (self.opts.agent, ask::humanize(bound));
+        let why = if self.stage == Stage::Initializing {
+            "it does not speak the Agent Client Protocol (ACP) on stdio, or it has not started"
+        } else {
+            "the session did not open"
+        };
+        Some(format!(
+            "{agent} did not answer {what} within {within} (--start-timeout): {why}"
+        ))
     }
 
     /// React to an agent line: the next request, an answer to the agent,
@@ -752,6 +790,7 @@ impl<'a> Session<'a> {
             method,
             params,
         };
+        self.asked_at = Instant::now();
         self.send(agent_in, &to_vec(&msg), true)
     }
 
@@ -803,6 +842,10 @@ impl Asker for Session<'_> {
         let history = matches!(self.stage, Stage::Loading | Stage::Settling(_))
             && msg.as_ref().is_some_and(|m| m.id.is_none());
         if history {
+            if self.stage == Stage::Loading {
+                // The history comes: the agent is not silent.
+                self.asked_at = Instant::now();
+            }
             self.react(msg.as_ref().expect("parsed"), agent_in, em)?;
             return Ok(false);
         }

@@ -63,6 +63,7 @@ pub static ACP: Spec = Spec {
     acp: Some(AcpStart {
         argv: any_agent,
         ask_env: None,
+        live: None,
     }),
 };
 

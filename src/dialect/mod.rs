@@ -123,6 +123,20 @@ pub struct AcpStart {
     /// An environment variable set (unless already set) when the run asks
     /// (`--approval ask`), for a CLI that asks only when configured to.
     pub ask_env: Option<(&'static str, &'static str)>,
+    /// For a CLI whose JSON mode writes text only whole: when `auto` picks
+    /// ACP although the run does not ask.
+    pub live: Option<Live>,
+}
+
+/// `auto` picks ACP for a CLI whose JSON mode writes text only whole (its
+/// text streams over ACP), from version `since` on, unless the run needs
+/// what only the JSON mode takes.
+pub struct Live {
+    /// The first version checked over ACP.
+    pub since: Version,
+    /// What of the run only the JSON mode takes, if the run has some: the
+    /// JSON mode is kept then.
+    pub keeps_stream: fn(&RunRequest) -> Option<&'static str>,
 }
 
 /// A CLI's version: major, minor, patch.

@@ -1,8 +1,8 @@
-//! OpenCode: `opencode run --format json …`.
+//! OpenCode: `opencode run --format json …`, or `opencode acp`.
 
 use std::path::Path;
 
-use super::{AcpStart, Command, Exec, Probe, Spec, VersionProbe};
+use super::{AcpStart, Command, Exec, Live, Probe, Spec, VersionProbe};
 use crate::dialect::request::{Approval, RunRequest};
 
 pub static SPEC: Spec = Spec {
@@ -24,6 +24,11 @@ pub static SPEC: Spec = Spec {
         argv: acp_argv,
         // It allows commands and edits unless its configuration says ask.
         ask_env: Some(("OPENCODE_PERMISSION", r#"{"bash":"ask","edit":"ask"}"#)),
+        // `run --format json` writes each text part whole.
+        live: Some(Live {
+            since: (1, 18, 33),
+            keeps_stream,
+        }),
     }),
 };
 
@@ -52,6 +57,20 @@ fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>>
     let mut v = vec!["acp".to_owned()];
     v.extend(a.extra.iter().cloned());
     Ok(v)
+}
+
+/// What only `opencode run --format json` takes of a run, if the run has
+/// it: `auto` then keeps that mode.
+fn keeps_stream(a: &RunRequest) -> Option<&'static str> {
+    if a.model.is_some() {
+        Some("--model (opencode acp takes its model from its configuration)")
+    } else if !a.attachments.is_empty() {
+        Some("--attach (its --file takes images and PDFs; ACP images only)")
+    } else if !a.extra.is_empty() {
+        Some("arguments after `--` (options of `opencode run`)")
+    } else {
+        None
+    }
 }
 
 fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {

@@ -24,6 +24,7 @@ pub static SPEC: Spec = Spec {
     acp: Some(AcpStart {
         argv: acp_argv,
         ask_env: None,
+        live: None,
     }),
 };
 

@@ -178,7 +178,8 @@ pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
 pub enum Transport {
     /// codex: `app-server` when the installed version is one it is known to
     /// work with (or with --approval ask), else `exec`; gemini, qwen,
-    /// copilot, opencode: `acp` with --approval ask, else `stream`.
+    /// copilot, opencode: `acp` with --approval ask, else `stream` (opencode
+    /// from 1.18.33 on: `acp` unless the run needs its JSON mode).
     #[default]
     Auto,
     /// The CLI's headless JSON stream (`codex exec --json` for codex).

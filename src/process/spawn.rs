@@ -194,6 +194,9 @@ pub struct Run {
     pub thread_id: Option<String>,
     /// With `--approval ask`: how long pending asks wait for a decision.
     pub approval_timeout: Duration,
+    /// Over ACP: how long the agent has to answer the requests that open
+    /// its session.
+    pub start_timeout: Duration,
     /// With `--approval ask`: mark each wait for an input line (`serve`).
     pub input_marker: bool,
     /// The file of the page's tools (`--page-tools`).
@@ -260,12 +263,12 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    // Gemini CLI takes images over ACP only.
     let agent = acp_transport(
         cli,
         a.transport,
         asking || (attached && files_pick_acp(cli.name())),
-    )?;
+    )?
+    .or_else(|| live_acp(cli, a.transport, &a.request, exe.as_deref().ok()));
     check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
@@ -919,6 +922,7 @@ impl Started {
             } else {
                 a.cli.title
             },
+            start_timeout: a.start_timeout,
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1242,6 +1246,36 @@ fn acp_transport(
             anyhow::bail!("--transport: {cli}'s transports are stream (its JSON mode) and acp")
         }
     })
+}
+
+/// Whether `auto` speaks ACP with `cli` although the run does not ask (as
+/// it does for Gemini CLI given images, which it takes over ACP only): its
+/// JSON mode writes text only whole, the installed version is one checked
+/// over ACP, and the run needs nothing only the JSON mode takes (else a
+/// notice on stderr says what keeps it).
+fn live_acp(
+    cli: Dialect,
+    choice: Transport,
+    request: &RunRequest,
+    exe: Option<&Path>,
+) -> Option<&'static AcpStart> {
+    let start = cli.acp().filter(|_| choice == Transport::Auto)?;
+    let live = start.live.as_ref()?;
+    let recent = exe
+        .and_then(probe_version)
+        .and_then(|v| any_version(&v))
+        .is_some_and(|v| v >= live.since);
+    if !recent {
+        return None;
+    }
+    if let Some(what) = (live.keeps_stream)(request) {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: {what} keeps {cli} in its JSON mode, whose text comes only when each part is complete (without it, its text streams over the Agent Client Protocol)",
+        );
+        return None;
+    }
+    Some(start)
 }
 
 /// `run acp -- COMMAND ARGS…`: the agent's executable, `--cli` or COMMAND,

@@ -299,6 +299,11 @@ pub struct Acp {
     /// Whether the open run is a loaded session's history (started by an
     /// update outside a prompt): the next prompt finishes it.
     history: bool,
+    /// The last `session/load` request's digest, until a history starts:
+    /// the history's run id is derived from it (the session loaded and its
+    /// directory), not from the connection's first lines, alike in every
+    /// connection.
+    loaded: Option<Digest>,
     /// The model responses' usage of the turn so far, from the chunks'
     /// `_meta` (Qwen Code's), for a prompt answer without `usage`.
     responses: Option<AcpUsage>,
@@ -373,6 +378,9 @@ impl Acp {
             tool_call_id: String::new(),
             options: String::new(),
         });
+        if method == "session/load" {
+            self.loaded = Some(Digest::of(&line));
+        }
         match asked {
             Asked::Prompt => self.prompt(params, line, em),
             Asked::Permission => self.permission(id, params, line, em)?,
@@ -477,7 +485,8 @@ impl Acp {
             if let Some(s) = params.session_id.as_deref() {
                 self.session.set(s);
             }
-            em.start_run(self.session.get(), None);
+            let run = self.loaded.take().map(|d| d.run_id(1));
+            em.start_run(self.session.get(), run.as_ref().map(|r| r.as_str()));
             self.history = true;
         }
         match kind {
@@ -1280,6 +1289,33 @@ mod tests {
             .collect();
         assert_eq!(ends.len(), 2, "{out:?}");
         assert!(ends.iter().all(|e| e["type"] == "RUN_FINISHED"), "{out:?}");
+    }
+
+    /// A loaded history's run id is derived from the `session/load` that
+    /// asked for it: histories of different sessions (whose connections
+    /// begin alike) do not share a run id, nor the message ids made from it.
+    #[test]
+    fn each_loaded_history_has_a_run_id_of_its_own() {
+        let history = |session: &str| {
+            let init =
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+            let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#;
+            let load = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"session/load","params":{{"sessionId":"{session}","cwd":"/w","mcpServers":[]}}}}"#
+            );
+            let chunk = format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"earlier"}}}}}}}}"#
+            );
+            let out = translate(&[init, answer, &load, &chunk]);
+            let started = of_type(&out, "RUN_STARTED")[0]["runId"].clone();
+            let message = of_type(&out, "TEXT_MESSAGE_START")[0]["messageId"].clone();
+            (started, message)
+        };
+        let (one, two) = (history("S1"), history("S2"));
+        assert_ne!(one.0, two.0);
+        assert_ne!(one.1, two.1);
+        // Derived: the same transcript gives the same ids.
+        assert_eq!(one, history("S1"));
     }
 
     /// A loaded history's messages keep their ids only behind the history's

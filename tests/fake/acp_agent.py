@@ -18,6 +18,9 @@ Driven by the environment:
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
   ACP_MODE=noload   answer session/load with a JSON-RPC error
   ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
+  ACP_MODE=mute     answer nothing at all (read until stdin closes)
+  ACP_MODE=mutenew  answer initialize, then nothing (session/new and
+                    session/load go unanswered)
 
 Otherwise the prompt's words say what the turn does:
   tool      a tool call streamed with its input and its output, then text
@@ -228,6 +231,8 @@ def main():
         if msg is None:
             return
         method, rid = msg.get("method"), msg.get("id")
+        if mode == "mute" or (mode == "mutenew" and method != "initialize"):
+            continue
         if method == "initialize":
             caps = {"loadSession": True}
             if mode != "noimage":
