@@ -476,7 +476,7 @@ impl<'a> Session<'a> {
             // A request from the server.
             (Some(method), Some(id)) => {
                 let item = ids.and_then(|i| i.item_id.as_deref());
-                if method == "item/tool/call" && self.page_call(line, id, em) {
+                if method == "item/tool/call" && self.page_call(line, id) {
                     return Ok(None);
                 }
                 if self.opts.ask.is_some() && self.ask(line, method, id, item, em) {
@@ -504,7 +504,7 @@ impl<'a> Session<'a> {
 
     /// Keep a call of one of the page's tools for the page; false when it
     /// is not one.
-    fn page_call(&mut self, line: &[u8], id: &RawValue, em: &Emitter) -> bool {
+    fn page_call(&mut self, line: &[u8], id: &RawValue) -> bool {
         let Some((server, _)) = &self.opts.page else {
             return false;
         };
@@ -516,7 +516,7 @@ impl<'a> Session<'a> {
         }
         let key = serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
         let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
-        self.calls.push(call, em);
+        self.calls.push(call);
         true
     }
 

@@ -269,7 +269,7 @@ impl<'a> Session<'a> {
             .request
             .and_then(|r| serde_json::from_str::<Request>(r.get()).ok());
         if let Some(r) = req.as_ref().filter(|r| self.page_s(r)) {
-            return self.page_request(id, r, cli_in, em);
+            return self.page_request(id, r, cli_in);
         }
         let Some(req) = req.filter(|r| r.subtype.as_deref() == Some("can_use_tool")) else {
             let msg = ControlResponse {
@@ -319,13 +319,7 @@ impl<'a> Session<'a> {
     /// A request of the page's server: a message is answered (a call waits
     /// for the page), a permission is given at once (the page, which runs
     /// the tool, is the one who decides; `--approval` does not apply).
-    fn page_request(
-        &mut self,
-        id: &str,
-        r: &Request,
-        cli_in: &mut dyn Write,
-        em: &Emitter,
-    ) -> io::Result<()> {
+    fn page_request(&mut self, id: &str, r: &Request, cli_in: &mut dyn Write) -> io::Result<()> {
         let server = self.opts.tools.as_ref().expect("checked");
         if r.subtype.as_deref() == Some("can_use_tool") {
             let input = r.input.map_or_else(
@@ -355,7 +349,7 @@ impl<'a> Session<'a> {
                 self.send(cli_in, &msg)
             }
             mcp::Reply::Call(call) => {
-                self.calls.push(call, em);
+                self.calls.push(call);
                 Ok(())
             }
         }

@@ -3,7 +3,8 @@
 //! ([`appserver`]), the client of an Agent Client Protocol agent ([`acp`]),
 //! the approval requests of each as AG-UI interrupts answered by resume
 //! lines ([`ask`]), and the page's own tools offered to the CLI, their
-//! calls answered by the page ([`mcp`]).
+//! calls answered by the page ([`mcp`]; over HTTP for the CLIs that reach
+//! an MCP server by URL, [`mcphttp`]).
 //!
 //! Each conversation writes events through the writer and the translators;
 //! it never starts or stops a process (that is [`crate::process`]) and
@@ -14,3 +15,4 @@ pub mod appserver;
 pub mod ask;
 pub mod control;
 pub mod mcp;
+pub mod mcphttp;
