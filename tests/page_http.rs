@@ -24,7 +24,11 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn recording(cli: &str, scenario: &str) -> PathBuf {
-    let version = if cli == "copilot" { "1.0.102" } else { "1.18.33" };
+    let version = if cli == "copilot" {
+        "1.0.102"
+    } else {
+        "1.18.33"
+    };
     root()
         .join("testdata")
         .join(cli)
@@ -140,6 +144,12 @@ impl Run {
 
     fn finish(mut self) -> i32 {
         drop(self.stdin.take());
+        self.wait()
+    }
+
+    /// The rest of the output read with the input still open, then the
+    /// exit status.
+    fn wait(mut self) -> i32 {
         let mut rest = String::new();
         self.out.read_to_string(&mut rest).unwrap();
         self.child.wait().unwrap().code().unwrap_or(-1)
@@ -169,11 +179,7 @@ fn text(events: &[Value]) -> String {
 
 /// One request on a new connection to `url`'s host: the status line.
 fn request(url: &str, method: &str, path: &str, headers: &str, body: &str) -> String {
-    let host = url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap();
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
     let mut conn = TcpStream::connect(host).unwrap();
     write!(
         conn,
@@ -242,7 +248,13 @@ fn opencode_s_calls_are_shown_by_the_run_and_answered_together() {
         .filter(|e| e["type"] == "TOOL_CALL_ARGS")
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(args, [r#"{"branches": ["main", "dev"]}"#, r#"{"path": "src/lib.rs"}"#]);
+    assert_eq!(
+        args,
+        [
+            r#"{"branches": ["main", "dev"]}"#,
+            r#"{"path": "src/lib.rs"}"#
+        ]
+    );
     r.answer("r2", &[(ids[1], "shown: 3 hunks"), (ids[0], "main")]);
     let two = r.run();
     assert!(
@@ -288,7 +300,15 @@ fn the_endpoint_answers_only_the_secret_path_without_an_origin_and_goes_with_the
     );
     assert!(note.starts_with("HTTP/1.1 202"), "{note}");
 
-    r.answer("r2", &[(one.last().unwrap()["outcome"]["pendingToolCallIds"][0].as_str().unwrap(), "dev")]);
+    r.answer(
+        "r2",
+        &[(
+            one.last().unwrap()["outcome"]["pendingToolCallIds"][0]
+                .as_str()
+                .unwrap(),
+            "dev",
+        )],
+    );
     let two = r.run();
     assert_eq!(text(&two), "The page answered: dev");
     assert_eq!(r.finish(), 0);
@@ -310,12 +330,14 @@ fn no_answer_within_the_tool_timeout_is_an_error_the_model_reads() {
         json!(["call_m0000scripted"])
     );
     let sent_file = r.sent.clone();
-    assert_eq!(r.finish(), 3);
+    assert_eq!(r.wait(), 3);
     let got = texts(&sent(&sent_file));
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].1, "an error");
     assert!(
-        got[0].0.contains("the page did not answer this tool call within 1s"),
+        got[0]
+            .0
+            .contains("the page did not answer this tool call within 1s"),
         "{got:?}"
     );
 }
@@ -345,7 +367,9 @@ fn what_the_http_route_cannot_take_is_refused_clearly() {
     let one = json!([tool("pick_branch")]);
     let err = refused("copilot", &one, &["--transport", "acp"]);
     assert!(
-        err.contains("--page-tools: copilot takes tools from the page in its stream mode only, not over ACP"),
+        err.contains(
+            "--page-tools: copilot takes tools from the page in its stream mode only, not over ACP"
+        ),
         "{err}"
     );
     let err = refused("opencode", &one, &["--approval", "ask"]);
@@ -405,9 +429,13 @@ fn serve_hands_copilot_the_page_s_tools_and_the_follow_up_answers_the_call() {
     );
     body["runId"] = json!("r2");
     let msgs = body["messages"].as_array_mut().unwrap();
-    msgs.push(json!({"id": "a1", "role": "assistant", "toolCalls": [{"id": "call_m0000scripted",
-        "type": "function", "function": {"name": "pick_branch", "arguments": "{}"}}]}));
-    msgs.push(json!({"id": "t1", "role": "tool", "toolCallId": "call_m0000scripted", "content": "dev"}));
+    msgs.push(
+        json!({"id": "a1", "role": "assistant", "toolCalls": [{"id": "call_m0000scripted",
+        "type": "function", "function": {"name": "pick_branch", "arguments": "{}"}}]}),
+    );
+    msgs.push(
+        json!({"id": "t1", "role": "tool", "toolCallId": "call_m0000scripted", "content": "dev"}),
+    );
     let two = post(&s.addr, &body);
     assert_eq!(two[0]["runId"], "r2");
     assert_eq!(text(&two), "The page answered: dev");
