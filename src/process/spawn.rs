@@ -239,22 +239,9 @@ pub const EXPIRED: u8 = 3;
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let mut tools = page_tools(&a)?;
-    if let Some(t) = &tools {
-        em.set_page_tools(page_prefix(cli), t.names().to_vec());
-    }
-    // Copilot CLI and OpenCode reach the page's tools over HTTP, in their
-    // stream mode; the others over the protocol they are talked with, as
-    // asks are.
-    let over_http = tools.is_some() && page_over_http(cli);
-    let asking = a.request.approval == Approval::Ask || (tools.is_some() && !over_http);
-    let endpoint = match tools.take_if(|_| over_http) {
-        Some(server) => Some(
-            crate::converse::mcphttp::Endpoint::start(server)
-                .context("--page-tools: cannot listen on the loopback address")?,
-        ),
-        None => None,
-    };
+    let (tools, endpoint) = page_server(&a, &mut em)?;
+    let over_http = endpoint.is_some();
+    let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking || over_http)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
@@ -472,6 +459,30 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
         }
     }
     Ok(Some(crate::converse::mcp::Server::new(tools)))
+}
+
+/// The page's tools (`--page-tools`), made known to `em` by the names the
+/// CLI gives them: served over the protocol the CLI is talked with (as
+/// asks are), or for Copilot CLI and OpenCode, whose stream mode reaches
+/// them over HTTP, at an endpoint of their own.
+#[allow(clippy::type_complexity)]
+fn page_server(
+    a: &Run,
+    em: &mut crate::agui::Emitter,
+) -> anyhow::Result<(
+    Option<crate::converse::mcp::Server>,
+    Option<crate::converse::mcphttp::Endpoint>,
+)> {
+    let Some(tools) = page_tools(a)? else {
+        return Ok((None, None));
+    };
+    em.set_page_tools(page_prefix(a.cli), tools.names().to_vec());
+    if !page_over_http(a.cli) {
+        return Ok((Some(tools), None));
+    }
+    let endpoint = crate::converse::mcphttp::Endpoint::start(tools)
+        .context("--page-tools: cannot listen on the loopback address")?;
+    Ok((None, Some(endpoint)))
 }
 
 /// How `cli` names the page's tools in its stream: this, then the page's
