@@ -7,8 +7,8 @@ CLI calling the page's tools. Before the line that shows a page tool's
 result (Copilot CLI's `tool.execution_complete`, OpenCode's completed
 `tool_use`), it calls the tool (`tools/call` with the recorded arguments)
 and waits for the answer; a run of such lines calls them all at once.
-FAKE_SENT=FILE gets each answer's JSON-RPC result, one per line, and the
-tools listed; FAKE_MCP_URL=FILE the server's URL.
+FAKE_SENT=FILE gets the tools listed, then each answer's JSON-RPC result
+with the tool's name (`tool`), one per line; FAKE_MCP_URL=FILE the server's URL.
 """
 
 import json
@@ -62,13 +62,14 @@ class Call:
         self.thread.start()
 
     def _run(self, url, rid, name, args):
+        self.name = name
         self.result = rpc(url, {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                                 "params": {"name": name, "arguments": args}})
 
     def join(self):
         self.thread.join()
         r = self.result
-        sent(r["result"] if r and "result" in r else r)
+        sent(dict(r["result"], tool=self.name) if r and "result" in r else r)
 
 
 def main():
