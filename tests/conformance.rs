@@ -1412,9 +1412,12 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
 /// `role: "tool"` messages, and the follow-up run gives the answers to the
 /// CLI and streams the rest of the turn; one call, two answered together,
 /// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
-/// answered together. The stand-in replays the real Claude Code and Codex
-/// app-server calling the page's tools (`testdata/claude/2.1.332` and
-/// `testdata/codex-app-server/0.169.0`, page-tool and page-tools-two).
+/// answered together; `serve copilot` and `serve opencode` (the page's MCP
+/// server over HTTP), two calls answered together. The stand-in replays
+/// the real Claude Code, Codex app-server, Copilot CLI and OpenCode calling
+/// the page's tools (`testdata/claude/2.1.332`,
+/// `testdata/codex-app-server/0.169.0`, `testdata/copilot/1.0.102`,
+/// `testdata/opencode/1.18.33`, page-tool and page-tools-two).
 #[test]
 fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
@@ -1429,13 +1432,16 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("two", "page-tools-two"),
         ("one-0.0", "page-tool"),
         ("codex-two", "page-tools-two"),
+        ("copilot-two", "page-tools-two"),
+        ("opencode-two", "page-tools-two"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
-        let (cli, dir, var) = if name.starts_with("codex") {
-            ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER")
-        } else {
-            ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL")
+        let (cli, dir, var) = match name.split('-').next() {
+            Some("codex") => ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER"),
+            Some("copilot") => ("copilot", "testdata/copilot/1.0.102", "FAKE_MCP_HTTP"),
+            Some("opencode") => ("opencode", "testdata/opencode/1.18.33", "FAKE_MCP_HTTP"),
+            _ => ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL"),
         };
         let replay = root().join(dir).join(format!("{replay}.jsonl"));
         let server = common::serve_run(cli, &[], &[], &[(var, &replay), ("FAKE_SENT", &sent)]);

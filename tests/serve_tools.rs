@@ -583,7 +583,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     assert!(!out.status.success());
     assert!(
         err.contains(
-            "--page-tools: gemini cannot take tools from the page yet; only claude and codex can"
+            "--page-tools: gemini cannot take tools from the page yet; only claude, codex, copilot and opencode can"
         ),
         "{err}"
     );
@@ -647,7 +647,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
     {}
     assert!(
-        line.contains("serve: gemini cannot take the page's tools yet (only claude and codex can): the run goes on without its 2 tools"),
+        line.contains("serve: gemini cannot take the page's tools yet (claude and codex can, and copilot and opencode in their stream mode, without --approval ask or --transport acp): the run goes on without its 2 tools"),
         "{line}"
     );
     // SAFETY: the server's own process id, not yet waited for.

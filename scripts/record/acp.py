@@ -21,7 +21,8 @@ prompt is answered (or the deadline passes) stdin is closed.
 A scenario's second run (`resume_prompt`) is a new process that goes on with
 the first run's session: `session/load` {sessionId, cwd, mcpServers: []}
 (the agent streams the stored history back before it answers), then the
-prompt. A module with LOAD_NEXT_MINUTE waits for the next clock minute
+prompt. A scenario that needs "page" gets the front end's tools in
+`session/new` `mcpServers`: an MCP server over HTTP (pagehttp.py). A module with LOAD_NEXT_MINUTE waits for the next clock minute
 after the first run began (Gemini CLI finds no session of the minute it is
 in). A turn with signal "CANCEL" is cancelled the protocol's way: a few
 seconds after the model served it, the client sends `session/cancel`.
@@ -36,11 +37,12 @@ import queue
 import sys
 import time
 
+import pagehttp
 import stdio
 
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
-             "approval-deny", "approval-interrupt", "resume", "cancel"}
+             "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two"}
 
 # How long after the model served a turn marked "CANCEL" the client cancels.
 CANCEL_AFTER = 3.0
@@ -214,7 +216,11 @@ def _play(client, ctx, engine, deadline):
             print("  session/load failed", file=sys.stderr)
             return
     else:
-        rid = client.request("session/new", {"cwd": str(ctx.work), "mcpServers": []})
+        servers = []
+        if "page" in ctx.scenario.needs:
+            # The front end's tools, over HTTP (pagehttp.py).
+            servers = [{"type": "http", "name": pagehttp.SERVER, "url": pagehttp.start(ctx), "headers": []}]
+        rid = client.request("session/new", {"cwd": str(ctx.work), "mcpServers": servers})
         answer = _wait_for(client, rid, setup, refuse)
         session_id = ((answer or {}).get("result") or {}).get("sessionId")
         if not session_id:

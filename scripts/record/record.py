@@ -23,8 +23,10 @@ A CLI module (clis/NAME.py) provides:
   error(status, ctx) -> mock.Response
   aux(method, path, body, ctx) -> mock.Response
 and may provide
-  PAGE_TOOLS                        True when `converse` plays the MCP
+  PAGE_TOOLS                        True when the module plays the MCP
                                     server of a scenario's page_tools
+                                    (`converse`, or `prepare` starting
+                                    pagehttp.py's server over HTTP)
   OUT                               where its recordings go under
                                     testdata, "{version}" standing for the
                                     version (default "CLI/{version}")

@@ -610,6 +610,9 @@ pub struct Emitter {
     page_names: Vec<String>,
     /// The page's tool calls started, oldest first (id, the page's name).
     page_calls: std::collections::VecDeque<(String, String)>,
+    /// The page's tool calls shown before the CLI's stream showed them
+    /// (their names, oldest first): see [`Emitter::announce_page_call`].
+    page_announced: std::collections::VecDeque<String>,
 }
 
 /// The [`Event::index`] of RAW.
@@ -671,6 +674,7 @@ impl Emitter {
             page_prefix: None,
             page_names: Vec::new(),
             page_calls: std::collections::VecDeque::new(),
+            page_announced: std::collections::VecDeque::new(),
         }
     }
 
@@ -794,6 +798,19 @@ impl Emitter {
     pub fn set_page_tools(&mut self, prefix: &'static str, names: Vec<String>) {
         self.page_prefix = Some(prefix);
         self.page_names = names;
+    }
+
+    /// A call of the page's tool `name` (with `args`) that the CLI's stream
+    /// has not shown (OpenCode writes a call once it has its result): shown
+    /// now as the call `id`. The call the stream shows later for that tool
+    /// is this one: it is not started again, and its result is not written.
+    pub fn announce_page_call(&mut self, id: &str, name: &str, args: Option<&RawValue>) {
+        let prefix = self.page_prefix.unwrap_or_default();
+        if self.tool_start(id, &format!("{prefix}{name}"), None) {
+            self.tool_args_given(id, args);
+            self.tool_end(id);
+            self.page_announced.push_back(name.to_owned());
+        }
     }
 
     /// The page's tool calls started so far, oldest first: (id, the page's
@@ -1428,6 +1445,11 @@ impl Emitter {
                 self.page_calls.pop_front();
             }
             self.page_calls.push_back((id.to_owned(), page.to_owned()));
+            if let Some(i) = self.page_announced.iter().position(|n| n == page) {
+                // Shown already, under the id the page answered.
+                self.page_announced.remove(i);
+                return false;
+            }
         }
         let name = page.unwrap_or(name);
         let (tool_call_name, extra) = match self.tool_names {

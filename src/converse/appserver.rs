@@ -537,7 +537,7 @@ impl<'a> Session<'a> {
             return Ok(false);
         }
         let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
-        self.calls.push(call, em);
+        self.calls.push(call);
         Ok(true)
     }
 

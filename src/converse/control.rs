@@ -365,7 +365,7 @@ impl<'a> Session<'a> {
                 self.send(cli_in, &msg)
             }
             mcp::Reply::Call(call) => {
-                self.calls.push(call, em);
+                self.calls.push(call);
                 Ok(())
             }
         }

@@ -169,6 +169,7 @@ impl Call {
             rpc_id,
             name,
             tool_call_id,
+            arguments: None,
         }
     }
 }
@@ -183,6 +184,8 @@ pub struct Call {
     pub name: String,
     /// The tool call's id, as the stream shows it (when the CLI gave it).
     pub tool_call_id: Option<String>,
+    /// Its arguments, as the CLI gave them.
+    arguments: Option<Box<RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -333,6 +336,7 @@ impl Server {
                     rpc_id: id.to_owned(),
                     name: p.name.into_owned(),
                     tool_call_id: p.meta.and_then(|m| m.tool_use_id),
+                    arguments: p.arguments.map(ToOwned::to_owned),
                 }),
                 Ok(p) => Reply::Now(error(
                     Some(id),
@@ -380,7 +384,7 @@ fn error(id: Option<&RawValue>, code: i64, message: &str) -> Box<RawValue> {
 
 /// The `tools/call` result of `call`: the page's answer as text, an error
 /// when `is_error`.
-fn call_result(call: &Call, text: &str, is_error: bool) -> Box<RawValue> {
+pub fn call_result(call: &Call, text: &str, is_error: bool) -> Box<RawValue> {
     serde_json::value::to_raw_value(&serde_json::json!({
         "jsonrpc": "2.0",
         "id": &call.rpc_id,
@@ -437,14 +441,26 @@ pub struct Calls {
 }
 
 impl Calls {
-    /// A call arrived; `em` names its id when the CLI did not.
-    pub fn push(&mut self, mut call: Call, em: &Emitter) {
-        if call.tool_call_id.is_none() {
-            // The oldest started call of that tool not yet taken.
-            call.tool_call_id = em
+    /// A call arrived (its id, when the CLI gave none, is named when the
+    /// run ends: [`Calls::name_calls`]).
+    pub fn push(&mut self, call: Call) {
+        self.pending.push(call);
+        self.last = Some(Instant::now());
+    }
+
+    /// Each pending call the stream has not shown gets its id: the oldest
+    /// started call of its tool not yet taken, else one of its own, shown
+    /// now ([`Emitter::announce_page_call`]).
+    fn name_calls(&mut self, em: &mut Emitter) {
+        for i in 0..self.pending.len() {
+            if self.pending[i].tool_call_id.is_some() {
+                continue;
+            }
+            let name = self.pending[i].name.clone();
+            let started = em
                 .page_calls()
-                .find(|(id, name)| {
-                    *name == call.name
+                .find(|(id, n)| {
+                    *n == name
                         && !self.answered.iter().any(|a| a == id)
                         && !self
                             .pending
@@ -452,9 +468,13 @@ impl Calls {
                             .any(|p| p.tool_call_id.as_deref() == Some(id))
                 })
                 .map(|(id, _)| id.to_owned());
+            let id = started.unwrap_or_else(|| {
+                let id = format!("page-{}", crate::base::uuid::v7());
+                em.announce_page_call(&id, &name, self.pending[i].arguments.as_deref());
+                id
+            });
+            self.pending[i].tool_call_id = Some(id);
         }
-        self.pending.push(call);
-        self.last = Some(Instant::now());
     }
 
     /// Whether the calls are to end the run now: the CLI has been quiet for
@@ -610,6 +630,7 @@ pub fn wait<H: Host>(
     stop: &dyn Fn() -> bool,
 ) -> io::Result<Waited> {
     let deadline = Instant::now() + w.timeout;
+    s.calls().name_calls(em);
     {
         let ids: Vec<&str> = s
             .calls()
@@ -831,6 +852,7 @@ mod tests {
             rpc_id: raw("1"),
             name: "pick".into(),
             tool_call_id: Some(id.into()),
+            arguments: None,
         };
         let calls = Calls {
             pending: vec![call("a"), call("b")],

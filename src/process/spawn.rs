@@ -244,19 +244,10 @@ pub const EXPIRED: u8 = 3;
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let tools = page_tools(&a)?;
-    if let Some(t) = &tools {
-        // Claude Code names them as its MCP tools; Codex by their names.
-        let prefix = if cli.name() == "claude" {
-            crate::converse::mcp::PREFIX
-        } else {
-            ""
-        };
-        em.set_page_tools(prefix, t.names().to_vec());
-    }
-    // The page's tools are served over the control protocol, as asks are.
+    let (tools, endpoint) = page_server(&a, &mut em)?;
+    let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
-    let prompt = checked_prompt(&a, asking)?;
+    let prompt = checked_prompt(&a, asking || over_http)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
@@ -285,7 +276,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     // go in on its stdin (its table refuses `ask` for a CLI that cannot).
     // Over a server or an ACP agent, the decisions go in its client's
     // requests.
-    let lines = asking.then(ask::input_lines);
+    let lines = (asking || over_http).then(ask::input_lines);
     let control = asking && client.is_none() && agent.is_none();
     let server = client.is_some() || agent.is_some();
     // Claude Code given attachments without asking: one stream-json user
@@ -312,13 +303,18 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         }
         None => arguments(&a, client, &prompt)?,
     };
+    let (args, page_env, _page_config) = match &endpoint {
+        Some(e) => page_route(&a, e.url(), args)?,
+        None => (args, None, None),
+    };
     let cwd = server_cwd(&a.request, server)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
 
     let env = agent
         .and_then(|s| s.ask_env)
-        .filter(|(var, _)| asking && std::env::var_os(var).is_none());
+        .filter(|(var, _)| asking && std::env::var_os(var).is_none())
+        .or(page_env.as_ref().map(|(var, v)| (*var, v.as_str())));
     let stdin = control || server || message;
     let mut child = match start(&a, exe, &args, stdin, server, env, &prompt)? {
         Ok(child) => child,
@@ -348,7 +344,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         em: &mut em,
         out: &mut out,
     };
-    let conversed = if control {
+    let conversed = if let Some(mut e) = endpoint {
+        child.paged(&a, &mut e, &mut talk)
+    } else if control {
         child.control(&a, &mut talk)
     } else if agent.is_some() {
         child.agent(&a, cwd.as_deref(), &name, &mut talk)
@@ -453,8 +451,18 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
+        name @ ("copilot" | "opencode") if option == "--state-file" => anyhow::bail!(
+            "--state-file: {name} cannot take the state's tool yet; only claude and codex can"
+        ),
+        name @ ("copilot" | "opencode") if a.transport == Transport::Acp => anyhow::bail!(
+            "--page-tools: {name} takes tools from the page in its stream mode only, not over ACP (--transport acp)"
+        ),
+        name @ ("copilot" | "opencode") if a.request.approval == Approval::Ask => anyhow::bail!(
+            "--page-tools: {name} takes tools from the page in its stream mode, which cannot ask (--approval ask needs ACP)"
+        ),
+        "copilot" | "opencode" => Ok(()),
         other => anyhow::bail!(
-            "{option}: {other} cannot take tools from the page yet; only claude and codex can"
+            "{option}: {other} cannot take tools from the page yet; only claude, codex, copilot and opencode can"
         ),
     }
 }
@@ -470,7 +478,115 @@ fn read_page_tools(a: &Run, file: &Path) -> anyhow::Result<crate::converse::mcp:
     }
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
+    let prefix = page_prefix(a.cli);
+    if page_over_http(a.cli) {
+        // The model's API takes function names of at most 64 bytes.
+        let most = crate::converse::mcp::MAX_NAME - prefix.len();
+        if let Some(t) = tools.iter().find(|t| t.name.len() > most) {
+            anyhow::bail!(
+                "--page-tools {}: tool name {:?}: {} names it {prefix}{}, longer than the 64 bytes a model's function name may have: name it in at most {most} bytes",
+                file.display(),
+                t.name,
+                a.cli.name(),
+                t.name
+            );
+        }
+    }
     Ok(crate::converse::mcp::Server::new(tools))
+}
+
+/// The page's tools (`--page-tools`), made known to `em` by the names the
+/// CLI gives them: served over the protocol the CLI is talked with (as
+/// asks are), or for Copilot CLI and OpenCode, whose stream mode reaches
+/// them over HTTP, at an endpoint of their own.
+#[allow(clippy::type_complexity)]
+fn page_server(
+    a: &Run,
+    em: &mut crate::agui::Emitter,
+) -> anyhow::Result<(
+    Option<crate::converse::mcp::Server>,
+    Option<crate::converse::mcphttp::Endpoint>,
+)> {
+    let Some(tools) = page_tools(a)? else {
+        return Ok((None, None));
+    };
+    em.set_page_tools(page_prefix(a.cli), tools.names().to_vec());
+    if !page_over_http(a.cli) {
+        return Ok((Some(tools), None));
+    }
+    let endpoint = crate::converse::mcphttp::Endpoint::start(tools)
+        .context("--page-tools: cannot listen on the loopback address")?;
+    Ok((None, Some(endpoint)))
+}
+
+/// How `cli` names the page's tools in its stream: this, then the page's
+/// name (Claude Code: `mcp__page__pick`, Copilot CLI: `page-pick`,
+/// OpenCode: `page_pick`; Codex: the page's name).
+fn page_prefix(cli: Dialect) -> &'static str {
+    match cli.name() {
+        "claude" => crate::converse::mcp::PREFIX,
+        "copilot" => "page-",
+        "opencode" => "page_",
+        _ => "",
+    }
+}
+
+/// Whether `cli` reaches the page's tools at an MCP server over HTTP
+/// ([`crate::converse::mcphttp`]).
+fn page_over_http(cli: Dialect) -> bool {
+    matches!(cli.name(), "copilot" | "opencode")
+}
+
+/// The page's MCP server at `url`, handed to the CLI for this process
+/// alone: Copilot CLI's `--additional-mcp-config` (a private file, so that
+/// the URL's secret is not on its command line) with `--allow-tool` for the
+/// server, OpenCode's `OPENCODE_CONFIG_CONTENT` (merged into the one we
+/// were given, if any). The CLI's arguments, the variable to set, and the
+/// file, kept until the CLI has exited.
+#[allow(clippy::type_complexity)]
+fn page_route(
+    a: &Run,
+    url: &str,
+    mut args: Vec<String>,
+) -> anyhow::Result<(
+    Vec<String>,
+    Option<(&'static str, String)>,
+    Option<TempFile>,
+)> {
+    use crate::dialect::request::PAGE_SERVER;
+    let timeout = crate::converse::mcphttp::cli_timeout(a.tool_timeout).as_millis();
+    if a.cli.name() == "copilot" {
+        let config = serde_json::json!({"mcpServers": {PAGE_SERVER: {
+            "type": "http", "url": url, "tools": ["*"], "timeout": timeout,
+        }}});
+        let file = TempFile::create("agui-translate-page-mcp", "json", &config.to_string())?;
+        let mut first = vec![
+            format!("--additional-mcp-config=@{}", file.0.display()),
+            format!("--allow-tool={PAGE_SERVER}"),
+        ];
+        first.append(&mut args);
+        return Ok((first, None, Some(file)));
+    }
+    const VAR: &str = "OPENCODE_CONFIG_CONTENT";
+    let mut config = match std::env::var(VAR) {
+        Ok(v) if !v.trim().is_empty() => serde_json::from_str::<serde_json::Value>(&v)
+            .ok()
+            .filter(serde_json::Value::is_object)
+            .with_context(|| format!("--page-tools: {VAR} is set but is not a JSON object, so the page's MCP server cannot be added to it"))?,
+        _ => serde_json::json!({}),
+    };
+    let server =
+        serde_json::json!({"type": "remote", "url": url, "oauth": false, "timeout": timeout});
+    let mcp = config
+        .as_object_mut()
+        .expect("an object")
+        .entry("mcp")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(mcp) = mcp.as_object_mut() else {
+        anyhow::bail!("--page-tools: {VAR} has an `mcp` that is not an object");
+    };
+    mcp.insert(PAGE_SERVER.to_owned(), server);
+    Ok((args, Some((VAR, config.to_string())), None))
 }
 
 /// The translator of `stream`, given the list the thread's last run left
@@ -794,6 +910,42 @@ impl Started {
                 user_cancelled: session.user_cancelled(),
                 ..Conversed::default()
             })),
+            Err(e) => {
+                supervise::stop(self.group, &self.exit);
+                Err(e).context("writing stdout")
+            }
+        }
+    }
+
+    /// The CLI's stream mode with the page's tools served at `endpoint`:
+    /// each call ends the run and the input line answers it. `None` when the
+    /// run has ended waiting for the page (the CLI stopped).
+    fn paged(
+        &mut self,
+        a: &Run,
+        endpoint: &mut crate::converse::mcphttp::Endpoint,
+        talk: &mut Talk,
+    ) -> anyhow::Result<Option<Conversed>> {
+        use crate::converse::mcphttp::{End, Session};
+        let w = ask::Waiting {
+            input: talk.lines.expect("input lines"),
+            timeout: a.tool_timeout,
+            marker: a.input_marker,
+        };
+        let output = self.output.as_mut().expect("not pumped");
+        output.get_mut().set_tick(true);
+        let (signals, timed_out) = (&self.signals, &self.timed_out);
+        let stop = || signals.caught().is_some() || timed_out.load(Ordering::SeqCst);
+        let ended =
+            Session::new(endpoint, w).run(output, &mut *talk.tr, talk.em, &mut *talk.out, &stop);
+        output.get_mut().set_tick(false);
+        match ended {
+            Ok(End::Expired(why)) => {
+                let pending = "the pending calls of the page's tools were answered with that error";
+                self.expired(&why, pending, a.cli);
+                Ok(None)
+            }
+            Ok(End::Eof | End::Stopped) => Ok(Some(Conversed::default())),
             Err(e) => {
                 supervise::stop(self.group, &self.exit);
                 Err(e).context("writing stdout")

@@ -79,10 +79,10 @@ impl Page {
                 let tools = mcp::check_tools(json, cli.spec().tools)?;
                 if tools.is_empty() {
                     None
-                } else if !takes_tools(cli) {
+                } else if !takes_tools(cli, ask, options) {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "agui-translate: serve: {} cannot take the page's tools yet (only claude and codex can): the run goes on without its {} tools",
+                        "agui-translate: serve: {} cannot take the page's tools yet (claude and codex can, and copilot and opencode in their stream mode, without --approval ask or --transport acp): the run goes on without its {} tools",
                         cli.name(),
                         tools.len()
                     );
@@ -106,7 +106,8 @@ impl Page {
             context: context_block(input.context, state.as_deref())?,
             state_given: given.filter(|s| object(s)).map(str::to_owned),
             state_kept: state.clone().filter(|s| given.is_none() && object(s)),
-            state_tool: takes_tools(cli) && state.as_deref().is_some_and(object),
+            state_tool: matches!(cli.name(), "claude" | "codex")
+                && state.as_deref().is_some_and(object),
             choices: choices(cli, ask, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
@@ -125,10 +126,16 @@ impl Page {
     }
 }
 
-/// Whether serve offers `cli` the page's tools (Codex over its
-/// app-server, which `run` then picks).
-pub(super) fn takes_tools(cli: Dialect) -> bool {
-    matches!(cli.name(), "claude" | "codex")
+/// Whether serve offers `cli` the page's tools with the run options
+/// `options` (`ask`: `--approval ask` among them): Codex over its
+/// app-server, which `run` then picks; Copilot CLI and OpenCode in their
+/// stream mode (not over ACP).
+pub(super) fn takes_tools(cli: Dialect, ask: bool, options: &[String]) -> bool {
+    match cli.name() {
+        "claude" | "codex" => true,
+        "copilot" | "opencode" => !Takes::of(cli, ask, options).acp,
+        _ => false,
+    }
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or

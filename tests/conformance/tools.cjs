@@ -7,7 +7,8 @@
 // one call; two calls answered together; one call with the 0.0.59
 // HttpAgent (CopilotKit's pin), which gets a plain success; then `serve
 // codex`, whose app-server gets them as dynamic tools: two calls answered
-// together.
+// together; then `serve copilot` and `serve opencode`, which reach the
+// page's MCP server over HTTP: two calls answered together.
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
@@ -30,12 +31,18 @@ const cases = [
   { name: "two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
   { name: "one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59" },
   { name: "codex-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+  { name: "copilot-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+  { name: "opencode-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
 ];
 
 // The texts of the `tools/call` results the CLI was sent (Codex: the
-// answers to its `item/tool/call` requests).
-function results(sentFile) {
+// answers to its `item/tool/call` requests; Copilot CLI and OpenCode: the
+// results of their `tools/call` requests over HTTP).
+// Over HTTP the calls run at once: their results in the order of `tools`.
+function results(sentFile, tools) {
   const lines = fs.readFileSync(sentFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const http = lines.filter((l) => Array.isArray(l.content));
+  if (http.length) return http.sort((x, y) => tools.indexOf(x.tool) - tools.indexOf(y.tool)).map((l) => l.content[0].text);
   const codex = lines.filter((l) => l.result && Array.isArray(l.result.contentItems));
   if (codex.length) return codex.map((l) => l.result.contentItems[0].text);
   return lines
@@ -70,7 +77,7 @@ async function one(c, url, sentFile) {
   for (const call of calls) {
     a.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: c.answers[call.function.name] });
   }
-  check(results(sentFile).length === 0, `${c.name}: nothing answered before the follow-up`);
+  check(results(sentFile, c.tools).length === 0, `${c.name}: nothing answered before the follow-up`);
   const next = [];
   await a.runAgent({ runId: `${c.name}-2`, tools }, { onEvent: ({ event }) => next.push(event) });
   check(next[0].type === "RUN_STARTED" && next[0].runId === `${c.name}-2`, `${c.name}: the follow-up is the request's run`);
@@ -79,7 +86,7 @@ async function one(c, url, sentFile) {
   const text = next.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
   const want = c.tools.map((t) => c.answers[t]);
   check(text === `The page answered: ${want.join("; ")}`, `${c.name}: the model's answer (the recording's): ${text}`);
-  const got = results(sentFile);
+  const got = results(sentFile, c.tools);
   check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
 }
 

@@ -16,8 +16,11 @@ import json
 import threading
 import time
 
+import sys
+
 import mock
-from scenarios import SUB_MARK
+import pagehttp
+from scenarios import PAGE_ANSWERS, SUB_MARK
 
 # Per-turn token counts, the same for every turn so totals are easy to check.
 USAGE = {"prompt": 1200, "cached": 1024, "completion": 45, "reasoning": 12}
@@ -83,6 +86,12 @@ def reply(turn, body, who, index, ctx, calls):
     cid = f"chatcmpl-scripted-{ctx.state['responses']:02d}-{who}{index}"
     model = body.get("model") or "scripted-model"
     tag = "s" if who == "sub" else "m"
+    if turn["text"] and PAGE_ANSWERS in turn["text"]:
+        got = pagehttp.tool_results(body)
+        want = list(ctx.scenario.page_answers)
+        if sorted(got) != sorted(want):
+            print(f"  the model's request carries {got!r}, not the page's answers {want!r}", file=sys.stderr)
+        turn = dict(turn, text=turn["text"].replace(PAGE_ANSWERS, "; ".join(got)))
     tool_calls = []
     for k, (kind, args) in enumerate(turn["calls"]):
         name, arguments = calls(kind, args, tools, ctx)

@@ -5,12 +5,18 @@ COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_TYPE=openai, COPILOT_MODEL and
 COPILOT_OFFLINE=true (no GitHub sign-in, telemetry or update checks).
 """
 
+import json
 import os
 
 from clis import chat
+import pagehttp
 from clis import version as version_of
 
 PACKAGE = "@github/copilot"
+# The front end's tools: served over HTTP (pagehttp.py), named to Copilot
+# CLI by --additional-mcp-config and allowed by --allow-tool, as `run
+# --page-tools` does.
+PAGE_TOOLS = True
 BIN = "copilot"
 MODEL = "gpt-4.1"
 
@@ -38,6 +44,11 @@ def prepare(ctx):
             "--model", MODEL, "--log-level", "none"]
     if ctx.resume:
         argv.append("--continue")
+    if "page" in ctx.scenario.needs:
+        config = {"mcpServers": {pagehttp.SERVER: {"type": "http", "url": pagehttp.start(ctx), "tools": ["*"]}}}
+        (ctx.scratch / "page-mcp.json").write_text(json.dumps(config))
+        argv += ["--additional-mcp-config=@" + str(ctx.scratch / "page-mcp.json"),
+                 "--allow-tool=" + pagehttp.SERVER]
     tmp = ctx.scratch / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {
@@ -69,6 +80,8 @@ def _pick(tools, *names):
 
 def _call(kind, args, tools, ctx):
     path = lambda p: str(ctx.work / p)  # noqa: E731
+    if kind == "page":
+        return pagehttp.page_tool(tools, args["tool"]), args["args"]
     if kind == "shell":
         return _pick(tools, "bash", "shell"), {"command": args["command"], "description": "Run a command",
                                                 "mode": "sync", "initial_wait": 60}

@@ -12,11 +12,12 @@ in one of its user texts.
 
 import json
 import os
+import sys
 import time
 
 import mock
 from clis import version as version_of
-from scenarios import SUB_MARK
+from scenarios import PAGE_ANSWERS, SUB_MARK
 
 PACKAGE = "@google/gemini-cli"
 BIN = "gemini"
@@ -148,6 +149,9 @@ def _path_key(decls, name):
 def _call(kind, args, decls, ctx):
     """(name, args) for an abstract call, from the tools the request offers."""
     path = lambda p: str(ctx.work / p)  # noqa: E731
+    if kind == "page":
+        # Gemini CLI names an MCP server's tool mcp_SERVER_TOOL.
+        return _first(decls, "mcp_page_" + args["tool"]), args["args"]
     if kind == "shell":
         name = _first(decls, "run_shell_command")
         a = {"command": args["command"]}
@@ -189,6 +193,18 @@ def _fill(schema, text):
     return text
 
 
+def _function_outputs(body):
+    """The outputs of the function responses in the request's last content
+    (Gemini CLI wraps an MCP tool's text in <untrusted_context>)."""
+    contents = (body or {}).get("contents") or []
+    outs = []
+    for p in (contents[-1].get("parts") or []) if contents else []:
+        r = (p.get("functionResponse") or {}).get("response") or {}
+        text = str(r.get("output", ""))
+        outs.append(text.replace("<untrusted_context>", "").replace("</untrusted_context>", "").strip())
+    return outs
+
+
 def _usage(prompt, out):
     return {"promptTokenCount": prompt, "candidatesTokenCount": out, "totalTokenCount": prompt + out}
 
@@ -203,6 +219,12 @@ def reply(t, body, who, index, ctx):
     chunks = []  # the parts of each streamed chunk
     if t["thinking"]:
         chunks += [[{"text": p, "thought": True}] for p in mock.pieces(t["thinking"], 24)]
+    if t["text"] and PAGE_ANSWERS in t["text"]:
+        got = _function_outputs(body)
+        want = list(ctx.scenario.page_answers)
+        if sorted(got) != sorted(want):
+            print(f"  the model's request carries {got!r}, not the page's answers {want!r}", file=sys.stderr)
+        t = dict(t, text=t["text"].replace(PAGE_ANSWERS, "; ".join(got)))
     if t["text"]:
         chunks += [[{"text": p}] for p in mock.pieces(t["text"])]
     calls = list(t["calls"])

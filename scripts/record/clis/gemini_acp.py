@@ -14,6 +14,8 @@ from clis import version as version_of
 PACKAGE = gemini.PACKAGE
 BIN = gemini.BIN
 OUT = "acp/gemini-{version}"
+# The front end's tools: an MCP server over HTTP in `session/new` (acp.py).
+PAGE_TOOLS = True
 
 classify = gemini.classify
 reply = gemini.reply
@@ -34,7 +36,7 @@ def supports(version, scenario):
         return "`--acp` from 0.34 on (`--experimental-acp` before)"
     if scenario.name not in SCENARIOS:
         return "not among the ACP scenarios"
-    if scenario.needs - {"approval", "plan", "resume", "acp"}:
+    if scenario.needs - {"approval", "plan", "resume", "acp", "page"}:
         return "not over ACP"
     return None
 

@@ -12,11 +12,15 @@ import os
 import subprocess
 
 from clis import chat
+import pagehttp
 
 PACKAGE = "opencode-ai"
 BIN = "opencode"
 PROVIDER = "scripted"
 MODEL = "scripted-coder"
+# The front end's tools: served over HTTP (pagehttp.py), named to OpenCode
+# by OPENCODE_CONFIG_CONTENT, as `run --page-tools` does.
+PAGE_TOOLS = True
 
 
 def supports(version, scenario):
@@ -69,6 +73,9 @@ def prepare(ctx):
         "OPENCODE_DISABLE_SHARE": "1",
         "CI": "1",
     }
+    if "page" in ctx.scenario.needs:
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(
+            {"mcp": {pagehttp.SERVER: {"type": "remote", "url": pagehttp.start(ctx), "oauth": False}}})
     # The provider package is fetched from npm at the first run; point npm
     # at the same registry as the installer.
     for key in ("npm_config_registry", "NPM_CONFIG_REGISTRY", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"):
@@ -113,6 +120,8 @@ def _pick(tools, *names):
 
 def _call(kind, args, tools, ctx):
     path = lambda p: str(ctx.work / p)  # noqa: E731
+    if kind == "page":
+        return pagehttp.page_tool(tools, args["tool"]), args["args"]
     if kind == "shell":
         return _pick(tools, "bash"), {"command": args["command"], "description": "Run a command"}
     if kind == "write":

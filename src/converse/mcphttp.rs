@@ -1,0 +1,440 @@
+//! Tools from the page for the CLIs that reach an MCP server by URL
+//! (Copilot CLI, OpenCode): the server of [`crate::converse::mcp`] answered
+//! by the `run` process itself over MCP's streamable HTTP.
+//!
+//! The endpoint listens on the loopback address only (`127.0.0.1`, a port
+//! the system picks) at a path made of a fresh random secret
+//! ([`Endpoint::url`]); it answers nothing else: a request from a peer that
+//! is not loopback, with an `Origin` header (a browser's), to any other
+//! path, or by any method but `POST` is refused, and it is gone when the
+//! run ends. Each request is one JSON-RPC message answered with one JSON
+//! body (`202` for a notification), one request per connection. A
+//! `tools/call` is held open: the call is handed to the session
+//! ([`Session`]), which shows it, ends the run with the call pending and
+//! waits for the page's answer as Claude Code's route does
+//! ([`crate::converse::mcp::wait`]); the answer becomes the body of that
+//! held response.
+
+use std::io::{self, BufRead, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::agui::Emitter;
+use crate::converse::ask::{translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::converse::mcp;
+use crate::source::Translate;
+
+/// The longest request head read (bytes).
+const MAX_HEAD: usize = 16 * 1024;
+/// The largest request body read (bytes): a call's arguments, at most.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// The most connections served at once.
+const MAX_CONNECTIONS: usize = 32;
+/// How long a request may take to arrive.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A call of a page's tool, and where its answer goes.
+struct Held {
+    call: mcp::Call,
+    reply: Sender<Box<RawValue>>,
+}
+
+/// The endpoint, listening until it is dropped.
+pub struct Endpoint {
+    url: String,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    calls: Option<Receiver<Held>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Endpoint {
+    /// Listen on `127.0.0.1` (a port the system picks) for `server`.
+    pub fn start(server: mcp::Server) -> io::Result<Endpoint> {
+        let mut bytes = [0u8; 24];
+        crate::base::uuid::fill_random(&mut bytes)?;
+        let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let addr = listener.local_addr()?;
+        let url = format!("http://{addr}/{secret}/mcp");
+        let path = format!("/{secret}/mcp");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            path,
+            server: std::sync::Mutex::new(server),
+            calls: tx,
+            live: AtomicUsize::new(0),
+            next: AtomicU64::new(1),
+        });
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || accept(&listener, &shared, &stopping));
+        Ok(Endpoint {
+            url,
+            addr,
+            stop,
+            calls: Some(rx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The URL the CLI is given: it holds the secret.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Held calls are answered (with an error) as their replies go.
+        self.calls.take();
+        // Wake the accepting thread.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What the connections share.
+struct Shared {
+    path: String,
+    server: std::sync::Mutex<mcp::Server>,
+    calls: Sender<Held>,
+    live: AtomicUsize,
+    next: AtomicU64,
+}
+
+fn accept(listener: &TcpListener, shared: &Arc<Shared>, stop: &AtomicBool) {
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(mut conn) = conn else { continue };
+        if shared.live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.live.fetch_sub(1, Ordering::SeqCst);
+            respond(&mut conn, 503, "too many connections");
+            continue;
+        }
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            serve(&mut conn, &shared);
+            shared.live.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
+
+/// A refusal: the status and why.
+type Refusal = (u16, &'static str);
+
+/// One request on `conn`, answered.
+fn serve(conn: &mut TcpStream, shared: &Shared) {
+    match request(conn, shared) {
+        Ok(body) => respond_json(conn, &body),
+        Err((status, why)) => respond(conn, status, why),
+    }
+}
+
+/// The request read and checked, and its answer's body (empty: `202`).
+fn request(conn: &mut TcpStream, shared: &Shared) -> Result<Vec<u8>, Refusal> {
+    let peer = conn.peer_addr().map_err(|_| (400, "no peer"))?;
+    if !peer.ip().is_loopback() {
+        return Err((403, "only the loopback address is served"));
+    }
+    let _ = conn.set_read_timeout(Some(READ_TIMEOUT));
+    let _ = conn.set_write_timeout(Some(READ_TIMEOUT));
+    let (head, mut body) = read_head(conn)?;
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(&head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return Err((400, "not an HTTP request")),
+    }
+    let header = |name: &str| {
+        req.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    };
+    if header("origin").is_some() {
+        return Err((403, "a request with an Origin header is refused"));
+    }
+    if !same(req.path.unwrap_or("").as_bytes(), shared.path.as_bytes()) {
+        return Err((404, "not found"));
+    }
+    if req.method != Some("POST") {
+        return Err((405, "only POST is served"));
+    }
+    if header("transfer-encoding").is_some() {
+        return Err((411, "a body of a known length (Content-Length) is needed"));
+    }
+    let length = header("content-length")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .ok_or((411, "a body of a known length (Content-Length) is needed"))?;
+    if length > MAX_BODY {
+        return Err((413, "the body is too large"));
+    }
+    if body.len() < length {
+        let more = length - body.len();
+        let start = body.len();
+        body.resize(length, 0);
+        conn.read_exact(&mut body[start..start + more])
+            .map_err(|_| (400, "the body ended early"))?;
+    }
+    body.truncate(length);
+    let message: Box<RawValue> =
+        serde_json::from_slice(&body).map_err(|_| (400, "not a JSON-RPC message"))?;
+    #[derive(Deserialize)]
+    struct Id<'a> {
+        #[serde(default, borrow)]
+        id: Option<&'a RawValue>,
+    }
+    let notification = serde_json::from_str::<Id>(message.get())
+        .map_err(|_| (400, "not a JSON-RPC message"))?
+        .id
+        .is_none_or(|i| i.get() == "null");
+    let request_id = format!("http-{}", shared.next.fetch_add(1, Ordering::SeqCst));
+    // The lock is let go before a call waits for its answer.
+    let reply = shared
+        .server
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .message(&request_id, &message);
+    match reply {
+        mcp::Reply::Now(_) if notification => Ok(Vec::new()),
+        mcp::Reply::Now(reply) => Ok(reply.get().as_bytes().to_vec()),
+        mcp::Reply::Call(call) => {
+            let (tx, rx) = mpsc::channel();
+            shared
+                .calls
+                .send(Held { call, reply: tx })
+                .map_err(|_| (503, "the run is over"))?;
+            let answer = rx.recv().map_err(|_| (503, "the run is over"))?;
+            Ok(answer.get().as_bytes().to_vec())
+        }
+    }
+}
+
+/// Whether `a` is `b`, in a time that does not tell how much of it matched.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// The head (up to its blank line) and the bytes read after it.
+fn read_head(conn: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), Refusal> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = conn
+            .read(&mut chunk)
+            .map_err(|_| (408, "the request did not arrive"))?;
+        if n == 0 {
+            return Err((400, "the request ended inside its head"));
+        }
+        let from = buf.len().saturating_sub(3);
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
+            let rest = buf.split_off(from + i + 4);
+            return Ok((buf, rest));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err((431, "the request's head is too long"));
+        }
+    }
+}
+
+fn respond_json(conn: &mut TcpStream, body: &[u8]) {
+    let status = if body.is_empty() {
+        "202 Accepted"
+    } else {
+        "200 OK"
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn
+        .write_all(head.as_bytes())
+        .and_then(|()| conn.write_all(body));
+    let _ = conn.flush();
+}
+
+fn respond(conn: &mut TcpStream, status: u16, why: &str) {
+    let allow = if status == 405 { "Allow: POST\r\n" } else { "" };
+    let text = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        _ => "Service Unavailable",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {text}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n{why}\n",
+        why.len() + 1
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.flush();
+}
+
+/// How a session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum End {
+    /// The CLI's output ended.
+    Eof,
+    /// A stop was asked for (a signal, `--timeout`).
+    Stopped,
+    /// No answer came: the pending calls were answered with this error.
+    Expired(String),
+}
+
+/// A CLI's stream mode with the page's tools served at an [`Endpoint`]:
+/// its lines translated as they come, each call of a page's tool shown and
+/// handed to the page.
+pub struct Session<'a> {
+    endpoint: &'a mut Endpoint,
+    waiting: Waiting<'a>,
+    /// Never used: the stream mode has no approvals here.
+    pending: Pending<()>,
+    calls: mcp::Calls,
+    /// Where each pending call's answer goes, by its request id.
+    replies: Vec<(String, Sender<Box<RawValue>>)>,
+    line: Vec<u8>,
+}
+
+impl<'a> Session<'a> {
+    /// `waiting`: the input lines, the tool timeout and the marker.
+    pub fn new(endpoint: &'a mut Endpoint, waiting: Waiting<'a>) -> Self {
+        Session {
+            endpoint,
+            waiting,
+            pending: Pending::default(),
+            calls: mcp::Calls::default(),
+            replies: Vec::new(),
+            line: Vec::new(),
+        }
+    }
+
+    /// Translate `cli_out` (a reader that gives up now and then with
+    /// `WouldBlock`) until it ends, the page's calls ending the run and the
+    /// input line answering them.
+    pub fn run(
+        &mut self,
+        cli_out: &mut dyn BufRead,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
+        let mut none = io::sink();
+        loop {
+            if stop() {
+                return Ok(End::Stopped);
+            }
+            self.collect();
+            match cli_out.read_until(b'\n', &mut self.line) {
+                Ok(0) if self.line.is_empty() => return Ok(End::Eof),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !self.calls.due() {
+                        continue;
+                    }
+                    let w = Waiting {
+                        input: self.waiting.input,
+                        timeout: self.waiting.timeout,
+                        marker: self.waiting.marker,
+                    };
+                    match mcp::wait(self, &w, cli_out, &mut none, tr, em, out, stop)? {
+                        Waited::Resumed | Waited::Over => continue,
+                        Waited::Eof => return Ok(End::Eof),
+                        Waited::Stopped => return Ok(End::Stopped),
+                        Waited::Expired(why) => return Ok(End::Expired(why)),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            let line = std::mem::take(&mut self.line);
+            self.take(line, &mut none, tr, em)?;
+            em.drain_to(out)?;
+            out.flush()?;
+        }
+    }
+
+    /// The calls that arrived, taken.
+    fn collect(&mut self) {
+        let Some(rx) = self.endpoint.calls.as_ref() else {
+            return;
+        };
+        while let Ok(held) = rx.try_recv() {
+            self.replies
+                .push((held.call.request_id.clone(), held.reply));
+            self.calls.push(held.call);
+        }
+    }
+}
+
+impl Asker for Session<'_> {
+    type Cli = ();
+
+    fn pending(&mut self) -> &mut Pending<()> {
+        &mut self.pending
+    }
+
+    fn partial(&mut self) -> &mut Vec<u8> {
+        &mut self.line
+    }
+
+    fn take(
+        &mut self,
+        line: Vec<u8>,
+        _cli_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+    ) -> io::Result<bool> {
+        translate_line(line, &mut self.line, tr, em);
+        Ok(false)
+    }
+
+    fn answer(&mut self, _: &mut dyn Write, _: &Ask<()>, _: Verdict) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl mcp::Host for Session<'_> {
+    fn calls(&mut self) -> &mut mcp::Calls {
+        &mut self.calls
+    }
+
+    fn answer_call(
+        &mut self,
+        _cli_in: &mut dyn Write,
+        call: &mcp::Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        if let Some(i) = self.replies.iter().position(|(r, _)| *r == call.request_id) {
+            let (_, reply) = self.replies.swap_remove(i);
+            // A CLI that gave up on the call has closed its request.
+            let _ = reply.send(mcp::call_result(call, text, is_error));
+        }
+        Ok(())
+    }
+}
+
+/// How long a CLI is told to wait for a call (its own request timeout):
+/// past the tool timeout, so that the page's error answer reaches it.
+pub fn cli_timeout(tool_timeout: Duration) -> Duration {
+    tool_timeout + Duration::from_secs(60)
+}
