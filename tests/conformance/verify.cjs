@@ -36,7 +36,7 @@
 // run on every stream.
 "use strict";
 const fs = require("fs");
-const { from, of, lastValueFrom } = require("rxjs");
+const { from, of, lastValueFrom, throwError } = require("rxjs");
 const { concatMap, toArray } = require("rxjs/operators");
 
 // Run `fn`, collecting what it writes with console.warn/log/error.
@@ -70,10 +70,19 @@ function read(text, problems) {
 
 // What the checks of one event alone found, by the event's text: `null`
 // for a schema rejection (with the reasons in `said`), else what
-// enforceEvents said about it (nothing for a good event).
+// enforceEvents said about it (nothing for a good event) and what it let
+// through.
 const seen10 = new Map();
 
-// The checks of one event alone, for AG-UI 1.0: [accepted, what was said].
+// The checks of one event alone, for AG-UI 1.0: [accepted, what was said,
+// what enforceEvents made of it: { out: the events it passed on, error: what
+// it threw, if it did }].
+//
+// enforceEvents takes each event on its own (a strip and a schema parse of
+// that event, nothing kept from the events before; it changes no event it
+// is given), so what it makes of an event depends on its text only: the
+// stream checks take it from here, a fresh copy for each stream, instead of
+// running it again on every line of every stream.
 function eventAlone10(ev, key) {
   let found = seen10.get(key);
   if (found === undefined) {
@@ -82,9 +91,22 @@ function eventAlone10(ev, key) {
     const parsed = schemas.EventSchema.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
-      found = [false, [`rejected by the schema: ${issues}`]];
+      found = [false, [`rejected by the schema: ${issues}`], null];
     } else {
-      found = [true, quietly(() => of(ev).pipe(client.enforceEvents()).subscribe({ error() {} }))];
+      const enforced = { out: [], error: null };
+      const said = quietly(() =>
+        of(ev)
+          .pipe(client.enforceEvents())
+          .subscribe({
+            next(e) {
+              enforced.out.push(e);
+            },
+            error(e) {
+              enforced.error = e;
+            },
+          }),
+      );
+      found = [true, said, enforced];
     }
     seen10.set(key, found);
   }
@@ -96,20 +118,22 @@ function verify(text) {
   const problems = [];
   const events = [];
   for (const { line, ev, key } of read(text, problems)) {
-    const [accepted, said] = eventAlone10(ev, key);
+    const [accepted, said, enforced] = eventAlone10(ev, key);
     for (const s of said) problems.push(`line ${line}: ${ev && ev.type}: ${s}`);
-    if (accepted) events.push({ line, ev });
+    if (accepted) events.push({ line, ev, enforced });
   }
   if (events.length === 0) problems.push("no events");
   let at = null;
   let failure = null;
   let completed = false;
+  // Each event as enforceEvents passes it on (see eventAlone10).
   quietly(() =>
     from(events)
       .pipe(
         concatMap((e) => {
           at = e;
-          return of(e.ev).pipe(client.enforceEvents());
+          const { out, error } = e.enforced;
+          return error ? throwError(() => error) : from(structuredClone(out));
         }),
         client.transformChunks(),
         client.verifyEvents(),
