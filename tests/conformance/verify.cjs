@@ -39,6 +39,19 @@ const fs = require("fs");
 const { from, of, lastValueFrom, throwError } = require("rxjs");
 const { concatMap, toArray } = require("rxjs/operators");
 
+// The official packages, each loaded when first used (a check of one
+// release loads only that release's): a `require` each time would look for
+// the module's file again, for every event and stream.
+const loaded = new Map();
+function pkg(name) {
+  let m = loaded.get(name);
+  if (m === undefined) {
+    m = require(name);
+    loaded.set(name, m);
+  }
+  return m;
+}
+
 // Run `fn`, collecting what it writes with console.warn/log/error.
 function quietly(fn) {
   const said = [];
@@ -50,6 +63,16 @@ function quietly(fn) {
     Object.assign(console, saved);
   }
   return said;
+}
+
+// A copy of `v`, JSON-like data (a parsed event), for each stream's checks
+// to have as their own: every own key, `undefined` values too.
+function copy(v) {
+  if (Array.isArray(v)) return v.map(copy);
+  if (v === null || typeof v !== "object") return v;
+  const o = {};
+  for (const k of Object.keys(v)) o[k] = copy(v[k]);
+  return o;
 }
 
 // The events of `file`, each with its line number; what is not JSON goes
@@ -86,8 +109,8 @@ const seen10 = new Map();
 function eventAlone10(ev, key) {
   let found = seen10.get(key);
   if (found === undefined) {
-    const schemas = require("@ag-ui/core/schemas");
-    const client = require("@ag-ui/client");
+    const schemas = pkg("@ag-ui/core/schemas");
+    const client = pkg("@ag-ui/client");
     const parsed = schemas.EventSchema.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
@@ -114,7 +137,7 @@ function eventAlone10(ev, key) {
 }
 
 function verify(text) {
-  const client = require("@ag-ui/client");
+  const client = pkg("@ag-ui/client");
   const problems = [];
   const events = [];
   for (const { line, ev, key } of read(text, problems)) {
@@ -133,7 +156,7 @@ function verify(text) {
         concatMap((e) => {
           at = e;
           const { out, error } = e.enforced;
-          return error ? throwError(() => error) : from(structuredClone(out));
+          return error ? throwError(() => error) : from(out.map(copy));
         }),
         client.transformChunks(),
         client.verifyEvents(),
@@ -231,7 +254,7 @@ const seen00 = new Map();
 function eventAlone00(ev, key) {
   let found = seen00.get(key);
   if (found === undefined) {
-    const core = require("@ag-ui/core-0.0");
+    const core = pkg("@ag-ui/core-0.0");
     const parsed = core.EventSchemas.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
@@ -249,7 +272,7 @@ function eventAlone00(ev, key) {
 }
 
 async function verify00(text) {
-  const client = require("@ag-ui/client-0.0");
+  const client = pkg("@ag-ui/client-0.0");
   const problems = [];
   const events = [];
   for (const { line, ev, key } of read(text, problems)) {
