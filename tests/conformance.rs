@@ -504,7 +504,16 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
+    // Thousands of runs: the ones that only replay, fail and say something
+    // on stderr take the reduced stand-in (`tests/fake/replay`, in sh),
+    // the others the whole one.
     let fake = root().join("tests/fake/cli");
+    let replay_cli = root().join("tests/fake/replay");
+    let reduced = |env: &[(String, String)]| {
+        env.iter().all(|(k, _)| {
+            ["FAKE_REPLAY", "FAKE_LINES", "FAKE_EXIT", "FAKE_STDERR"].contains(&k.as_str())
+        })
+    };
     // The runs: the CLI, its arguments and the stand-in's environment, or
     // `None` for the CLI missing from PATH. They run as their outputs are
     // sent to the checks.
@@ -533,7 +542,7 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .args(["run", cli, "--cli"])
-            .arg(&fake)
+            .arg(if reduced(env) { &replay_cli } else { &fake })
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .output()
@@ -631,6 +640,59 @@ fn run_outputs_pass_the_official_ag_ui_checks() {
     );
     assert_eq!(passed, runs.len());
     assert!(runs.len() > 500, "{} run outputs", runs.len());
+}
+
+/// The reduced stand-in of the `run` sweep (`tests/fake/replay`) does what
+/// the whole one (`tests/fake/cli`) does with the variables the sweep gives
+/// it: the same stdout, stderr and exit status, byte for byte.
+#[test]
+fn the_reduced_stand_in_does_what_the_whole_one_does() {
+    let recording = common::testdata().join("claude/2.1.328/k-sigterm-tool.jsonl");
+    let recording = recording.to_str().unwrap();
+    let cases: [&[(&str, &str)]; 7] = [
+        &[("FAKE_REPLAY", recording)],
+        &[
+            ("FAKE_REPLAY", recording),
+            ("FAKE_EXIT", "41"),
+            ("FAKE_STDERR", "Error: it failed\n  at \\x1b 'quoted' %s"),
+        ],
+        &[
+            ("FAKE_REPLAY", recording),
+            ("FAKE_LINES", "3"),
+            ("FAKE_EXIT", "143"),
+        ],
+        &[("FAKE_EXIT", "244"), ("FAKE_STDERR", "Error: it failed")],
+        &[("FAKE_REPLAY", "/nonexistent")],
+        &[("FAKE_VERSION", "codex-cli 0.169.0 \\c")],
+        &[],
+    ];
+    for (n, env) in cases.iter().enumerate() {
+        // The last two as a CLI's version is asked for.
+        let args: &[&str] = if n >= 5 {
+            &["--version"]
+        } else {
+            &["-p", "hi", "--output-format", "stream-json"]
+        };
+        let [whole, reduced] = ["cli", "replay"].map(|stand_in| {
+            let out = Command::new(root().join("tests/fake").join(stand_in))
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .envs(env.iter().copied())
+                .args(args)
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                out.stdout,
+                String::from_utf8(out.stderr).unwrap(),
+            )
+        });
+        assert_eq!(reduced, whole, "{env:?}");
+        assert!(
+            !whole.1.is_empty() || !whole.2.is_empty(),
+            "{env:?}: nothing said"
+        );
+    }
 }
 
 /// Every way to spoil one JSON node: the values put in its place.
@@ -1391,15 +1453,17 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
         files.push((name, path));
     }
     let mut failures = Vec::new();
-    for (name, path) in &files {
-        for checker in ["1.0", "0.0"] {
-            if *name == "1.0" && checker == "0.0" {
-                continue; // the 1.0 stream is for 1.0 clients
-            }
-            let (passed, failed) = verify_for(&dir, checker, std::slice::from_ref(path));
-            if passed != 1 {
-                failures.push(format!("{checker} checks on the {name} stream: {failed:?}"));
-            }
+    // One checker process for each release: the 1.0 stream is for 1.0
+    // clients, the 0.0 one for both. A failure names its stream's file.
+    for checker in ["1.0", "0.0"] {
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .filter(|(name, _)| !(*name == "1.0" && checker == "0.0"))
+            .map(|(_, path)| path.clone())
+            .collect();
+        let (passed, failed) = verify_for(&dir, checker, &paths);
+        if passed != paths.len() {
+            failures.push(format!("{checker} checks: {failed:?}"));
         }
     }
     let _ = std::fs::remove_dir_all(&out_dir);

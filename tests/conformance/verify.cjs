@@ -36,8 +36,21 @@
 // run on every stream.
 "use strict";
 const fs = require("fs");
-const { from, of, lastValueFrom } = require("rxjs");
+const { from, of, lastValueFrom, throwError } = require("rxjs");
 const { concatMap, toArray } = require("rxjs/operators");
+
+// The official packages, each loaded when first used (a check of one
+// release loads only that release's): a `require` each time would look for
+// the module's file again, for every event and stream.
+const loaded = new Map();
+function pkg(name) {
+  let m = loaded.get(name);
+  if (m === undefined) {
+    m = require(name);
+    loaded.set(name, m);
+  }
+  return m;
+}
 
 // Run `fn`, collecting what it writes with console.warn/log/error.
 function quietly(fn) {
@@ -50,6 +63,16 @@ function quietly(fn) {
     Object.assign(console, saved);
   }
   return said;
+}
+
+// A copy of `v`, JSON-like data (a parsed event), for each stream's checks
+// to have as their own: every own key, `undefined` values too.
+function copy(v) {
+  if (Array.isArray(v)) return v.map(copy);
+  if (v === null || typeof v !== "object") return v;
+  const o = {};
+  for (const k of Object.keys(v)) o[k] = copy(v[k]);
+  return o;
 }
 
 // The events of `file`, each with its line number; what is not JSON goes
@@ -70,21 +93,43 @@ function read(text, problems) {
 
 // What the checks of one event alone found, by the event's text: `null`
 // for a schema rejection (with the reasons in `said`), else what
-// enforceEvents said about it (nothing for a good event).
+// enforceEvents said about it (nothing for a good event) and what it let
+// through.
 const seen10 = new Map();
 
-// The checks of one event alone, for AG-UI 1.0: [accepted, what was said].
+// The checks of one event alone, for AG-UI 1.0: [accepted, what was said,
+// what enforceEvents made of it: { out: the events it passed on, error: what
+// it threw, if it did }].
+//
+// enforceEvents takes each event on its own (a strip and a schema parse of
+// that event, nothing kept from the events before; it changes no event it
+// is given), so what it makes of an event depends on its text only: the
+// stream checks take it from here, a fresh copy for each stream, instead of
+// running it again on every line of every stream.
 function eventAlone10(ev, key) {
   let found = seen10.get(key);
   if (found === undefined) {
-    const schemas = require("@ag-ui/core/schemas");
-    const client = require("@ag-ui/client");
+    const schemas = pkg("@ag-ui/core/schemas");
+    const client = pkg("@ag-ui/client");
     const parsed = schemas.EventSchema.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
-      found = [false, [`rejected by the schema: ${issues}`]];
+      found = [false, [`rejected by the schema: ${issues}`], null];
     } else {
-      found = [true, quietly(() => of(ev).pipe(client.enforceEvents()).subscribe({ error() {} }))];
+      const enforced = { out: [], error: null };
+      const said = quietly(() =>
+        of(ev)
+          .pipe(client.enforceEvents())
+          .subscribe({
+            next(e) {
+              enforced.out.push(e);
+            },
+            error(e) {
+              enforced.error = e;
+            },
+          }),
+      );
+      found = [true, said, enforced];
     }
     seen10.set(key, found);
   }
@@ -92,24 +137,26 @@ function eventAlone10(ev, key) {
 }
 
 function verify(text) {
-  const client = require("@ag-ui/client");
+  const client = pkg("@ag-ui/client");
   const problems = [];
   const events = [];
   for (const { line, ev, key } of read(text, problems)) {
-    const [accepted, said] = eventAlone10(ev, key);
+    const [accepted, said, enforced] = eventAlone10(ev, key);
     for (const s of said) problems.push(`line ${line}: ${ev && ev.type}: ${s}`);
-    if (accepted) events.push({ line, ev });
+    if (accepted) events.push({ line, ev, enforced });
   }
   if (events.length === 0) problems.push("no events");
   let at = null;
   let failure = null;
   let completed = false;
+  // Each event as enforceEvents passes it on (see eventAlone10).
   quietly(() =>
     from(events)
       .pipe(
         concatMap((e) => {
           at = e;
-          return of(e.ev).pipe(client.enforceEvents());
+          const { out, error } = e.enforced;
+          return error ? throwError(() => error) : from(out.map(copy));
         }),
         client.transformChunks(),
         client.verifyEvents(),
@@ -207,7 +254,7 @@ const seen00 = new Map();
 function eventAlone00(ev, key) {
   let found = seen00.get(key);
   if (found === undefined) {
-    const core = require("@ag-ui/core-0.0");
+    const core = pkg("@ag-ui/core-0.0");
     const parsed = core.EventSchemas.safeParse(ev);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((x) => `${x.path.join("/")}: ${x.message}`).join("; ");
@@ -225,7 +272,7 @@ function eventAlone00(ev, key) {
 }
 
 async function verify00(text) {
-  const client = require("@ag-ui/client-0.0");
+  const client = pkg("@ag-ui/client-0.0");
   const problems = [];
   const events = [];
   for (const { line, ev, key } of read(text, problems)) {
