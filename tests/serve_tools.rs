@@ -204,6 +204,81 @@ fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli()
     assert_valid(&[&one, &two]);
 }
 
+/// Qwen Code's control layer is Claude Code's: its records are the same
+/// (its translator is Claude Code's), and it declares the host's SDK MCP
+/// servers from the host's `initialize` (`sdkMcpServers`), not from its
+/// command line. The replay of Claude Code's call stands in for its stream.
+#[test]
+fn qwen_gets_the_page_s_tools_as_an_sdk_server_declared_in_initialize() {
+    let (sent_file, argv) = (tmp("qwen-sent"), tmp("qwen-argv"));
+    let replay = root().join("testdata/claude/2.1.332/page-tool.jsonl");
+    let s = common::serve_run(
+        "qwen",
+        &[],
+        &[],
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", &sent_file),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    let (status, one) = post(&s.addr, &first("q1", &["pick_branch"]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let start = one
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .expect("a call");
+    assert_eq!(start["toolCallName"], "pick_branch", "the page's own name");
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": [CALL_A]})
+    );
+    // The prompt goes in on stdin, after the `initialize` that declares
+    // the page's server.
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--input-format\nstream-json\n"), "{args}");
+    assert!(!args.lines().any(|l| l == "-p"), "{args}");
+    let lines = sent(&sent_file);
+    assert_eq!(
+        lines[0]["request"],
+        json!({"subtype": "initialize", "sdkMcpServers": {"page": {"name": "page"}}})
+    );
+    assert_eq!(lines[1]["type"], "user", "{lines:?}");
+
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("q1", "r2", &["pick_branch"], &[(CALL_A, "dev")]),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+    assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn qwen_refuses_the_page_s_tools_over_acp() {
+    let file = tmp("qwen-tools.json");
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "qwen", "--transport", "acp", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--page-tools: qwen takes tools from the page over its stream-json control layer only, not over ACP"),
+        "{err}"
+    );
+}
+
 #[test]
 fn two_calls_are_answered_together() {
     let (sent_file, argv) = (tmp("two-sent"), tmp("two-argv"));
@@ -577,7 +652,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     assert!(!out.status.success());
     assert!(
         err.contains(
-            "--page-tools: gemini cannot take tools from the page yet; only claude and codex can"
+            "--page-tools: gemini cannot take tools from the page yet; only claude, codex and qwen can"
         ),
         "{err}"
     );
@@ -625,7 +700,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
     {}
     assert!(
-        line.contains("serve: gemini cannot take the page's tools yet (only claude and codex can): the run goes on without its 2 tools"),
+        line.contains("serve: gemini cannot take the page's tools yet (only claude, codex and qwen can): the run goes on without its 2 tools"),
         "{line}"
     );
     // SAFETY: the server's own process id, not yet waited for.

@@ -36,6 +36,9 @@ pub struct Options<'a> {
     /// how long their calls wait for the page.
     pub tools: Option<mcp::Server>,
     pub tool_timeout: Duration,
+    /// Declare the page's server in an `initialize` request before the
+    /// prompt (Qwen Code's SDK MCP servers), rather than on the command line.
+    pub declare: bool,
 }
 
 /// How a session ended.
@@ -205,6 +208,9 @@ impl<'a> Session<'a> {
         stop: &dyn Fn() -> bool,
     ) -> io::Result<End> {
         let user = user_message(self.opts.prompt, self.opts.attachments)?;
+        if self.opts.declare && self.opts.tools.is_some() {
+            self.send(cli_in, &mcp::declare_server())?;
+        }
         self.send(cli_in, &user)?;
         let w = Waiting {
             input,

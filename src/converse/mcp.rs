@@ -361,6 +361,18 @@ pub fn codex_answer(call: &Call, text: &str, is_error: bool) -> Vec<u8> {
     .expect("serializable")
 }
 
+/// The host's `initialize` request that declares the page's server as an
+/// SDK MCP server (Qwen Code's control layer: `sdkMcpServers`, answered by
+/// `mcp_message` requests as Claude Code's are).
+pub fn declare_server() -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "type": "control_request",
+        "request_id": "page-server",
+        "request": {"subtype": "initialize", "sdkMcpServers": {SERVER: {"name": SERVER}}},
+    }))
+    .expect("serializable")
+}
+
 /// The `control_response` that carries `mcp_response` for `request_id`.
 pub fn control_response(request_id: &str, mcp_response: &RawValue) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({

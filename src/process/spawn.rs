@@ -241,8 +241,9 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
     let tools = page_tools(&a)?;
     if let Some(t) = &tools {
-        // Claude Code names them as its MCP tools; Codex by their names.
-        let prefix = if cli.name() == "claude" {
+        // Claude Code and Qwen Code name them as their MCP tools; Codex by
+        // their names.
+        let prefix = if matches!(cli.name(), "claude" | "qwen") {
             crate::converse::mcp::PREFIX
         } else {
             ""
@@ -258,11 +259,13 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    // Gemini CLI takes images over ACP only.
+    // Gemini CLI takes images over ACP only; Qwen Code takes the page's
+    // tools on its stream-json control layer, not over ACP.
+    let acp_asks = a.request.approval == Approval::Ask || (tools.is_some() && cli.name() != "qwen");
     let agent = acp_transport(
         cli,
         a.transport,
-        asking || (attached && files_pick_acp(cli.name())),
+        acp_asks || (attached && files_pick_acp(cli.name())),
     )?;
     check_attachments(&a, agent.is_some())?;
     let client = match agent {
@@ -422,12 +425,16 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     };
     match a.cli.name() {
         "claude" => {}
+        "qwen" if a.transport == Transport::Acp || a.request.approval == Approval::Ask => anyhow::bail!(
+            "--page-tools: qwen takes tools from the page over its stream-json control layer only, not over ACP (--transport acp, --approval ask)"
+        ),
+        "qwen" => {}
         "codex" if a.transport != Transport::Exec => {}
         "codex" => anyhow::bail!(
             "--page-tools: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
         other => anyhow::bail!(
-            "--page-tools: {other} cannot take tools from the page yet; only claude and codex can"
+            "--page-tools: {other} cannot take tools from the page yet; only claude, codex and qwen can"
         ),
     }
     let mut json = String::new();
@@ -726,6 +733,9 @@ impl Started {
             marker: a.input_marker,
             tools: talk.tools.take(),
             tool_timeout: a.tool_timeout,
+            // Qwen Code learns of the page's server from the host's
+            // `initialize`; Claude Code from its command line.
+            declare: a.cli.name() == "qwen",
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);

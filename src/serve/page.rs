@@ -67,7 +67,7 @@ impl Page {
                 } else if !takes_tools(cli) {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "agui-translate: serve: {} cannot take the page's tools yet (only claude and codex can): the run goes on without its {} tools",
+                        "agui-translate: serve: {} cannot take the page's tools yet (only claude, codex and qwen can): the run goes on without its {} tools",
                         cli.name(),
                         tools.len()
                     );
@@ -102,9 +102,10 @@ impl Page {
 }
 
 /// Whether serve offers `cli` the page's tools (Codex over its
-/// app-server, which `run` then picks).
+/// app-server, Qwen Code over its stream-json control layer, which `run`
+/// then picks).
 pub(super) fn takes_tools(cli: Dialect) -> bool {
-    matches!(cli.name(), "claude" | "codex")
+    matches!(cli.name(), "claude" | "codex" | "qwen")
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or
