@@ -204,34 +204,62 @@ fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli()
     assert_valid(&[&one, &two]);
 }
 
-/// Qwen Code's control layer is Claude Code's: its records are the same
-/// (its translator is Claude Code's), and it declares the host's SDK MCP
-/// servers from the host's `initialize` (`sdkMcpServers`), not from its
-/// command line. The replay of Claude Code's call stands in for its stream.
+/// The real Qwen Code 0.24.4 calling the page's tools
+/// (`testdata/qwen/0.24.4`, the same scenarios): its call ids.
+const QWEN_CALL_A: &str = "call_m0000scripted";
+const QWEN_CALL_B: &str = "call_m0001scripted";
+
+/// `serve qwen` replaying Qwen Code's recording `scenario`.
+fn qwen_server(scenario: &str, sent: &Path, argv: &Path, run_args: &[&str]) -> common::Server {
+    let replay = root()
+        .join("testdata/qwen/0.24.4")
+        .join(format!("{scenario}.jsonl"));
+    common::serve_run(
+        "qwen",
+        &[],
+        run_args,
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", sent),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// The names of the calls a response starts.
+fn started(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect()
+}
+
+/// Qwen Code takes the page's server from the host's `initialize`
+/// (`sdkMcpServers`), sent before the prompt on its stdin, and reaches MCP
+/// tools through `tool_search` and its `tool_call` bridge: the call is
+/// still named by the page's tool, with the arguments given to it.
 #[test]
 fn qwen_gets_the_page_s_tools_as_an_sdk_server_declared_in_initialize() {
     let (sent_file, argv) = (tmp("qwen-sent"), tmp("qwen-argv"));
-    let replay = root().join("testdata/claude/2.1.332/page-tool.jsonl");
-    let s = common::serve_run(
-        "qwen",
-        &[],
-        &[],
-        &[
-            ("FAKE_CONTROL", &replay),
-            ("FAKE_SENT", &sent_file),
-            ("FAKE_ARGV", &argv),
-        ],
-    );
+    let s = qwen_server("page-tool", &sent_file, &argv, &[]);
     let (status, one) = post(&s.addr, &first("q1", &["pick_branch"]));
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
-    let start = one
+    assert_eq!(started(&one), ["tool_search", "pick_branch"], "{one:?}");
+    let args: String = one
         .iter()
-        .find(|e| e["type"] == "TOOL_CALL_START")
-        .expect("a call");
-    assert_eq!(start["toolCallName"], "pick_branch", "the page's own name");
+        .filter(|e| e["type"] == "TOOL_CALL_ARGS" && e["toolCallId"] == QWEN_CALL_A)
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, r#"{"branches":["main","dev"]}"#);
+    assert!(
+        !one.iter()
+            .any(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == QWEN_CALL_A),
+        "{one:?}"
+    );
     assert_eq!(
         last(&one)["outcome"],
-        json!({"type": "success", "pendingToolCallIds": [CALL_A]})
+        json!({"type": "success", "pendingToolCallIds": [QWEN_CALL_A]})
     );
     // The prompt goes in on stdin, after the `initialize` that declares
     // the page's server.
@@ -244,17 +272,74 @@ fn qwen_gets_the_page_s_tools_as_an_sdk_server_declared_in_initialize() {
         json!({"subtype": "initialize", "sdkMcpServers": {"page": {"name": "page"}}})
     );
     assert_eq!(lines[1]["type"], "user", "{lines:?}");
+    assert!(results(&sent_file).is_empty(), "nothing answered yet");
 
     let (_, two) = post(
         &s.addr,
-        &follow_up("q1", "r2", &["pick_branch"], &[(CALL_A, "dev")]),
+        &follow_up("q1", "r2", &["pick_branch"], &[(QWEN_CALL_A, "dev")]),
     );
     assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: dev");
     assert_eq!(
         results(&sent_file),
         [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
     );
     assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn qwen_s_two_calls_are_answered_together() {
+    let (sent_file, argv) = (tmp("qwen-two-sent"), tmp("qwen-two-argv"));
+    let s = qwen_server("page-tools-two", &sent_file, &argv, &[]);
+    let tools = ["pick_branch", "show_diff"];
+    let (_, one) = post(&s.addr, &first("q2", &tools));
+    assert_eq!(started(&one), ["tool_search", "pick_branch", "show_diff"]);
+    assert_eq!(
+        last(&one)["outcome"]["pendingToolCallIds"],
+        json!([QWEN_CALL_A, QWEN_CALL_B])
+    );
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "q2",
+            "r2",
+            &tools,
+            &[(QWEN_CALL_A, "main"), (QWEN_CALL_B, "shown: 3 hunks")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let got: Vec<Value> = results(&sent_file)
+        .iter()
+        .map(|r| r["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
+    assert_valid(&[&one, &two]);
+}
+
+/// A request without tools starts Qwen Code as it always has: the prompt
+/// with `-p`, no control layer, its stdin closed.
+#[test]
+fn qwen_without_the_page_s_tools_runs_as_before() {
+    let argv = tmp("qwen-plain-argv");
+    let replay = root().join("testdata/qwen/0.24.4/text.jsonl");
+    let s = common::serve_run(
+        "qwen",
+        &[],
+        &[],
+        &[("FAKE_REPLAY", &replay), ("FAKE_ARGV", &argv)],
+    );
+    let (status, events) = post(&s.addr, &first("q3", &[]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.starts_with("-p\nWhich branch?\n"), "{args}");
+    assert!(!args.contains("--input-format"), "{args}");
+    assert_valid(&[&events]);
 }
 
 #[test]
@@ -658,21 +743,48 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     );
     // `serve`: the run goes on without them, and the server's stderr says so.
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
-    let mut server = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("FAKE_REPLAY", &recording)
+    serve_says_without_tools(
+        "gemini",
+        &[("FAKE_REPLAY", &recording)],
+        &[],
+        "serve: gemini cannot take the page's tools yet (only claude, codex and qwen can): the run goes on without its 2 tools",
+    );
+}
+
+/// Qwen Code over ACP (`--approval ask` among serve's run options) has no
+/// route for the page's tools: its runs go on without them, as before,
+/// and the server's stderr says why.
+#[test]
+fn qwen_over_acp_runs_without_the_page_s_tools_and_says_why() {
+    serve_says_without_tools(
+        "qwen",
+        &[("FAKE_ACP", Path::new("1"))],
+        &["--approval", "ask"],
+        "serve: qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp): the run goes on without its 2 tools",
+    );
+}
+
+/// `serve CLI` with `run_args` and the stand-in's `env`: a request with
+/// two tools finishes its run, and the server's stderr holds `want`.
+fn serve_says_without_tools(cli: &str, env: &[(&str, &Path)], run_args: &[&str], want: &str) {
+    let mut server = std::process::Command::new(BIN);
+    server.env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        server.env(k, v);
+    }
+    let mut server = server
         .args([
             "serve",
-            "gemini",
+            cli,
             "--listen",
             "127.0.0.1:0",
             "--no-token",
             "--state-dir",
         ])
-        .arg(tmp("gemini-state"))
+        .arg(tmp(&format!("{cli}-state")))
         .args(["--", "--cli"])
         .arg(root().join("tests/fake/cli"))
+        .args(run_args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -699,10 +811,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     while !line.contains("page's tools")
         && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
     {}
-    assert!(
-        line.contains("serve: gemini cannot take the page's tools yet (only claude, codex and qwen can): the run goes on without its 2 tools"),
-        "{line}"
-    );
+    assert!(line.contains(want), "{line}");
     // SAFETY: the server's own process id, not yet waited for.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let _ = server.wait();

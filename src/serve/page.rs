@@ -64,11 +64,10 @@ impl Page {
                 let tools = mcp::check_tools(json, cli.spec().tools)?;
                 if tools.is_empty() {
                     None
-                } else if !takes_tools(cli) {
+                } else if let Some(why) = tools_refused(cli, ask, options) {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "agui-translate: serve: {} cannot take the page's tools yet (only claude, codex and qwen can): the run goes on without its {} tools",
-                        cli.name(),
+                        "agui-translate: serve: {why}: the run goes on without its {} tools",
                         tools.len()
                     );
                     None
@@ -101,11 +100,20 @@ impl Page {
     }
 }
 
-/// Whether serve offers `cli` the page's tools (Codex over its
-/// app-server, Qwen Code over its stream-json control layer, which `run`
-/// then picks).
-pub(super) fn takes_tools(cli: Dialect) -> bool {
-    matches!(cli.name(), "claude" | "codex" | "qwen")
+/// Why serve does not offer `cli` the page's tools with the run `options`
+/// (`ask`: `--approval ask` among them), if it does not. Codex takes them
+/// over its app-server and Qwen Code over its stream-json control layer,
+/// which `run` then picks; Qwen Code's runs over ACP cannot.
+pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
+    match cli.name() {
+        "qwen" if ask || transport(own_options(options)) == Some("acp") => Some(
+            "qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp)".into(),
+        ),
+        "claude" | "codex" | "qwen" => None,
+        other => Some(format!(
+            "{other} cannot take the page's tools yet (only claude, codex and qwen can)"
+        )),
+    }
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or
