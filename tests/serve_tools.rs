@@ -920,3 +920,93 @@ fn codex_refuses_answers_that_are_not_the_pending_ones() {
         .collect();
     assert_eq!(text, "The page answered: dev");
 }
+
+/// `run qwen --page-tools --tool-timeout TIMEOUT` with the stand-in
+/// replaying Qwen Code's call, the page never answering (its input kept
+/// open): the exit status, how long the call waited, the run's stderr and
+/// the results the CLI was sent.
+fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Value>) {
+    let (file, sent_file) = (
+        tmp(&format!("qwen-late-{timeout}.json")),
+        tmp(&format!("qwen-late-{timeout}-sent")),
+    );
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env(
+            "FAKE_CONTROL",
+            root().join("testdata/qwen/0.24.4/page-tool.jsonl"),
+        )
+        .env("FAKE_SENT", &sent_file)
+        .args(["run", "qwen", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .args(["--tool-timeout", timeout])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "Which branch?").unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("pendingToolCallIds") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    let pending = std::time::Instant::now();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let waited = pending.elapsed();
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (status, waited, err, results(&sent_file))
+}
+
+/// Qwen Code gives up on a call of an SDK MCP server after 30 s (measured
+/// with Qwen Code 0.24.4: `page-tool-late`, where it asks again and reads
+/// only the answer to its last request): a call waits at most 25 s for the
+/// page, so that the model reads why and a late page is told the call
+/// expired. A longer `--tool-timeout` says so in one line.
+#[test]
+fn qwen_s_calls_wait_at_most_25_s_for_the_page() {
+    let (status, waited, err, sent) = qwen_unanswered("2s");
+    assert_eq!(status, 3, "{err}");
+    assert!(!err.contains("--tool-timeout"), "{err}");
+    assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer this tool call within 2s"));
+
+    let (status, waited, err, sent) = qwen_unanswered("1m");
+    assert_eq!(status, 3, "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--tool-timeout"))
+        .collect();
+    assert_eq!(
+        said,
+        ["agui-translate: --tool-timeout 1m: qwen gives up on a call of the page's tools after 30s, so its calls wait 25s for the page"]
+    );
+    assert!(
+        waited >= std::time::Duration::from_secs(24) && waited < std::time::Duration::from_secs(30),
+        "{waited:?}"
+    );
+    assert_eq!(sent[0]["isError"], true);
+    assert!(sent[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer this tool call within 25s"));
+}

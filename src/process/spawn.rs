@@ -237,19 +237,9 @@ pub fn ask_refused(cli: Dialect, options: &[String]) -> Option<anyhow::Error> {
 pub const EXPIRED: u8 = 3;
 
 /// `agui-translate run`: the events go out through `em`.
-pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
+pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let tools = page_tools(&a)?;
-    if let Some(t) = &tools {
-        // Claude Code and Qwen Code name them as their MCP tools; Codex by
-        // their names.
-        let prefix = if matches!(cli.name(), "claude" | "qwen") {
-            crate::converse::mcp::PREFIX
-        } else {
-            ""
-        };
-        em.set_page_tools(prefix, t.names().to_vec());
-    }
+    let tools = offered_tools(&mut a, &mut em)?;
     // The page's tools are served over the control protocol, as asks are.
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking)?;
@@ -447,6 +437,49 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
     Ok(Some(crate::converse::mcp::Server::new(tools)))
+}
+
+/// The page's tools (`--page-tools`) offered to the CLI: the writer told
+/// how the CLI names them, and their calls' wait fitted to the CLI.
+fn offered_tools(
+    a: &mut Run,
+    em: &mut crate::agui::Emitter,
+) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
+    let tools = page_tools(a)?;
+    if let Some(t) = &tools {
+        // Claude Code and Qwen Code name them as their MCP tools; Codex by
+        // their names.
+        let prefix = if matches!(a.cli.name(), "claude" | "qwen") {
+            crate::converse::mcp::PREFIX
+        } else {
+            ""
+        };
+        em.set_page_tools(prefix, t.names().to_vec());
+        limit_tool_timeout(a);
+    }
+    Ok(tools)
+}
+
+/// Qwen Code gives up on a call of the page's tools after
+/// [`QWEN_MCP_LIMIT`](crate::dialect::request::QWEN_MCP_LIMIT): a longer
+/// `--tool-timeout` is cut to
+/// [`QWEN_TOOL_TIMEOUT`](crate::dialect::request::QWEN_TOOL_TIMEOUT), in
+/// one line on stderr, so that a page that answers late finds the call
+/// expired (its model told so by `run`) rather than lost inside the CLI.
+fn limit_tool_timeout(a: &mut Run) {
+    use crate::dialect::request::{QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT};
+    if a.cli.name() != "qwen" || a.tool_timeout <= QWEN_TOOL_TIMEOUT {
+        return;
+    }
+    let human = crate::converse::ask::humanize;
+    let _ = writeln!(
+        io::stderr(),
+        "agui-translate: --tool-timeout {}: qwen gives up on a call of the page's tools after {}, so its calls wait {} for the page",
+        human(a.tool_timeout),
+        human(QWEN_MCP_LIMIT),
+        human(QWEN_TOOL_TIMEOUT)
+    );
+    a.tool_timeout = QWEN_TOOL_TIMEOUT;
 }
 
 /// The translator of `stream`, given the list the thread's last run left
