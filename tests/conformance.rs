@@ -1340,9 +1340,11 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
 /// `role: "tool"` messages, and the follow-up run gives the answers to the
 /// CLI and streams the rest of the turn; one call, two answered together,
 /// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
-/// answered together. The stand-in replays the real Claude Code and Codex
-/// app-server calling the page's tools (`testdata/claude/2.1.332` and
-/// `testdata/codex-app-server/0.169.0`, page-tool and page-tools-two).
+/// answered together; and `serve qwen`, two calls answered together and
+/// one with the 0.0.59 HttpAgent. The stand-in replays the real Claude
+/// Code, Codex app-server and Qwen Code calling the page's tools
+/// (`testdata/claude/2.1.332`, `testdata/codex-app-server/0.169.0` and
+/// `testdata/qwen/0.24.4`, page-tool and page-tools-two).
 #[test]
 fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
@@ -1357,11 +1359,15 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("two", "page-tools-two"),
         ("one-0.0", "page-tool"),
         ("codex-two", "page-tools-two"),
+        ("qwen-two", "page-tools-two"),
+        ("qwen-one-0.0", "page-tool"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
         let (cli, dir, var) = if name.starts_with("codex") {
             ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER")
+        } else if name.starts_with("qwen") {
+            ("qwen", "testdata/qwen/0.24.4", "FAKE_CONTROL")
         } else {
             ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL")
         };
