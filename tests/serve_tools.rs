@@ -605,17 +605,31 @@ fn run_with_tools(
     lines: &[&str],
     sent_file: &Path,
 ) -> (i32, Vec<Value>, String) {
-    let file = tmp(&format!("{scenario}-tools.json"));
+    run_cli_with_tools("claude", "2.1.332", scenario, tools, lines, sent_file)
+}
+
+/// [`run_with_tools`] with `cli`'s recording of `version`.
+fn run_cli_with_tools(
+    cli: &str,
+    version: &str,
+    scenario: &str,
+    tools: &Value,
+    lines: &[&str],
+    sent_file: &Path,
+) -> (i32, Vec<Value>, String) {
+    let file = tmp(&format!("{cli}-{scenario}-tools.json"));
     std::fs::write(&file, tools.to_string()).unwrap();
     let replay = root()
-        .join("testdata/claude/2.1.332")
+        .join("testdata")
+        .join(cli)
+        .join(version)
         .join(format!("{scenario}.jsonl"));
     let mut child = std::process::Command::new(BIN)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("FAKE_CONTROL", &replay)
         .env("FAKE_SENT", sent_file)
-        .args(["run", "claude", "--cli"])
+        .args(["run", cli, "--cli"])
         .arg(root().join("tests/fake/cli"))
         .arg("--page-tools")
         .arg(&file)
@@ -1009,4 +1023,43 @@ fn qwen_s_calls_wait_at_most_25_s_for_the_page() {
         .as_str()
         .unwrap()
         .contains("did not answer this tool call within 25s"));
+}
+
+/// `run qwen --page-tools` with the real Qwen Code's call: the answer line
+/// a page's history makes carries the result of Qwen Code's own
+/// `tool_search` too, which is history, not an answer; the page's answer
+/// reaches the CLI and the turn goes on.
+#[test]
+fn run_qwen_takes_the_page_s_answer_beside_its_own_tool_s_result() {
+    let sent_file = tmp("run-qwen-sent");
+    let answer = json!({"runId": "r2", "toolResults": [
+        {"toolCallId": "call_q0000scripted", "content": "Reviewed 1 tool(s)"},
+        {"toolCallId": QWEN_CALL_A, "content": "dev"},
+    ]})
+    .to_string();
+    let (status, events, err) = run_cli_with_tools(
+        "qwen",
+        "0.24.4",
+        "page-tool",
+        &json!([tool("pick_branch")]),
+        &[&answer],
+        &sent_file,
+    );
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(started(&events), ["tool_search", "pick_branch"]);
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        .collect();
+    assert_eq!(ends.len(), 2, "{events:?}");
+    assert_eq!(
+        ends[0]["outcome"]["pendingToolCallIds"],
+        json!([QWEN_CALL_A])
+    );
+    assert_eq!(ends[1]["type"], "RUN_FINISHED", "{events:?}");
+    assert_eq!(ends[1]["runId"], "r2");
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
 }
