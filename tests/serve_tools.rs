@@ -1063,3 +1063,48 @@ fn run_qwen_takes_the_page_s_answer_beside_its_own_tool_s_result() {
         [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
     );
 }
+
+/// On its control layer Qwen Code asks its host about its own tools where
+/// `-p` denies them itself (the real Qwen Code 0.24.4, `page-tool-shell`):
+/// without `--approval ask` the run asks the page nothing, and denies the
+/// shell command at once, as before; the page's call then waits as usual.
+#[test]
+fn qwen_s_own_tools_are_denied_not_asked_when_it_has_the_page_s_tools() {
+    let (sent_file, argv) = (tmp("qwen-shell-sent"), tmp("qwen-shell-argv"));
+    let s = qwen_server("page-tool-shell", &sent_file, &argv, &[]);
+    let (_, one) = post(&s.addr, &first("q4", &["pick_branch"]));
+    // The question is shown (CUSTOM approval_request, as the stream has
+    // it), but the run does not end on it.
+    let ends: Vec<&Value> = one
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        .collect();
+    assert_eq!(ends.len(), 1, "no approval is asked: {one:?}");
+    assert_eq!(
+        started(&one),
+        ["run_shell_command", "tool_search", "pick_branch"]
+    );
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": ["call_m0100scripted"]})
+    );
+    let denied = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["response"]["response"]["behavior"] == "deny")
+        .expect("the shell command denied");
+    assert!(denied["response"]["response"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("this run asks no approvals"));
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "q4",
+            "r2",
+            &["pick_branch"],
+            &[("call_m0100scripted", "dev")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert_valid(&[&one, &two]);
+}

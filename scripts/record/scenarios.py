@@ -264,6 +264,18 @@ SCENARIOS = [
         page_answers=["main", "shown: 3 hunks"],
     ),
     Scenario(
+        "page-tool-shell",
+        "Write out.txt, then ask me which branch.",
+        [
+            turn(calls=[call("shell", command="echo one > out.txt")]),
+            turn(calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
         "page-tool-late",
         "Which branch should I work on?",
         [

@@ -201,6 +201,12 @@ def aux(method, path, body, ctx):
 # ---- the control layer (scenarios that need "page") ------------------------
 
 
+# What `run qwen --page-tools` answers a permission question when it does
+# not ask (src/converse/control.rs).
+DENIED = ("this run asks no approvals: qwen's tools that need one are denied "
+          "(--approval auto-edit or yolo, or --allow-tool, lets them run)")
+
+
 def converse(proc, ctx, engine, stdout_file, deadline):
     """Be the CLI's host until its `result` (or the deadline); returns what
     the host wrote."""
@@ -258,7 +264,13 @@ def _host(pipe, ctx, deadline):
                     answer_at = now + max(2.0, ctx.scenario.page_delay)
                 calls.append(msg)
             continue
-        # Anything else (a permission question): not handled, as by `run`.
+        if request.get("subtype") == "can_use_tool":
+            # A permission question for one of its own tools: denied, as
+            # `run` denies it when it does not ask (`-p` denies it itself).
+            pipe.send({"type": "control_response", "response": {"subtype": "success", "request_id": msg.get(
+                "request_id"), "response": {"behavior": "deny", "message": DENIED}}})
+            continue
+        # Anything else: not handled, as by `run`.
         pipe.send({"type": "control_response", "response": {"subtype": "error", "request_id": msg.get("request_id"),
                                                             "error": "not handled"}})
     print("  no result in time", file=sys.stderr)
