@@ -1477,11 +1477,13 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
 /// CLI and streams the rest of the turn; one call, two answered together,
 /// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
 /// answered together; `serve copilot` and `serve opencode` (the page's MCP
-/// server over HTTP), two calls answered together. The stand-in replays
-/// the real Claude Code, Codex app-server, Copilot CLI and OpenCode calling
-/// the page's tools (`testdata/claude/2.1.332`,
-/// `testdata/codex-app-server/0.169.0`, `testdata/copilot/1.0.102`,
-/// `testdata/opencode/1.18.33`, page-tool and page-tools-two).
+/// server over HTTP), two calls answered together; and `serve qwen`, two
+/// calls answered together and one with the 0.0.59 HttpAgent. The
+/// stand-in replays the real Claude Code, Codex app-server, Copilot CLI,
+/// OpenCode and Qwen Code calling the page's tools
+/// (`testdata/claude/2.1.332`, `testdata/codex-app-server/0.169.0`,
+/// `testdata/copilot/1.0.102`, `testdata/opencode/1.18.33`,
+/// `testdata/qwen/0.24.4`, page-tool and page-tools-two).
 #[test]
 fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
@@ -1498,6 +1500,8 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("codex-two", "page-tools-two"),
         ("copilot-two", "page-tools-two"),
         ("opencode-two", "page-tools-two"),
+        ("qwen-two", "page-tools-two"),
+        ("qwen-one-0.0", "page-tool"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
@@ -1505,6 +1509,7 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
             Some("codex") => ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER"),
             Some("copilot") => ("copilot", "testdata/copilot/1.0.102", "FAKE_MCP_HTTP"),
             Some("opencode") => ("opencode", "testdata/opencode/1.18.33", "FAKE_MCP_HTTP"),
+            Some("qwen") => ("qwen", "testdata/qwen/0.24.4", "FAKE_CONTROL"),
             _ => ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL"),
         };
         let replay = root().join(dir).join(format!("{replay}.jsonl"));

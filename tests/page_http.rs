@@ -92,6 +92,15 @@ impl Run {
             .env("FAKE_SENT", &sent)
             .env("FAKE_MCP_URL", &url)
             .env("FAKE_ARGV", &argv)
+            // The versions recorded (OpenCode's would speak ACP by itself).
+            .env(
+                "FAKE_VERSION",
+                recording(cli, scenario)
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap(),
+            )
             .args(["run", cli, "--cli"])
             .arg(root().join("tests/fake/cli"))
             .arg("--page-tools")
@@ -289,6 +298,23 @@ fn the_endpoint_answers_only_the_secret_path_without_an_origin_and_goes_with_the
     assert!(request(&url, "POST", &near, "", ping).starts_with("HTTP/1.1 404"));
     let origin = request(&url, "POST", path, "Origin: http://127.0.0.1\r\n", ping);
     assert!(origin.starts_with("HTTP/1.1 403"), "{origin}");
+    // A refusal told by the head still reaches the client whole: the body
+    // (more than the head's read takes) is read and dropped, not answered
+    // with a reset.
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut big = TcpStream::connect(host).unwrap();
+    let body = vec![b' '; 256 * 1024];
+    let mut sent = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    sent.extend_from_slice(&body);
+    big.write_all(&sent).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut refusal = String::new();
+    BufReader::new(big).read_to_string(&mut refusal).unwrap();
+    assert!(refusal.starts_with("HTTP/1.1 404"), "{refusal}");
     let get = request(&url, "GET", path, "", "");
     assert!(get.starts_with("HTTP/1.1 405"), "{get}");
     let note = request(

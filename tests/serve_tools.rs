@@ -210,6 +210,166 @@ fn a_call_of_the_page_s_tool_waits_for_the_page_and_its_answer_reaches_the_cli()
     assert_valid(&[&one, &two]);
 }
 
+/// The real Qwen Code 0.24.4 calling the page's tools
+/// (`testdata/qwen/0.24.4`, the same scenarios): its call ids.
+const QWEN_CALL_A: &str = "call_m0000scripted";
+const QWEN_CALL_B: &str = "call_m0001scripted";
+
+/// `serve qwen` replaying Qwen Code's recording `scenario`.
+fn qwen_server(scenario: &str, sent: &Path, argv: &Path, run_args: &[&str]) -> common::Server {
+    let replay = root()
+        .join("testdata/qwen/0.24.4")
+        .join(format!("{scenario}.jsonl"));
+    common::serve_run(
+        "qwen",
+        &[],
+        run_args,
+        &[
+            ("FAKE_CONTROL", &replay),
+            ("FAKE_SENT", sent),
+            ("FAKE_ARGV", argv),
+        ],
+    )
+}
+
+/// The names of the calls a response starts.
+fn started(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect()
+}
+
+/// Qwen Code takes the page's server from the host's `initialize`
+/// (`sdkMcpServers`), sent before the prompt on its stdin, and reaches MCP
+/// tools through `tool_search` and its `tool_call` bridge: the call is
+/// still named by the page's tool, with the arguments given to it.
+#[test]
+fn qwen_gets_the_page_s_tools_as_an_sdk_server_declared_in_initialize() {
+    let (sent_file, argv) = (tmp("qwen-sent"), tmp("qwen-argv"));
+    let s = qwen_server("page-tool", &sent_file, &argv, &[]);
+    let (status, one) = post(&s.addr, &first("q1", &["pick_branch"]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert_eq!(started(&one), ["tool_search", "pick_branch"], "{one:?}");
+    let args: String = one
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_ARGS" && e["toolCallId"] == QWEN_CALL_A)
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, r#"{"branches":["main","dev"]}"#);
+    assert!(
+        !one.iter()
+            .any(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == QWEN_CALL_A),
+        "{one:?}"
+    );
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": [QWEN_CALL_A]})
+    );
+    // The prompt goes in on stdin, after the `initialize` that declares
+    // the page's server.
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.contains("--input-format\nstream-json\n"), "{args}");
+    assert!(!args.lines().any(|l| l == "-p"), "{args}");
+    let lines = sent(&sent_file);
+    assert_eq!(
+        lines[0]["request"],
+        json!({"subtype": "initialize", "sdkMcpServers": {"page": {"name": "page"}}})
+    );
+    assert_eq!(lines[1]["type"], "user", "{lines:?}");
+    assert!(results(&sent_file).is_empty(), "nothing answered yet");
+
+    let (_, two) = post(
+        &s.addr,
+        &follow_up("q1", "r2", &["pick_branch"], &[(QWEN_CALL_A, "dev")]),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let text: String = two
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The page answered: dev");
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+    assert_valid(&[&one, &two]);
+}
+
+#[test]
+fn qwen_s_two_calls_are_answered_together() {
+    let (sent_file, argv) = (tmp("qwen-two-sent"), tmp("qwen-two-argv"));
+    let s = qwen_server("page-tools-two", &sent_file, &argv, &[]);
+    let tools = ["pick_branch", "show_diff"];
+    let (_, one) = post(&s.addr, &first("q2", &tools));
+    assert_eq!(started(&one), ["tool_search", "pick_branch", "show_diff"]);
+    assert_eq!(
+        last(&one)["outcome"]["pendingToolCallIds"],
+        json!([QWEN_CALL_A, QWEN_CALL_B])
+    );
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "q2",
+            "r2",
+            &tools,
+            &[(QWEN_CALL_A, "main"), (QWEN_CALL_B, "shown: 3 hunks")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let got: Vec<Value> = results(&sent_file)
+        .iter()
+        .map(|r| r["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
+    assert_valid(&[&one, &two]);
+}
+
+/// A request without tools starts Qwen Code as it always has: the prompt
+/// with `-p`, no control layer, its stdin closed.
+#[test]
+fn qwen_without_the_page_s_tools_runs_as_before() {
+    let argv = tmp("qwen-plain-argv");
+    let replay = root().join("testdata/qwen/0.24.4/text.jsonl");
+    let s = common::serve_run(
+        "qwen",
+        &[],
+        &[],
+        &[("FAKE_REPLAY", &replay), ("FAKE_ARGV", &argv)],
+    );
+    let (status, events) = post(&s.addr, &first("q3", &[]));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
+    let args = std::fs::read_to_string(&argv).unwrap();
+    assert!(args.starts_with("-p\nWhich branch?\n"), "{args}");
+    assert!(!args.contains("--input-format"), "{args}");
+    assert_valid(&[&events]);
+}
+
+#[test]
+fn qwen_refuses_the_page_s_tools_over_acp() {
+    let file = tmp("qwen-tools.json");
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "qwen", "--transport", "acp", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--page-tools: qwen takes tools from the page over its stream-json control layer only, not over ACP"),
+        "{err}"
+    );
+}
+
 #[test]
 fn two_calls_are_answered_together() {
     let (sent_file, argv) = (tmp("two-sent"), tmp("two-argv"));
@@ -451,17 +611,31 @@ fn run_with_tools(
     lines: &[&str],
     sent_file: &Path,
 ) -> (i32, Vec<Value>, String) {
-    let file = tmp(&format!("{scenario}-tools.json"));
+    run_cli_with_tools("claude", "2.1.332", scenario, tools, lines, sent_file)
+}
+
+/// [`run_with_tools`] with `cli`'s recording of `version`.
+fn run_cli_with_tools(
+    cli: &str,
+    version: &str,
+    scenario: &str,
+    tools: &Value,
+    lines: &[&str],
+    sent_file: &Path,
+) -> (i32, Vec<Value>, String) {
+    let file = tmp(&format!("{cli}-{scenario}-tools.json"));
     std::fs::write(&file, tools.to_string()).unwrap();
     let replay = root()
-        .join("testdata/claude/2.1.332")
+        .join("testdata")
+        .join(cli)
+        .join(version)
         .join(format!("{scenario}.jsonl"));
     let mut child = std::process::Command::new(BIN)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("FAKE_CONTROL", &replay)
         .env("FAKE_SENT", sent_file)
-        .args(["run", "claude", "--cli"])
+        .args(["run", cli, "--cli"])
         .arg(root().join("tests/fake/cli"))
         .arg("--page-tools")
         .arg(&file)
@@ -583,7 +757,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     assert!(!out.status.success());
     assert!(
         err.contains(
-            "--page-tools: gemini cannot take tools from the page yet; only claude, codex, copilot and opencode can"
+            "--page-tools: gemini cannot take tools from the page yet; only claude, codex, qwen, copilot and opencode can"
         ),
         "{err}"
     );
@@ -605,21 +779,48 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     );
     // `serve`: the run goes on without them, and the server's stderr says so.
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
-    let mut server = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("FAKE_REPLAY", &recording)
+    serve_says_without_tools(
+        "gemini",
+        &[("FAKE_REPLAY", &recording)],
+        &[],
+        "serve: gemini cannot take the page's tools yet (only claude, codex, qwen, copilot and opencode can): the run goes on without its 2 tools",
+    );
+}
+
+/// Qwen Code over ACP (`--approval ask` among serve's run options) has no
+/// route for the page's tools: its runs go on without them, as before,
+/// and the server's stderr says why.
+#[test]
+fn qwen_over_acp_runs_without_the_page_s_tools_and_says_why() {
+    serve_says_without_tools(
+        "qwen",
+        &[("FAKE_ACP", Path::new("1"))],
+        &["--approval", "ask"],
+        "serve: qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp): the run goes on without its 2 tools",
+    );
+}
+
+/// `serve CLI` with `run_args` and the stand-in's `env`: a request with
+/// two tools finishes its run, and the server's stderr holds `want`.
+fn serve_says_without_tools(cli: &str, env: &[(&str, &Path)], run_args: &[&str], want: &str) {
+    let mut server = std::process::Command::new(BIN);
+    server.env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        server.env(k, v);
+    }
+    let mut server = server
         .args([
             "serve",
-            "gemini",
+            cli,
             "--listen",
             "127.0.0.1:0",
             "--no-token",
             "--state-dir",
         ])
-        .arg(tmp("gemini-state"))
+        .arg(tmp(&format!("{cli}-state")))
         .args(["--", "--cli"])
         .arg(root().join("tests/fake/cli"))
+        .args(run_args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -646,10 +847,7 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     while !line.contains("page's tools")
         && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
     {}
-    assert!(
-        line.contains("serve: gemini cannot take the page's tools yet (claude and codex can, and copilot and opencode in their stream mode, without --approval ask or --transport acp): the run goes on without its 2 tools"),
-        "{line}"
-    );
+    assert!(line.contains(want), "{line}");
     // SAFETY: the server's own process id, not yet waited for.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
     let _ = server.wait();
@@ -950,4 +1148,178 @@ fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
         "{text}"
     );
     assert_valid(&[&one]);
+}
+
+/// `run qwen --page-tools --tool-timeout TIMEOUT` with the stand-in
+/// replaying Qwen Code's call, the page never answering (its input kept
+/// open): the exit status, how long the call waited, the run's stderr and
+/// the results the CLI was sent.
+fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Value>) {
+    let (file, sent_file) = (
+        tmp(&format!("qwen-late-{timeout}.json")),
+        tmp(&format!("qwen-late-{timeout}-sent")),
+    );
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env(
+            "FAKE_CONTROL",
+            root().join("testdata/qwen/0.24.4/page-tool.jsonl"),
+        )
+        .env("FAKE_SENT", &sent_file)
+        .args(["run", "qwen", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--page-tools")
+        .arg(&file)
+        .args(["--tool-timeout", timeout])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "Which branch?").unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("pendingToolCallIds") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    let pending = std::time::Instant::now();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let waited = pending.elapsed();
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (status, waited, err, results(&sent_file))
+}
+
+/// Qwen Code gives up on a call of an SDK MCP server after 30 s (measured
+/// with Qwen Code 0.24.4: `page-tool-late`, where it asks again and reads
+/// only the answer to its last request): a call waits at most 25 s for the
+/// page, so that the model reads why and a late page is told the call
+/// expired. A longer `--tool-timeout` says so in one line.
+#[test]
+fn qwen_s_calls_wait_at_most_25_s_for_the_page() {
+    let (status, waited, err, sent) = qwen_unanswered("2s");
+    assert_eq!(status, 3, "{err}");
+    assert!(!err.contains("--tool-timeout"), "{err}");
+    assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer this tool call within 2s"));
+
+    let (status, waited, err, sent) = qwen_unanswered("1m");
+    assert_eq!(status, 3, "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--tool-timeout"))
+        .collect();
+    assert_eq!(
+        said,
+        ["agui-translate: --tool-timeout 1m: qwen gives up on a call of the page's tools after 30s, so its calls wait 25s for the page"]
+    );
+    assert!(
+        waited >= std::time::Duration::from_secs(24) && waited < std::time::Duration::from_secs(30),
+        "{waited:?}"
+    );
+    assert_eq!(sent[0]["isError"], true);
+    assert!(sent[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer this tool call within 25s"));
+}
+
+/// `run qwen --page-tools` with the real Qwen Code's call: the answer line
+/// a page's history makes carries the result of Qwen Code's own
+/// `tool_search` too, which is history, not an answer; the page's answer
+/// reaches the CLI and the turn goes on.
+#[test]
+fn run_qwen_takes_the_page_s_answer_beside_its_own_tool_s_result() {
+    let sent_file = tmp("run-qwen-sent");
+    let answer = json!({"runId": "r2", "toolResults": [
+        {"toolCallId": "call_q0000scripted", "content": "Reviewed 1 tool(s)"},
+        {"toolCallId": QWEN_CALL_A, "content": "dev"},
+    ]})
+    .to_string();
+    let (status, events, err) = run_cli_with_tools(
+        "qwen",
+        "0.24.4",
+        "page-tool",
+        &json!([tool("pick_branch")]),
+        &[&answer],
+        &sent_file,
+    );
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(started(&events), ["tool_search", "pick_branch"]);
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        .collect();
+    assert_eq!(ends.len(), 2, "{events:?}");
+    assert_eq!(
+        ends[0]["outcome"]["pendingToolCallIds"],
+        json!([QWEN_CALL_A])
+    );
+    assert_eq!(ends[1]["type"], "RUN_FINISHED", "{events:?}");
+    assert_eq!(ends[1]["runId"], "r2");
+    assert_eq!(
+        results(&sent_file),
+        [json!({"content": [{"type": "text", "text": "dev"}], "isError": false})]
+    );
+}
+
+/// On its control layer Qwen Code asks its host about its own tools where
+/// `-p` denies them itself (the real Qwen Code 0.24.4, `page-tool-shell`):
+/// without `--approval ask` the run asks the page nothing, and denies the
+/// shell command at once, as before; the page's call then waits as usual.
+#[test]
+fn qwen_s_own_tools_are_denied_not_asked_when_it_has_the_page_s_tools() {
+    let (sent_file, argv) = (tmp("qwen-shell-sent"), tmp("qwen-shell-argv"));
+    let s = qwen_server("page-tool-shell", &sent_file, &argv, &[]);
+    let (_, one) = post(&s.addr, &first("q4", &["pick_branch"]));
+    // The question is shown (CUSTOM approval_request, as the stream has
+    // it), but the run does not end on it.
+    let ends: Vec<&Value> = one
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        .collect();
+    assert_eq!(ends.len(), 1, "no approval is asked: {one:?}");
+    assert_eq!(
+        started(&one),
+        ["run_shell_command", "tool_search", "pick_branch"]
+    );
+    assert_eq!(
+        last(&one)["outcome"],
+        json!({"type": "success", "pendingToolCallIds": ["call_m0100scripted"]})
+    );
+    let denied = sent(&sent_file)
+        .into_iter()
+        .find(|l| l["response"]["response"]["behavior"] == "deny")
+        .expect("the shell command denied");
+    assert!(denied["response"]["response"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("this run asks no approvals"));
+    let (_, two) = post(
+        &s.addr,
+        &follow_up(
+            "q4",
+            "r2",
+            &["pick_branch"],
+            &[("call_m0100scripted", "dev")],
+        ),
+    );
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    assert_valid(&[&one, &two]);
 }

@@ -25,7 +25,8 @@ all of them are asked.
 A scenario that needs "page" offers the CLI the front end's tools
 (`page_tools`, AG-UI `tools` entries) through an MCP server its host
 answers; the host answers each call with the next of `page_answers`, all
-at once when the turn's calls have all arrived. A turn whose text holds
+at once when the turn's calls have all arrived (or `page_delay` seconds
+after the first, for a page that answers late). A turn whose text holds
 PAGE_ANSWERS has it replaced by the answers the model's request carries
 (the recording shows that the answer reached the model).
 """
@@ -87,6 +88,9 @@ class Scenario:
     # The front end's tools ("page"), and the host's answers to their calls.
     page_tools: list = field(default_factory=list)
     page_answers: list = field(default_factory=list)
+    # How long the host waits before it answers the page's calls (a page
+    # that answers late), in seconds.
+    page_delay: float = 0.0
 
 
 def call(kind, **args):
@@ -258,6 +262,32 @@ SCENARIOS = [
         needs={"page"},
         page_tools=[PICK_BRANCH, SHOW_DIFF],
         page_answers=["main", "shown: 3 hunks"],
+    ),
+    Scenario(
+        "page-tool-shell",
+        "Write out.txt, then ask me which branch.",
+        [
+            turn(calls=[call("shell", command="echo one > out.txt")]),
+            turn(calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
+        "page-tool-late",
+        "Which branch should I work on?",
+        [
+            turn(text="I will ask you.", calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[PICK_BRANCH],
+        # Each request answered 45 s after the first: Qwen Code asks again
+        # after 30 s, and only the answer to its last request is read.
+        page_answers=["dev (to the first request)", "dev (to the request asked again)"],
+        page_delay=45.0,
     ),
     Scenario(
         "approval-allow",

@@ -813,6 +813,18 @@ impl Emitter {
         }
     }
 
+    /// Whether the run was given the page's tools.
+    pub fn has_page_tools(&self) -> bool {
+        self.page_prefix.is_some()
+    }
+
+    /// Whether the CLI's tool `name` is one of the page's.
+    pub fn is_page_tool(&self, name: &str) -> bool {
+        self.page_prefix
+            .and_then(|p| name.strip_prefix(p))
+            .is_some_and(|n| self.page_names.iter().any(|p| p == n))
+    }
+
     /// The page's tool calls started so far, oldest first: (id, the page's
     /// name of the tool). At most [`PAGE_CALLS`] are remembered.
     pub fn page_calls(&self) -> impl Iterator<Item = (&str, &str)> {

@@ -36,6 +36,9 @@ pub struct Options<'a> {
     /// how long their calls wait for the page.
     pub tools: Option<mcp::Server>,
     pub tool_timeout: Duration,
+    /// Declare the page's server in an `initialize` request before the
+    /// prompt (Qwen Code's SDK MCP servers), rather than on the command line.
+    pub declare: bool,
 }
 
 /// How a session ended.
@@ -167,6 +170,10 @@ pub fn user_message(prompt: &str, attachments: &[Attachment]) -> io::Result<Vec<
     Ok(serde_json::to_vec(&user).expect("serializable"))
 }
 
+/// Why a CLI's own tool is denied when the run does not ask (Qwen Code
+/// given the page's tools: its control layer asks what `-p` denies).
+const NOT_ASKED: &str = "this run asks no approvals: qwen's tools that need one are denied (--approval auto-edit or yolo, or --allow-tool, lets them run)";
+
 /// One session with Claude Code in control-protocol mode. An ask carries
 /// the tool's input, as the CLI gave it.
 pub struct Session<'a> {
@@ -205,6 +212,9 @@ impl<'a> Session<'a> {
         stop: &dyn Fn() -> bool,
     ) -> io::Result<End> {
         let user = user_message(self.opts.prompt, self.opts.attachments)?;
+        if self.opts.declare && self.opts.tools.is_some() {
+            self.send(cli_in, &mcp::declare_server())?;
+        }
         self.send(cli_in, &user)?;
         let w = Waiting {
             input,
@@ -288,6 +298,26 @@ impl<'a> Session<'a> {
             };
             return self.send(cli_in, &serde_json::to_vec(&msg).expect("serializable"));
         };
+        if self.opts.declare {
+            // Qwen Code on its control layer asks its host about its own
+            // tools, where `-p` denies them itself; its runs that ask take
+            // ACP, so this one does not ask: denied, as before.
+            let msg = ControlResponse {
+                kind: "control_response",
+                response: ResponseBody {
+                    subtype: "success",
+                    request_id: id,
+                    response: Some(Decision {
+                        behavior: "deny",
+                        updated_input: None,
+                        message: Some(NOT_ASKED),
+                        interrupt: false,
+                    }),
+                    error: None,
+                },
+            };
+            return self.send(cli_in, &serde_json::to_vec(&msg).expect("serializable"));
+        }
         let tool = req.tool_name.as_deref().unwrap_or("a tool");
         let input = req.input.map_or_else(
             || RawValue::from_string("{}".into()).expect("JSON"),

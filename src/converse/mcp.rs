@@ -414,6 +414,18 @@ pub fn codex_answer(call: &Call, text: &str, is_error: bool) -> Vec<u8> {
     .expect("serializable")
 }
 
+/// The host's `initialize` request that declares the page's server as an
+/// SDK MCP server (Qwen Code's control layer: `sdkMcpServers`, answered by
+/// `mcp_message` requests as Claude Code's are).
+pub fn declare_server() -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "type": "control_request",
+        "request_id": "page-server",
+        "request": {"subtype": "initialize", "sdkMcpServers": {SERVER: {"name": SERVER}}},
+    }))
+    .expect("serializable")
+}
+
 /// The `control_response` that carries `mcp_response` for `request_id`.
 pub fn control_response(request_id: &str, mcp_response: &RawValue) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
@@ -488,8 +500,10 @@ impl Calls {
     }
 
     /// The answers of a line, one per pending call in order, or why it is
-    /// refused (with the run id it names, if any).
-    fn answers(&self, line: &str) -> Answered {
+    /// refused (with the run id it names, if any). `cli_s` tells a call of
+    /// the CLI's own tools, whose result the CLI gave (the history carries
+    /// it as a `role: "tool"` message too).
+    fn answers(&self, line: &str, cli_s: &dyn Fn(&str) -> bool) -> Answered {
         let a: Answer = serde_json::from_str(line).map_err(|e| {
             (
                 None,
@@ -514,7 +528,7 @@ impl Calls {
                 .iter()
                 .position(|p| p.tool_call_id.as_deref() == Some(&*r.tool_call_id));
             let Some(i) = i else {
-                if self.answered.iter().any(|a| *a == r.tool_call_id) {
+                if self.answered.iter().any(|a| *a == r.tool_call_id) || cli_s(&r.tool_call_id) {
                     continue; // answered before: the history carries it again
                 }
                 return fail(format!(
@@ -673,7 +687,8 @@ pub fn wait<H: Host>(
             Tick::Idle => continue,
             Tick::Input(line) => line,
         };
-        let answered = s.calls().answers(&line);
+        let cli_s = |id: &str| em.tool_started(id) && !em.page_calls().any(|(p, _)| p == id);
+        let answered = s.calls().answers(&line, &cli_s);
         ask::start_resumed(
             em,
             match &answered {
@@ -859,12 +874,14 @@ mod tests {
             answered: vec!["old".into()],
             ..Calls::default()
         };
+        // A call of the CLI's own tools ("own") carries the CLI's result.
+        let own = |id: &str| id == "own";
         let (run, texts) = calls
-            .answers(r#"{"runId":"r2","lastRole":"tool","toolResults":[{"toolCallId":"old","content":"x"},{"toolCallId":"b","content":[{"type":"text","text":"B"}]},{"toolCallId":"a","content":"A"}]}"#)
+            .answers(r#"{"runId":"r2","lastRole":"tool","toolResults":[{"toolCallId":"own","content":"found"},{"toolCallId":"old","content":"x"},{"toolCallId":"b","content":[{"type":"text","text":"B"}]},{"toolCallId":"a","content":"A"}]}"#, &own)
             .unwrap();
         assert_eq!(run.as_deref(), Some("r2"));
         assert_eq!(texts, ["A", "B"]);
-        let why = |l: &str| calls.answers(l).unwrap_err().1;
+        let why = |l: &str| calls.answers(l, &own).unwrap_err().1;
         assert!(why(r#"{"toolResults":[{"toolCallId":"a","content":"A"}]}"#)
             .contains("leave 1 of the 2 tool calls"));
         assert!(

@@ -141,6 +141,12 @@ fn serve(conn: &mut TcpStream, shared: &Shared) {
         Ok(body) => respond_json(conn, &body),
         Err((status, why)) => respond(conn, status, why),
     }
+    // What the client still sends (the body of a request refused by its
+    // head) is read and dropped: closing with it unread would reset the
+    // connection, and the client could lose the answer.
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+    let _ = io::copy(&mut Read::take(&*conn, 1024 * 1024), &mut io::sink());
 }
 
 /// The request read and checked, and its answer's body (empty: `202`).

@@ -66,6 +66,8 @@ fn keeps_stream(a: &RunRequest) -> Option<&'static str> {
         Some("--model (opencode acp takes its model from its configuration)")
     } else if !a.attachments.is_empty() {
         Some("--attach (its --file takes images and PDFs; ACP images only)")
+    } else if a.page_tools {
+        Some("--page-tools (the page's tools reach it in its JSON mode, over HTTP)")
     } else if !a.extra.is_empty() {
         Some("arguments after `--` (options of `opencode run`)")
     } else {

@@ -75,7 +75,13 @@ fn tool_lists(v: &mut Vec<String>, a: &RunRequest) -> anyhow::Result<()> {
 fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<String>> {
     let mut v: Vec<String> = Vec::new();
     let s = |x: &str| x.to_owned();
-    super::gemini::prompt_option(&mut v, prompt);
+    if a.page_tools {
+        // The control layer: the prompt goes in on stdin, after the host's
+        // `initialize` that declares the page's server.
+        v.extend([s("--input-format"), s("stream-json")]);
+    } else {
+        super::gemini::prompt_option(&mut v, prompt);
+    }
     v.extend([
         s("--output-format"),
         s("stream-json"),

@@ -149,6 +149,18 @@ pub fn files_pick_acp(cli: &str) -> bool {
 /// The name of the MCP server that serves the page's tools to a CLI.
 pub const PAGE_SERVER: &str = "page";
 
+/// How long Qwen Code waits for its host to answer an SDK MCP server's
+/// request (a call of the page's tools): its control layer's own limit,
+/// which no option changes. After it, the call fails inside the CLI
+/// ("Control request timeout") and Qwen Code asks again.
+pub const QWEN_MCP_LIMIT: Duration = Duration::from_secs(30);
+
+/// The longest `--tool-timeout` of `run qwen --page-tools`: under
+/// [`QWEN_MCP_LIMIT`], so that the page's silence is answered by `run`
+/// (an error the model reads, then a clear end) before the CLI gives up
+/// on its own.
+pub const QWEN_TOOL_TIMEOUT: Duration = Duration::from_secs(25);
+
 /// How tool calls are approved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Approval {

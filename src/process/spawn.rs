@@ -242,9 +242,9 @@ pub fn ask_refused(cli: Dialect, options: &[String]) -> Option<anyhow::Error> {
 pub const EXPIRED: u8 = 3;
 
 /// `agui-translate run`: the events go out through `em`.
-pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
+pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let (tools, endpoint) = page_server(&a, &mut em)?;
+    let (tools, endpoint) = page_server(&mut a, &mut em)?;
     let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking || over_http)?;
@@ -254,12 +254,7 @@ pub fn main(a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    let agent = acp_transport(
-        cli,
-        a.transport,
-        asking || (attached && files_pick_acp(cli.name())),
-    )?
-    .or_else(|| live_acp(cli, a.transport, &a.request, exe.as_deref().ok()));
+    let agent = acp_agent(&a, tools.is_some(), exe.as_deref().ok())?;
     check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
@@ -417,6 +412,24 @@ fn check_attachments(a: &Run, acp: bool) -> anyhow::Result<()> {
 /// The most a `--page-tools` file is read of.
 const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 
+/// The agent's start when `run` speaks the Agent Client Protocol with the
+/// CLI: asked for (`--transport acp`), needed (approvals; Gemini CLI's
+/// images; the page's tools, but for Qwen Code's, which go on its
+/// stream-json control layer), or chosen by `auto` where the CLI's text
+/// streams only there.
+fn acp_agent(
+    a: &Run,
+    tools: bool,
+    exe: Option<&Path>,
+) -> anyhow::Result<Option<&'static AcpStart>> {
+    let cli = a.cli;
+    let needed = a.request.approval == Approval::Ask
+        || (tools && cli.name() != "qwen")
+        || (!a.request.attachments.is_empty() && files_pick_acp(cli.name()));
+    Ok(acp_transport(cli, a.transport, needed)?
+        .or_else(|| live_acp(cli, a.transport, &a.request, exe)))
+}
+
 /// The page's tools (`--page-tools`), read and checked, as the server that
 /// offers them to the CLI, with the tool that changes the state
 /// (`--state-file`); refused for a CLI that cannot take them.
@@ -447,6 +460,13 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
 fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
     match a.cli.name() {
         "claude" => Ok(()),
+        "qwen" if a.transport == Transport::Acp || a.request.approval == Approval::Ask => anyhow::bail!(
+            "{option}: qwen takes tools from the page over its stream-json control layer only, not over ACP (--transport acp, --approval ask)"
+        ),
+        "qwen" if option == "--state-file" => anyhow::bail!(
+            "--state-file: qwen cannot take the state's tool yet; only claude and codex can"
+        ),
+        "qwen" => Ok(()),
         "codex" if a.transport != Transport::Exec => Ok(()),
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
@@ -462,7 +482,7 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         ),
         "copilot" | "opencode" => Ok(()),
         other => anyhow::bail!(
-            "{option}: {other} cannot take tools from the page yet; only claude, codex, copilot and opencode can"
+            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot and opencode can"
         ),
     }
 }
@@ -501,7 +521,7 @@ fn read_page_tools(a: &Run, file: &Path) -> anyhow::Result<crate::converse::mcp:
 /// them over HTTP, at an endpoint of their own.
 #[allow(clippy::type_complexity)]
 fn page_server(
-    a: &Run,
+    a: &mut Run,
     em: &mut crate::agui::Emitter,
 ) -> anyhow::Result<(
     Option<crate::converse::mcp::Server>,
@@ -511,6 +531,7 @@ fn page_server(
         return Ok((None, None));
     };
     em.set_page_tools(page_prefix(a.cli), tools.names().to_vec());
+    limit_tool_timeout(a);
     if !page_over_http(a.cli) {
         return Ok((Some(tools), None));
     }
@@ -520,11 +541,11 @@ fn page_server(
 }
 
 /// How `cli` names the page's tools in its stream: this, then the page's
-/// name (Claude Code: `mcp__page__pick`, Copilot CLI: `page-pick`,
-/// OpenCode: `page_pick`; Codex: the page's name).
+/// name (Claude Code and Qwen Code: `mcp__page__pick`, Copilot CLI:
+/// `page-pick`, OpenCode: `page_pick`; Codex: the page's name).
 fn page_prefix(cli: Dialect) -> &'static str {
     match cli.name() {
-        "claude" => crate::converse::mcp::PREFIX,
+        "claude" | "qwen" => crate::converse::mcp::PREFIX,
         "copilot" => "page-",
         "opencode" => "page_",
         _ => "",
@@ -587,6 +608,28 @@ fn page_route(
     };
     mcp.insert(PAGE_SERVER.to_owned(), server);
     Ok((args, Some((VAR, config.to_string())), None))
+}
+
+/// Qwen Code gives up on a call of the page's tools after
+/// [`QWEN_MCP_LIMIT`](crate::dialect::request::QWEN_MCP_LIMIT): a longer
+/// `--tool-timeout` is cut to
+/// [`QWEN_TOOL_TIMEOUT`](crate::dialect::request::QWEN_TOOL_TIMEOUT), in
+/// one line on stderr, so that a page that answers late finds the call
+/// expired (its model told so by `run`) rather than lost inside the CLI.
+fn limit_tool_timeout(a: &mut Run) {
+    use crate::dialect::request::{QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT};
+    if a.cli.name() != "qwen" || a.tool_timeout <= QWEN_TOOL_TIMEOUT {
+        return;
+    }
+    let human = crate::converse::ask::humanize;
+    let _ = writeln!(
+        io::stderr(),
+        "agui-translate: --tool-timeout {}: qwen gives up on a call of the page's tools after {}, so its calls wait {} for the page",
+        human(a.tool_timeout),
+        human(QWEN_MCP_LIMIT),
+        human(QWEN_TOOL_TIMEOUT)
+    );
+    a.tool_timeout = QWEN_TOOL_TIMEOUT;
 }
 
 /// The translator of `stream`, given the list the thread's last run left
@@ -873,6 +916,9 @@ impl Started {
             marker: a.input_marker,
             tools: talk.tools.take(),
             tool_timeout: a.tool_timeout,
+            // Qwen Code learns of the page's server from the host's
+            // `initialize`; Claude Code from its command line.
+            declare: a.cli.name() == "qwen",
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);

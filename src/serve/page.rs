@@ -79,11 +79,10 @@ impl Page {
                 let tools = mcp::check_tools(json, cli.spec().tools)?;
                 if tools.is_empty() {
                     None
-                } else if !takes_tools(cli, ask, options) {
+                } else if let Some(why) = tools_refused(cli, ask, options) {
                     let _ = writeln!(
                         std::io::stderr(),
-                        "agui-translate: serve: {} cannot take the page's tools yet (claude and codex can, and copilot and opencode in their stream mode, without --approval ask or --transport acp): the run goes on without its {} tools",
-                        cli.name(),
+                        "agui-translate: serve: {why}: the run goes on without its {} tools",
                         tools.len()
                     );
                     None
@@ -126,15 +125,23 @@ impl Page {
     }
 }
 
-/// Whether serve offers `cli` the page's tools with the run options
-/// `options` (`ask`: `--approval ask` among them): Codex over its
-/// app-server, which `run` then picks; Copilot CLI and OpenCode in their
-/// stream mode (not over ACP).
-pub(super) fn takes_tools(cli: Dialect, ask: bool, options: &[String]) -> bool {
+/// Why serve does not offer `cli` the page's tools with the run `options`
+/// (`ask`: `--approval ask` among them), if it does not. Codex takes them
+/// over its app-server and Qwen Code over its stream-json control layer,
+/// which `run` then picks; Copilot CLI and OpenCode in their stream mode;
+/// none of them over ACP.
+pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
     match cli.name() {
-        "claude" | "codex" => true,
-        "copilot" | "opencode" => !Takes::of(cli, ask, options).acp,
-        _ => false,
+        "qwen" if ask || transport(own_options(options)) == Some("acp") => Some(
+            "qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp)".into(),
+        ),
+        name @ ("copilot" | "opencode") if Takes::of(cli, ask, options).acp => Some(format!(
+            "{name} takes the page's tools in its stream mode only, not over ACP (--approval ask, --transport acp)"
+        )),
+        "claude" | "codex" | "qwen" | "copilot" | "opencode" => None,
+        other => Some(format!(
+            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot and opencode can)"
+        )),
     }
 }
 

@@ -62,6 +62,11 @@ pub struct Flavor {
     pub agent_tools: &'static [&'static str],
     /// The tool that writes the whole todo list.
     pub todo_tool: &'static str,
+    /// The tool through which the model calls a deferred tool
+    /// (`{"name": TOOL, "arguments": {…}}`): a call of one of the page's
+    /// tools through it is named by the page's tool, its arguments those
+    /// given to it, once its complete line tells which tool it calls.
+    pub tool_bridge: Option<&'static str>,
 }
 
 /// Claude Code's stream.
@@ -74,6 +79,7 @@ pub static CLAUDE: Flavor = Flavor {
     stream_events: &[],
     agent_tools: &["Task", "Agent"],
     todo_tool: "TodoWrite",
+    tool_bridge: None,
 };
 
 #[derive(Deserialize, Default)]
@@ -751,6 +757,9 @@ enum Kind {
     Thinking,
     Tool,
     Other,
+    /// A call through the flavor's tool bridge, started by its complete
+    /// line.
+    Bridged,
 }
 
 /// A content block seen in the stream of the current message.
@@ -1089,6 +1098,13 @@ impl Claude {
         }
     }
 
+    /// Whether a call of tool `name` goes through the flavor's tool bridge
+    /// in a run given the page's tools (only there is it named by the tool
+    /// it calls).
+    fn bridged(&self, name: Option<&str>, em: &Emitter) -> bool {
+        name.is_some() && name == self.flavor.tool_bridge && em.has_page_tools()
+    }
+
     /// Announce a tool call unless this run has announced it before.
     fn start_tool(&mut self, id: &str, name: &str, parent: Option<&str>, em: &mut Emitter) -> bool {
         if em.tool_started(id) {
@@ -1350,6 +1366,8 @@ impl Claude {
                             self.lanes[l].blocks[i].signature.push_str(&s);
                         }
                     }
+                    // A bridged call's arguments come whole with its line.
+                    Some("input_json_delta") if self.lanes[l].blocks[i].kind == Kind::Bridged => {}
                     Some("input_json_delta") => {
                         if let Some(p) = delta.partial_json {
                             let b = &mut self.lanes[l].blocks[i];
@@ -1426,6 +1444,11 @@ impl Claude {
                 );
                 self.push_block(l, index, Kind::Thinking, id);
             }
+            Some("tool_use") if self.bridged(block.name.as_deref(), em) => {
+                // Which tool it calls comes with its complete line.
+                let tid = block.id.as_deref().unwrap_or(id);
+                self.push_block(l, index, Kind::Bridged, tid);
+            }
             Some("tool_use" | "server_tool_use" | "mcp_tool_use") => {
                 let tid = block.id.as_deref().unwrap_or(id);
                 self.start_tool(
@@ -1460,7 +1483,7 @@ impl Claude {
         b.kind = kind;
         b.id.clear();
         b.id.push_str(id);
-        b.open = kind != Kind::Other;
+        b.open = !matches!(kind, Kind::Other | Kind::Bridged);
         b.confirmed = false;
         b.args = false;
         b.signature.clear();
@@ -1532,7 +1555,7 @@ impl Claude {
                 }
                 em.tool_end(&b.id);
             }
-            Kind::Other => {}
+            Kind::Other | Kind::Bridged => {}
         }
     }
 
@@ -1783,6 +1806,16 @@ impl Claude {
                     block.data.as_deref().unwrap_or(""),
                 );
                 em.reasoning_end(id);
+            }
+            "tool_use" if self.bridged(block.name.as_deref(), em) => {
+                let tid = block.id.as_deref().unwrap_or(id);
+                let target = bridge_target(block.input).filter(|(n, _)| em.is_page_tool(n));
+                let (name, input) =
+                    target.map_or((block.name.as_deref(), block.input), |(n, a)| (Some(n), a));
+                if self.start_tool(tid, name.unwrap_or("unknown"), Some(msg_id), em) {
+                    em.tool_args_given(tid, input);
+                    em.tool_end(tid);
+                }
             }
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let tid = block.id.as_deref().unwrap_or(id);
@@ -2512,6 +2545,20 @@ fn attribute(sub: Option<&str>, em: &mut Emitter) {
     if let Some(p) = sub.filter(|p| em.subagent_open(p)) {
         em.set_subagent(Some(p));
     }
+}
+
+/// The tool a bridged call calls and the arguments it gives it:
+/// `{"name": TOOL, "arguments": {…}}` (no arguments: none given).
+fn bridge_target(input: Option<&RawValue>) -> Option<(&str, Option<&RawValue>)> {
+    #[derive(Deserialize)]
+    struct Bridged<'a> {
+        #[serde(borrow)]
+        name: &'a str,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    let b: Bridged = serde_json::from_str(input?.get()).ok()?;
+    Some((b.name, b.arguments))
 }
 
 #[cfg(test)]

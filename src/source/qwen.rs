@@ -21,7 +21,12 @@
 //! - `goal_state` and `tool_progress` stream events, kept as RAW;
 //! - its tools are Gemini CLI's (`run_shell_command`, `read_file`,
 //!   `edit`, …), the todo list is `todo_write`, a subagent is `agent` (or
-//!   `task` before).
+//!   `task` before);
+//! - MCP tools are deferred: the model selects them with `tool_search` and
+//!   calls them through `tool_call` (`{"name":"mcp__page__pick_branch",
+//!   "arguments":{…}}`); in a run given the page's tools, such a call of
+//!   one of them is named by the page's tool, with the arguments it was
+//!   given, once its complete line says which tool it calls.
 
 pub use super::claude::Flavor;
 
@@ -35,6 +40,7 @@ pub static QWEN: Flavor = Flavor {
     stream_events: &["goal_state", "tool_progress"],
     agent_tools: &["agent", "task"],
     todo_tool: "todo_write",
+    tool_bridge: Some("tool_call"),
 };
 
 /// A fresh translator for one Qwen Code stream.

@@ -8,12 +8,15 @@
 // HttpAgent (CopilotKit's pin), which gets a plain success; then `serve
 // codex`, whose app-server gets them as dynamic tools: two calls answered
 // together; then `serve copilot` and `serve opencode`, which reach the
-// page's MCP server over HTTP: two calls answered together.
+// page's MCP server over HTTP: two calls answered together; then `serve
+// qwen`, whose model first selects the tools with Qwen Code's own
+// `tool_search` (a call of its own, with its result): two calls answered
+// together, and one with the 0.0.59 HttpAgent.
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
 // One server per case, in the order below, each serving the stand-in CLI
-// replaying the real Claude Code (or Codex) calling the page's tools, its CLI's input
+// replaying the real Claude Code (or Codex, or Qwen Code) calling the page's tools, its CLI's input
 // written to SENT_FILE. Prints what failed and exits 1, or prints OK.
 "use strict";
 const fs = require("fs");
@@ -33,6 +36,8 @@ const cases = [
   { name: "codex-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
   { name: "copilot-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
   { name: "opencode-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+  { name: "qwen-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" }, own: ["tool_search"] },
+  { name: "qwen-one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59", own: ["tool_search"] },
 ];
 
 // The texts of the `tools/call` results the CLI was sent (Codex: the
@@ -60,9 +65,13 @@ async function one(c, url, sentFile) {
   // Either client throws on an event its schema rejects.
   await a.runAgent({ runId: `${c.name}-1`, tools }, { onEvent: ({ event }) => seen.push(event) });
   const end = seen[seen.length - 1];
-  const starts = seen.filter((e) => e.type === "TOOL_CALL_START");
-  check(JSON.stringify(starts.map((e) => e.toolCallName)) === JSON.stringify(c.tools), `${c.name}: the calls are named by the page's tools: ${JSON.stringify(starts)}`);
-  check(!seen.some((e) => e.type === "TOOL_CALL_RESULT"), `${c.name}: no result is streamed`);
+  // The CLI's own calls first (`own`), with their results; then the page's.
+  const own = c.own || [];
+  const all = seen.filter((e) => e.type === "TOOL_CALL_START");
+  check(JSON.stringify(all.map((e) => e.toolCallName)) === JSON.stringify([...own, ...c.tools]), `${c.name}: the calls are named by the page's tools: ${JSON.stringify(all)}`);
+  const starts = all.slice(own.length);
+  const pageIds = starts.map((e) => e.toolCallId);
+  check(!seen.some((e) => e.type === "TOOL_CALL_RESULT" && pageIds.includes(e.toolCallId)), `${c.name}: no result is streamed`);
   check(end.type === "RUN_FINISHED", `${c.name}: the run finishes: ${JSON.stringify(end)}`);
   if (v1) {
     const ids = (end.outcome && end.outcome.pendingToolCallIds) || [];

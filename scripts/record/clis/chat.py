@@ -78,14 +78,16 @@ def _usage():
     }
 
 
-def reply(turn, body, who, index, ctx, calls):
-    """The scripted turn as a chat completion (streamed if asked)."""
+def reply(turn, body, who, index, ctx, calls, tag=None):
+    """The scripted turn as a chat completion (streamed if asked); `tag`
+    marks its call ids (default: "m" for the main agent, "s" for a
+    subagent)."""
     wait_for_helper(who, index, ctx)
     tools = tool_names(body)
     ctx.state["responses"] = ctx.state.get("responses", 0) + 1
     cid = f"chatcmpl-scripted-{ctx.state['responses']:02d}-{who}{index}"
     model = body.get("model") or "scripted-model"
-    tag = "s" if who == "sub" else "m"
+    tag = tag or ("s" if who == "sub" else "m")
     if turn["text"] and PAGE_ANSWERS in turn["text"]:
         got = pagehttp.tool_results(body)
         want = list(ctx.scenario.page_answers)

@@ -295,7 +295,8 @@ def _host(pipe, ctx, deadline):
     held = []  # questions not answered yet
     hold_until = None
     while time.monotonic() < deadline:
-        if calls and (len(calls) >= len(page_answers) or time.monotonic() > hold_until):
+        if calls and ((len(calls) >= len(page_answers) and not ctx.scenario.page_delay)
+                      or time.monotonic() > hold_until):
             for msg in calls:
                 _answer_call(pipe, msg, page_answers.pop(0))
             calls = []
@@ -318,7 +319,7 @@ def _host(pipe, ctx, deadline):
             if _serve_page(pipe, msg, ctx):
                 calls.append(msg)
                 # The turn's other calls come at once: hold for them.
-                hold_until = time.monotonic() + 2.0
+                hold_until = time.monotonic() + max(2.0, ctx.scenario.page_delay)
             continue
         if ctx.scenario.together and (msg.get("request") or {}).get("subtype") == "can_use_tool":
             if not held:
