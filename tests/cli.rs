@@ -394,13 +394,25 @@ fn strict_mode_passes_every_recording() {
     let all = all_recordings();
     assert!(all.len() > 20);
     for path in all {
-        cmd()
-            .arg("--strict")
-            .arg(&path)
-            .assert()
-            .success()
-            .stderr("");
+        let mut strict = cmd();
+        strict.arg("--strict");
+        if named_only(&path) {
+            strict.args(["--from", "qwen"]);
+        }
+        strict.arg(&path).assert().success().stderr("");
     }
+}
+
+/// Whether `--from auto` cannot tell the recording's CLI, which must be
+/// named: Qwen Code's stream-json control layer (`run qwen --page-tools`)
+/// begins with control records that Claude Code writes too, before the
+/// `init` that says it is Qwen Code (docs/qwen.md).
+fn named_only(path: &std::path::Path) -> bool {
+    let rel = path.strip_prefix(testdata("")).unwrap_or(path);
+    rel.starts_with("qwen")
+        && std::fs::read(path)
+            .unwrap()
+            .starts_with(br#"{"type":"control_"#)
 }
 
 /// `--stats` counts in words that agree with the number: `1 run`, `2 runs`.
@@ -606,6 +618,9 @@ fn detection_matches_the_named_dialect() {
             .to_str()
             .unwrap()
             .to_owned();
+        if named_only(&path) {
+            continue;
+        }
         let input = std::fs::read(&path).unwrap();
         let ends: Vec<usize> = memchr::memchr_iter(b'\n', &input)
             .map(|i| i + 1)
