@@ -487,6 +487,15 @@ impl Calls {
             });
             self.pending[i].tool_call_id = Some(id);
         }
+        // Pending in the order the page was shown the calls, whatever
+        // order their requests came in (an HTTP route takes them at once).
+        let shown: Vec<&str> = em.page_calls().map(|(id, _)| id).collect();
+        self.pending.sort_by_key(|c| {
+            shown
+                .iter()
+                .position(|id| c.tool_call_id.as_deref() == Some(id))
+                .unwrap_or(usize::MAX)
+        });
     }
 
     /// Whether the calls are to end the run now: the CLI has been quiet for
@@ -858,6 +867,32 @@ mod tests {
             .unwrap_err()
             .contains("changes the state"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn pending_calls_keep_the_order_they_were_shown_in() {
+        use crate::agui::{Emitter, Format};
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("page-", vec!["pick".into(), "show".into()]);
+        em.announce_page_call("c1", "pick", None);
+        em.announce_page_call("c2", "show", None);
+        // The requests came the other way round.
+        let mut calls = Calls::default();
+        for name in ["show", "pick"] {
+            calls.push(Call::new(
+                format!("req-{name}"),
+                raw("1"),
+                name.into(),
+                None,
+            ));
+        }
+        calls.name_calls(&mut em);
+        let ids: Vec<_> = calls
+            .pending
+            .iter()
+            .map(|c| c.tool_call_id.as_deref().unwrap())
+            .collect();
+        assert_eq!(ids, ["c1", "c2"]);
     }
 
     #[test]
