@@ -412,20 +412,7 @@ fn what_the_http_route_cannot_take_is_refused_clearly() {
 
 /// The events of one POST to `serve`.
 fn post(addr: &str, body: &Value) -> Vec<Value> {
-    let body = body.to_string();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    BufReader::new(conn).read_to_string(&mut text).unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    common::sse_events(&common::post_raw(addr, &body.to_string()))
 }
 
 #[test]

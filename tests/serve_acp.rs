@@ -4,8 +4,6 @@
 //! FAKE_ACP), and a thread's second turn loading the agent's session.
 //! (`tests/conformance.rs` drives the same with the official HttpAgent.)
 
-use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -19,21 +17,9 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn post(addr: &str, body: &Value) -> Vec<Value> {
-    let body = body.to_string();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    let text = common::post_raw(addr, &body.to_string());
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    common::sse_events(&text)
 }
 
 fn input(thread: &str, run: &str, text: &str) -> Value {

@@ -3,8 +3,6 @@
 //! it. The stand-in CLI (`tests/fake/cli`, FAKE_CONTROL) replays Claude
 //! Code in control-protocol mode (FAKE_SERVER: the Codex app-server).
 
-use std::io::{BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -43,24 +41,13 @@ fn post(addr: &str, body: &Value) -> Vec<Value> {
 }
 
 fn post_text(addr: &str, body: &str) -> Vec<Value> {
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    let text = common::post_raw(addr, body);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(
         !text.contains(": agui-translate"),
         "the marker is not sent: {text}"
     );
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    common::sse_events(&text)
 }
 
 fn first(thread: &str, run: &str, v1: bool) -> Value {

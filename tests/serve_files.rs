@@ -6,8 +6,7 @@
 //! each test decodes the base64 it got and compares it with the bytes the
 //! page sent.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -71,19 +70,12 @@ fn text(t: &str) -> Value {
 
 /// The status code and the rest of the response of one POST.
 fn post(addr: &str, body: &str) -> (u16, String) {
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+    let text = common::post_raw(addr, body);
+    let (status, rest) = text.split_once("\r\n").unwrap_or((&text, ""));
+    (
+        status.split(' ').nth(1).unwrap().parse().unwrap(),
+        rest.to_owned(),
     )
-    .unwrap();
-    let mut r = BufReader::new(conn);
-    let mut status = String::new();
-    r.read_line(&mut status).unwrap();
-    let mut rest = String::new();
-    r.read_to_string(&mut rest).unwrap();
-    (status.split(' ').nth(1).unwrap().parse().unwrap(), rest)
 }
 
 fn events(response: &str) -> Vec<Value> {

@@ -43,27 +43,13 @@ fn server(scenario: &str, sent: &Path, argv: &Path, run_args: &[&str]) -> common
 
 /// The status line and the events of one POST.
 fn post(addr: &str, body: &Value) -> (String, Vec<Value>) {
-    let body = body.to_string();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    write!(
-        conn,
-        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    let text = common::post_raw(addr, &body.to_string());
     assert!(
         !text.contains(": agui-translate"),
         "the marker is not sent: {text}"
     );
     let status = text.lines().next().unwrap_or_default().to_owned();
-    let events = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
-    (status, events)
+    (status, common::sse_events(&text))
 }
 
 fn tool(name: &str) -> Value {

@@ -44,6 +44,30 @@ pub fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The whole response (status line, head, body) to one POST of `body` to
+/// `serve` at `addr`.
+pub fn post_raw(addr: &str, body: &str) -> String {
+    use std::io::Read;
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    BufReader::new(conn).read_to_string(&mut text).unwrap();
+    text
+}
+
+/// The events of an SSE response: its `data:` lines.
+pub fn sse_events(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
 /// One JSON value per line.
 pub fn values(text: &str) -> Vec<serde_json::Value> {
     text.lines()
