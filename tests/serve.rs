@@ -340,14 +340,11 @@ fn a_client_that_goes_away_ends_the_cli() {
     let pid = cli_pid(&pid_file);
     assert!(alive(pid));
     drop(r); // the client goes away while the CLI is quiet
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the CLI outlived its client"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::until(
+        "the CLI ends with its client",
+        Duration::from_secs(20),
+        || !alive(pid),
+    );
 }
 
 #[test]
@@ -2221,16 +2218,13 @@ fn a_run_no_one_comes_back_to_ends_after_the_grace() {
     // ...and when it goes too, no one is left: the CLI is stopped once
     // the grace has passed.
     drop(reader);
-    let gone = Instant::now();
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(pid), "the run ended before its grace");
-    while alive(pid) {
-        assert!(
-            gone.elapsed() < Duration::from_secs(20),
-            "the CLI outlived its grace"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::until(
+        "the CLI ends after its grace",
+        Duration::from_secs(20),
+        || !alive(pid),
+    );
     // The run was ended as any other: the thread is free, its words kept.
     let snapshot = thread_snapshot(&server.addr, "tn");
     assert!(snapshot.to_string().contains("Héllo wörld"), "{snapshot}");

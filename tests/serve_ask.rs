@@ -323,11 +323,7 @@ fn children(pid: u32) -> Vec<u32> {
 
 /// Waits until `cond` holds, for 10 seconds at most.
 fn until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(10), "never: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::until(what, Duration::from_secs(10), cond);
 }
 
 #[test]

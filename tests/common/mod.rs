@@ -68,6 +68,16 @@ pub fn sse_events(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Waits until `cond` holds, for `limit` at most (then fails, saying
+/// `what` never came).
+pub fn until(what: &str, limit: std::time::Duration, cond: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// One JSON value per line.
 pub fn values(text: &str) -> Vec<serde_json::Value> {
     text.lines()
