@@ -13,6 +13,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import attach
+from scenarios import FILES_RECEIVED
 from scenarios import turn as make_turn
 
 
@@ -100,6 +102,8 @@ class Engine:
         t = script[index] if index < len(script) else make_turn(text="Done.")
         if t["error"] and (t["times"] is None or attempt <= t["times"]):
             return self.cli.error(t["error"], self.ctx)
+        if t["text"] and FILES_RECEIVED in t["text"]:
+            t = dict(t, text=t["text"].replace(FILES_RECEIVED, attach.received(data, self.ctx)))
         resp = self.cli.reply(t, data, who, index, self.ctx)
         if t["broken"] and attempt == 1:
             resp.broken = True

@@ -46,9 +46,16 @@ and may provide
   timeout(version, scenario) -> seconds
                                     how long a run may take before it is
                                     killed (default: the scenario's timeout)
+  FILES                             the types of the files (a scenario's
+                                    `files`, attach.py) the module gives
+                                    its CLI, e.g. {"image/png"}; without
+                                    it, scenarios with files are skipped
 ctx carries version, bin, home, work, base_url, port, scenario, timeout, prompt,
-resume (True on a scenario's second run), variant, first_stdout and a free
-`state` dict.
+resume (True on a scenario's second run), variant, first_stdout, files (the
+paths of the scenario's files) and a free `state` dict.
+
+A scenario whose files did not reach the model byte for byte is written
+all the same (its text says what arrived), and the recorder exits with 1.
 """
 
 import argparse
@@ -65,6 +72,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import attach  # noqa: E402
 import mock  # noqa: E402
 from scenarios import SCENARIOS  # noqa: E402
 
@@ -180,7 +188,8 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
     timeout = getattr(cli, "timeout", lambda version, scenario: scenario.timeout)(version, scenario)
     ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
                                 scenario=scenario, timeout=timeout, prompt=scenario.prompt, resume=False, variant=variant,
-                                first_stdout=b"", state={}, port=0, base_url="")
+                                first_stdout=b"", state={}, port=0, base_url="", files=[])
+    ctx.files = attach.place(ctx)
     engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
     server = mock.start(engine)
     ctx.port = server.server_address[1]
@@ -218,6 +227,10 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
     server.server_close()
     if not keep:
         shutil.rmtree(scratch, ignore_errors=True)
+    failures = ctx.state.get("failures", [])
+    if ctx.files and not ctx.state.get("files_checked"):
+        failures.append("the model was never asked the turn that checks the files")
+    return [f"{name}: {f}" for f in failures]
 
 
 def record(cli_name, version, names, out_dir, keep):
@@ -230,21 +243,34 @@ def record(cli_name, version, names, out_dir, keep):
     scratch_root = cache_dir() / "runs" / f"{cli_name}-{version}-{os.getpid()}"
     out_dir.mkdir(parents=True, exist_ok=True)
     variants = getattr(cli, "variants", lambda version, scenario: [""])
+    failures = []
     for scenario in scenarios:
         why = cli.supports(version, scenario)
         if why is None and "acp" in scenario.needs and not cli_name.endswith("-acp"):
             why = "only a client of the Agent Client Protocol cancels so"
         if why is None and "page" in scenario.needs and not getattr(cli, "PAGE_TOOLS", False):
             why = "the front end's tools are recorded only where the CLI module plays their server"
+        if why is None:
+            why = _no_files(cli, scenario)
         if why:
             print(f"{scenario.name}: skipped ({why})", file=sys.stderr)
             continue
         for variant in variants(version, scenario):
-            record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, out_dir, keep)
+            failures += record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, out_dir, keep)
     if not keep:
         shutil.rmtree(scratch_root, ignore_errors=True)
     else:
         print(f"scratch kept in {scratch_root}", file=sys.stderr)
+    return failures
+
+
+def _no_files(cli, scenario):
+    """Why the module cannot give its CLI the scenario's files, or None."""
+    takes = getattr(cli, "FILES", set())
+    missing = sorted({attach.mime(f) for f in scenario.files} - set(takes))
+    if missing:
+        return "the module gives its CLI no " + ", ".join(missing)
+    return None
 
 
 def main():
@@ -264,7 +290,12 @@ def main():
     cli = importlib.import_module("clis." + args.cli.replace("-", "_"))
     folder = cli.OUT.format(version=args.version) if hasattr(cli, "OUT") else f"{args.cli}/{args.version}"
     out = args.out or ROOT / "testdata" / folder
-    record(args.cli, args.version, args.scenarios, out, args.keep)
+    failures = record(args.cli, args.version, args.scenarios, out, args.keep)
+    if failures:
+        print("FAILED: a file did not reach the model as sent:", file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -29,12 +29,21 @@ at once when the turn's calls have all arrived (or `page_delay` seconds
 after the first, for a page that answers late). A turn whose text holds
 PAGE_ANSWERS has it replaced by the answers the model's request carries
 (the recording shows that the answer reached the model).
+
+A scenario with `files` (names under testdata/files/) sends them with the
+prompt, each CLI by the route `run --attach` takes; a turn's text holding
+FILES_RECEIVED says what of them the model's request carries (attach.py),
+and a file that did not arrive byte for byte fails the recording.
 """
 
 from dataclasses import dataclass, field
 
 # Replaced, in a turn's text, by the tool results the request carries.
 PAGE_ANSWERS = "{page answers}"
+
+# Replaced, in a turn's text, by what the request carries of the scenario's
+# files (attach.py): their type, size and sha256, or how they differ.
+FILES_RECEIVED = "{files received}"
 
 # A subagent's requests are told from the main agent's by this mark in its prompt.
 SUB_MARK = "[subtask]"
@@ -91,6 +100,8 @@ class Scenario:
     # How long the host waits before it answers the page's calls (a page
     # that answers late), in seconds.
     page_delay: float = 0.0
+    # Files sent with the prompt, under testdata/files/ (attach.py).
+    files: list = field(default_factory=list)
 
 
 def call(kind, **args):
@@ -289,6 +300,10 @@ SCENARIOS = [
         page_answers=["dev (to the first request)", "dev (to the request asked again)"],
         page_delay=45.0,
     ),
+    Scenario("image", "What is in this image?", [turn(text="The model's request: " + FILES_RECEIVED)],
+             files=["dot.png"]),
+    Scenario("pdf", "What is in this PDF?", [turn(text="The model's request: " + FILES_RECEIVED)],
+             files=["dot.pdf"]),
     Scenario(
         "approval-allow",
         "Run echo in the shell.",

@@ -20,6 +20,7 @@ import queue
 import sys
 import time
 
+import attach
 import mock
 import stdio
 from clis import version as version_of
@@ -46,8 +47,23 @@ PAGE_TOOLS = True
 PAGE_SERVER = "page"
 
 
+# The files a scenario sends: content blocks of the stream-json user
+# message, before the text, as `run --attach` writes them.
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
+
+
 def converses(ctx):
-    return bool({"approval", "page"} & ctx.scenario.needs)
+    return bool({"approval", "page"} & ctx.scenario.needs) or bool(ctx.files)
+
+
+def _content(ctx):
+    """The user message's content: the files' blocks, then the prompt."""
+    blocks = []
+    for path in ctx.files:
+        kind = attach.mime(path)
+        blocks.append({"type": "document" if kind == "application/pdf" else "image",
+                       "source": {"type": "base64", "media_type": kind, "data": attach.b64(path)}})
+    return blocks + [{"type": "text", "text": ctx.prompt}]
 
 
 def variants(version, scenario):
@@ -288,7 +304,10 @@ HOLD = 10.0
 
 
 def _host(pipe, ctx, deadline):
-    pipe.send({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": ctx.prompt}]}})
+    pipe.send({"type": "user", "message": {"role": "user", "content": _content(ctx)}})
+    if not {"approval", "page"} & ctx.scenario.needs:
+        # The one message, then end of input: as `run --attach` writes it.
+        pipe.close()
     answers = list(ctx.scenario.answers)
     page_answers = list(ctx.scenario.page_answers)
     calls = []  # calls of the page's tools not answered yet

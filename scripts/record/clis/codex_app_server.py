@@ -18,6 +18,7 @@ import queue
 import sys
 import time
 
+import attach
 import stdio
 from clis import codex
 from clis import version as version_of
@@ -53,6 +54,10 @@ def _policies(version, approval):
 # How long the client waits for the server's answer to a setup request.
 SETUP_TIMEOUT = 60.0
 
+
+# The files a scenario sends: `data:` URL image items of `turn/start`, before
+# the text, as `run --attach` gives them.
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 # `converse` gives the front end's tools as the thread's `dynamicTools` and
 # answers their calls (scenarios that need "page").
@@ -175,8 +180,9 @@ def _play(client, ctx, engine, deadline):
     thread = ((answer or {}).get("result") or {}).get("thread") or {}
     if not thread.get("id"):
         return
-    rid = client.request("turn/start", {"threadId": thread["id"],
-                                        "input": [{"type": "text", "text": ctx.prompt, "text_elements": []}]})
+    images = [{"type": "image", "url": attach.data_url(p)} for p in ctx.files]
+    rid = client.request("turn/start", {"threadId": thread["id"], "input": images + [
+        {"type": "text", "text": ctx.prompt, "text_elements": []}]})
     answer = _wait_for(client, rid, setup)
     turn = ((answer or {}).get("result") or {}).get("turn") or {}
     if not turn.get("id"):

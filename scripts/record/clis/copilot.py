@@ -19,6 +19,9 @@ PACKAGE = "@github/copilot"
 PAGE_TOOLS = True
 BIN = "copilot"
 MODEL = "gpt-4.1"
+# The files a scenario sends: `--attachment=FILE` each, as `run --attach`
+# gives them.
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
 
 
 def supports(version, scenario):
@@ -44,6 +47,7 @@ def prepare(ctx):
             "--model", MODEL, "--log-level", "none"]
     if ctx.resume:
         argv.append("--continue")
+    argv += [f"--attachment={p}" for p in ctx.files]
     if "page" in ctx.scenario.needs:
         config = {"mcpServers": {pagehttp.SERVER: {"type": "http", "url": pagehttp.start(ctx), "tools": ["*"]}}}
         (ctx.scratch / "page-mcp.json").write_text(json.dumps(config))

@@ -18,6 +18,9 @@ PACKAGE = "opencode-ai"
 BIN = "opencode"
 PROVIDER = "scripted"
 MODEL = "scripted-coder"
+# The files a scenario sends: `--file=FILE` each after the message, as `run
+# --attach` gives them; the model's configuration says it takes them.
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"}
 # The front end's tools: served over HTTP (pagehttp.py), named to OpenCode
 # by OPENCODE_CONFIG_CONTENT, as `run --page-tools` does.
 PAGE_TOOLS = True
@@ -46,6 +49,10 @@ def prepare(ctx):
         "model": f"{PROVIDER}/{MODEL}",
         "small_model": f"{PROVIDER}/{MODEL}",
     }
+    if ctx.files:
+        model = config["provider"][PROVIDER]["models"][MODEL]
+        model["attachment"] = True
+        model["modalities"] = {"input": ["text", "image", "pdf"], "output": ["text"]}
     (ctx.work / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
     argv = [ctx.bin, "run", "--format", "json", "--thinking", "-m", f"{PROVIDER}/{MODEL}"]
     if _has_auto(ctx.bin):
@@ -55,6 +62,7 @@ def prepare(ctx):
         session = _session_of(ctx.first_stdout)
         argv += ["--session", session] if session else ["--continue"]
     argv.append(ctx.prompt)
+    argv += [f"--file={p}" for p in ctx.files]
     tmp = ctx.scratch / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {
