@@ -924,10 +924,10 @@ pub struct RunArgs {
     /// Give the CLI this file with the prompt (repeatable): an image (png,
     /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
     /// Code gets it as a content block of its stream-json user message,
-    /// Codex (images only) in its app-server's turn input, Copilot CLI as
-    /// `--attachment`, OpenCode as `--file`, Gemini and ACP agents (images
-    /// only) as prompt blocks over ACP; Qwen refuses it. How `serve` passes
-    /// a page's files.
+    /// Codex (images only) in its app-server's turn input, Copilot CLI
+    /// (images only) as `--attachment`, OpenCode as `--file`, Gemini and
+    /// ACP agents (images only) as prompt blocks over ACP; Qwen refuses it.
+    /// How `serve` passes a page's files.
     #[arg(
         long,
         value_name = "FILE",

@@ -293,6 +293,17 @@ fn a_part_no_run_can_take_is_refused_naming_it() {
         json!([audio]),
         &["part 1 (audio)", "audio/mpeg"],
     );
+    let video = json!({"type": "video", "source": {"type": "data", "value": b64(b"\x00\x00\x00\x18ftypmp42"), "mimeType": "video/mp4"},
+                       "metadata": {"filename": "clip.mp4"}});
+    refused(
+        &server,
+        &argv,
+        json!([text("watch"), video]),
+        &[
+            "part 2 (video \\\"clip.mp4\\\")",
+            "\\\"video/mp4\\\" is not one this server takes",
+        ],
+    );
     let no_mime = json!({"type": "image", "source": {"type": "data", "value": b64(&png)}});
     refused(&server, &argv, json!([no_mime]), &["needs its mimeType"]);
     let bad = json!({"type": "image", "source": {"type": "data", "value": "not base64!", "mimeType": "image/png"}});
@@ -389,6 +400,13 @@ fn each_cli_that_cannot_take_a_file_says_so() {
             "gemini",
             json!([document("application/pdf", &pdf())]),
             "gemini over the Agent Client Protocol takes images only",
+        ),
+        // Recorded: Copilot CLI 1.0.102 named the PDF to its model by its
+        // path and line count, without its bytes.
+        (
+            "copilot",
+            json!([document("application/pdf", &pdf())]),
+            "copilot takes images only: Copilot CLI names a PDF to its model by its path",
         ),
     ] {
         let argv = tmp(&format!("{cli}-argv"));
@@ -508,12 +526,15 @@ fn given_files(cli: &str, version: &str, parts: Value) -> (Vec<String>, PathBuf)
 }
 
 #[test]
-fn copilot_gets_files_as_its_attachment_options() {
-    let (png, pdf) = (png(), pdf());
+fn copilot_gets_images_as_its_attachment_options() {
+    let (png, jpeg) = (
+        png(),
+        b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01 and the rest".to_vec(),
+    );
     let parts = json!([
         text("What are these?"),
         image("image/png", &png),
-        document("application/pdf", &pdf)
+        image("image/jpeg", &jpeg)
     ]);
     let (args, got) = given_files("copilot", "1.0.102", parts);
     let named: Vec<&String> = args
@@ -522,7 +543,7 @@ fn copilot_gets_files_as_its_attachment_options() {
         .collect();
     assert_eq!(named.len(), 2, "{args:?}");
     assert!(
-        named[0].ends_with("/1.png") && named[1].ends_with("/2.pdf"),
+        named[0].ends_with("/1.png") && named[1].ends_with("/2.jpg"),
         "{named:?}"
     );
     assert!(
@@ -530,7 +551,7 @@ fn copilot_gets_files_as_its_attachment_options() {
         "{args:?}"
     );
     assert_eq!(std::fs::read(got.join("1.png")).unwrap(), png);
-    assert_eq!(std::fs::read(got.join("2.pdf")).unwrap(), pdf);
+    assert_eq!(std::fs::read(got.join("2.jpg")).unwrap(), jpeg);
 }
 
 #[test]
@@ -601,4 +622,204 @@ fn run_gives_opencode_its_files_before_the_dash_dash_of_a_message_that_begins_wi
     let args = std::fs::read_to_string(&argv).unwrap();
     let want = format!("--file={}\n--\n-x marks the spot\n", file.display());
     assert!(args.ends_with(&want), "{args}");
+}
+
+// Real recordings: each CLI that takes a file was recorded (scripts/record,
+// the `image` and `pdf` scenarios) receiving testdata/files/dot.png or
+// dot.pdf by the route `serve` gives it, against a scripted model that
+// checked the bytes in its request and said what it got. Each test replays
+// one through `serve` with the same file from a page, checks that the
+// stand-in got it by the same route, byte for byte, and that the run
+// carries the model's words.
+
+/// What the recorded model said of the bytes it got: their size and the
+/// sha256 it computed (of testdata/files/dot.png and dot.pdf).
+const PNG_SAID: &str = "image/png received: 75 bytes, sha256 5500a1331e8fa2025f7c475676ccddc5fe54d2ab9fc24f39a6ec93d77e3bddfb.";
+const PDF_SAID: &str = "application/pdf received: 603 bytes, sha256 60e4263603363d042034982260c6959ac6ffb5de9119ae665bb7b899d77876fd.";
+
+fn dot(name: &str) -> Vec<u8> {
+    std::fs::read(root().join("testdata/files").join(name)).unwrap()
+}
+
+/// The text of the run's messages, its deltas joined.
+fn said(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect()
+}
+
+/// A request of the file `name` (an image, or a PDF document) and the
+/// recorded scenario's prompt, as a page sends it; the run's events, which
+/// must end in RUN_FINISHED and say `says`.
+fn send_dot(server: &common::Server, name: &str, says: &str) -> Vec<Value> {
+    let bytes = dot(name);
+    let (file, prompt) = if name.ends_with(".pdf") {
+        (document("application/pdf", &bytes), "What is in this PDF?")
+    } else {
+        (image("image/png", &bytes), "What is in this image?")
+    };
+    let (status, rest) = post(
+        &server.addr,
+        &body("t-recorded", json!([text(prompt), file])),
+    );
+    assert_eq!(status, 200, "{rest}");
+    let ev = events(&rest);
+    assert_eq!(types(&ev).last(), Some(&"RUN_FINISHED"), "{rest}");
+    assert!(said(&ev).contains(says), "{:?} lacks {says:?}", said(&ev));
+    ev
+}
+
+fn recording(rel: &str) -> PathBuf {
+    root().join("testdata").join(rel)
+}
+
+/// The lines of a recording's `.client.txt`: what the recorder wrote to
+/// the real CLI.
+fn recorded_client(rel: &str) -> Vec<Value> {
+    common::values(&std::fs::read_to_string(recording(rel)).unwrap())
+}
+
+#[test]
+fn claude_recorded_getting_an_image_and_a_pdf_gets_the_same_message_from_serve() {
+    for (case, file, says) in [("image", "dot.png", PNG_SAID), ("pdf", "dot.pdf", PDF_SAID)] {
+        let (argv, stdin) = (
+            tmp(&format!("rec-claude-{case}-argv")),
+            tmp(&format!("rec-claude-{case}-stdin")),
+        );
+        let replay = recording(&format!("claude/2.1.332/{case}.jsonl"));
+        let server = common::serve(
+            "claude",
+            &[],
+            &[
+                ("FAKE_REPLAY", &replay),
+                ("FAKE_STDIN", &stdin),
+                ("FAKE_ARGV", &argv),
+            ],
+        );
+        send_dot(&server, file, says);
+        // The user message the real Claude Code read, and its model got
+        // the bytes of: the one `serve` wrote.
+        let sent = common::values(&std::fs::read_to_string(&stdin).unwrap());
+        let want = recorded_client(&format!("claude/2.1.332/{case}.client.txt"));
+        assert_eq!(sent, want[..1], "{case}");
+        let blocks = claude_blocks(&stdin);
+        assert_eq!(
+            unb64(blocks[0]["source"]["data"].as_str().unwrap()),
+            dot(file)
+        );
+    }
+}
+
+#[test]
+fn codex_recorded_getting_an_image_gets_the_same_turn_input_from_serve() {
+    let sent = tmp("rec-codex-sent");
+    let replay = recording("codex-app-server/0.169.0/image.jsonl");
+    let server = common::serve(
+        "codex",
+        &[],
+        &[("FAKE_SERVER", &replay), ("FAKE_SENT", &sent)],
+    );
+    send_dot(&server, "dot.png", PNG_SAID);
+    let input = |lines: &[Value]| {
+        let turn = lines.iter().find(|l| l["method"] == "turn/start").unwrap();
+        turn["params"]["input"].clone()
+    };
+    let got = input(&common::values(&std::fs::read_to_string(&sent).unwrap()));
+    let want = input(&recorded_client(
+        "codex-app-server/0.169.0/image.client.txt",
+    ));
+    assert_eq!(got, want);
+    let url = got[0]["url"].as_str().unwrap();
+    assert_eq!(
+        unb64(url.strip_prefix("data:image/png;base64,").unwrap()),
+        dot("dot.png")
+    );
+}
+
+#[test]
+fn gemini_recorded_getting_an_image_gets_the_same_prompt_blocks_from_serve() {
+    let (sent, recorded) = (tmp("rec-gemini-sent"), tmp("rec-gemini-recorded"));
+    let replay = recording("acp/gemini-0.61.0/image.jsonl");
+    let server = common::serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent),
+            ("ACP_RECORDED", &recorded),
+        ],
+    );
+    send_dot(&server, "dot.png", PNG_SAID);
+    let prompt = |file: &Path| {
+        let lines = common::values(&std::fs::read_to_string(file).unwrap());
+        let p = lines
+            .iter()
+            .find(|m| m["method"] == "session/prompt")
+            .unwrap();
+        p["params"]["prompt"].clone()
+    };
+    let got = prompt(&sent);
+    assert_eq!(got, prompt(&recorded));
+    assert_eq!(unb64(got[0]["data"].as_str().unwrap()), dot("dot.png"));
+}
+
+/// `serve CLI` replaying the recording `case` of a CLI that is given files
+/// by path: the file it was given, and its arguments.
+fn recorded_by_path(
+    cli: &str,
+    version: &str,
+    case: &str,
+    file: &str,
+    says: &str,
+) -> (Vec<u8>, Vec<String>) {
+    let (argv, got) = (
+        tmp(&format!("rec-{cli}-{case}-argv")),
+        tmp(&format!("rec-{cli}-{case}")),
+    );
+    std::fs::create_dir_all(&got).unwrap();
+    let replay = recording(&format!("{cli}/{version}/{case}.jsonl"));
+    let server = common::serve(
+        cli,
+        &[],
+        &[
+            ("FAKE_REPLAY", &replay),
+            ("FAKE_ARGV", &argv),
+            ("FAKE_ATTACHED", &got),
+        ],
+    );
+    send_dot(&server, file, says);
+    let ext = file.rsplit('.').next().unwrap();
+    let args = std::fs::read_to_string(&argv).unwrap();
+    (
+        std::fs::read(got.join(format!("1.{ext}"))).unwrap(),
+        args.lines().map(str::to_owned).collect(),
+    )
+}
+
+#[test]
+fn copilot_recorded_getting_an_image_gets_it_from_serve_as_its_attachment() {
+    let (bytes, args) = recorded_by_path("copilot", "1.0.102", "image", "dot.png", PNG_SAID);
+    assert_eq!(bytes, dot("dot.png"));
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with("--attachment=") && a.ends_with("/1.png")),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn opencode_recorded_getting_an_image_and_a_pdf_gets_them_from_serve_as_its_files() {
+    for (case, file, says) in [("image", "dot.png", PNG_SAID), ("pdf", "dot.pdf", PDF_SAID)] {
+        let (bytes, args) = recorded_by_path("opencode", "1.18.33", case, file, says);
+        assert_eq!(bytes, dot(file), "{case}");
+        let ext = file.rsplit('.').next().unwrap();
+        assert!(
+            args.last().unwrap().starts_with("--file=")
+                && args.last().unwrap().ends_with(&format!("/1.{ext}")),
+            "{args:?}"
+        );
+    }
 }

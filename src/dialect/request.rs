@@ -104,8 +104,9 @@ impl Attachment {
 /// cannot; `acp`: the run speaks the Agent Client Protocol with it, where
 /// images go as image prompt blocks (and the agent must say it takes
 /// them). Otherwise Claude Code takes images and PDFs (stream-json content
-/// blocks), Copilot CLI and OpenCode too (`--attachment`, `--file`), Codex
-/// images (its app-server's `turn/start` input); Gemini CLI over ACP only
+/// blocks), OpenCode too (`--file`), Copilot CLI images (`--attachment`: a
+/// PDF reaches its model as a path, not as bytes), Codex images (its
+/// app-server's `turn/start` input); Gemini CLI over ACP only
 /// ([`files_pick_acp`]); Qwen Code none.
 pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<String> {
     let image = media_type.starts_with("image/");
@@ -120,7 +121,11 @@ pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<Stri
         _ => {}
     }
     match cli {
-        "claude" | "copilot" | "opencode" => None,
+        "claude" | "opencode" => None,
+        "copilot" if image => None,
+        "copilot" => Some(format!(
+            "copilot takes images only: Copilot CLI names a PDF to its model by its path and line count, without its bytes, not {media_type}"
+        )),
         "gemini" => Some(
             "gemini takes images over the Agent Client Protocol only, not with --transport stream"
                 .into(),
@@ -134,7 +139,7 @@ pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<Stri
                 .into(),
         ),
         other => Some(format!(
-            "{other} cannot take attachments yet (claude, copilot and opencode take images and PDFs, codex and gemini images)"
+            "{other} cannot take attachments yet (claude and opencode take images and PDFs, codex, copilot and gemini images)"
         )),
     }
 }
