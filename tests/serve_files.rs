@@ -496,24 +496,29 @@ fn an_acp_agent_that_takes_no_images_ends_the_run_saying_so() {
     );
 }
 
-/// `serve CLI` replaying its text recording: the files the CLI was given
-/// are copied to a directory, its arguments written; returns them.
-fn given_files(cli: &str, version: &str, parts: Value) -> (Vec<String>, PathBuf) {
-    let (argv, got) = (
-        tmp(&format!("{cli}-files-argv")),
-        tmp(&format!("{cli}-files")),
-    );
+/// `serve CLI` replaying `replay`, for a CLI given files by path: the
+/// server, the file its arguments go to (one a line) and the directory
+/// the files it was given are copied to (both named after `tag`).
+fn serve_by_path(cli: &str, replay: &Path, tag: &str) -> (common::Server, PathBuf, PathBuf) {
+    let (argv, got) = (tmp(&format!("{tag}-argv")), tmp(tag));
     std::fs::create_dir_all(&got).unwrap();
-    let replay = root().join(format!("testdata/{cli}/{version}/text.jsonl"));
     let server = common::serve(
         cli,
         &[],
         &[
-            ("FAKE_REPLAY", &replay),
+            ("FAKE_REPLAY", replay),
             ("FAKE_ARGV", &argv),
             ("FAKE_ATTACHED", &got),
         ],
     );
+    (server, argv, got)
+}
+
+/// `serve CLI` replaying its text recording: the files the CLI was given
+/// are copied to a directory, its arguments written; returns them.
+fn given_files(cli: &str, version: &str, parts: Value) -> (Vec<String>, PathBuf) {
+    let replay = root().join(format!("testdata/{cli}/{version}/text.jsonl"));
+    let (server, argv, got) = serve_by_path(cli, &replay, &format!("{cli}-files"));
     let (status, rest) = post(&server.addr, &body(&format!("t-{cli}"), parts));
     assert_eq!(status, 200, "{rest}");
     assert_eq!(
@@ -775,21 +780,8 @@ fn recorded_by_path(
     file: &str,
     says: &str,
 ) -> (Vec<u8>, Vec<String>) {
-    let (argv, got) = (
-        tmp(&format!("rec-{cli}-{case}-argv")),
-        tmp(&format!("rec-{cli}-{case}")),
-    );
-    std::fs::create_dir_all(&got).unwrap();
     let replay = recording(&format!("{cli}/{version}/{case}.jsonl"));
-    let server = common::serve(
-        cli,
-        &[],
-        &[
-            ("FAKE_REPLAY", &replay),
-            ("FAKE_ARGV", &argv),
-            ("FAKE_ATTACHED", &got),
-        ],
-    );
+    let (server, argv, got) = serve_by_path(cli, &replay, &format!("rec-{cli}-{case}"));
     send_dot(&server, file, says);
     let ext = file.rsplit('.').next().unwrap();
     let args = std::fs::read_to_string(&argv).unwrap();
