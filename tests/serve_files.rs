@@ -744,31 +744,43 @@ fn codex_recorded_getting_an_image_gets_the_same_turn_input_from_serve() {
 }
 
 #[test]
-fn gemini_recorded_getting_an_image_gets_the_same_prompt_blocks_from_serve() {
-    let (sent, recorded) = (tmp("rec-gemini-sent"), tmp("rec-gemini-recorded"));
-    let replay = recording("acp/gemini-0.61.0/image.jsonl");
-    let server = common::serve(
-        "gemini",
-        &[],
-        &[
-            ("FAKE_ACP", Path::new("1")),
-            ("ACP_REPLAY", &replay),
-            ("ACP_SENT", &sent),
-            ("ACP_RECORDED", &recorded),
-        ],
-    );
-    send_dot(&server, "dot.png", PNG_SAID);
-    let prompt = |file: &Path| {
-        let lines = common::values(&std::fs::read_to_string(file).unwrap());
-        let p = lines
-            .iter()
-            .find(|m| m["method"] == "session/prompt")
-            .unwrap();
-        p["params"]["prompt"].clone()
-    };
-    let got = prompt(&sent);
-    assert_eq!(got, prompt(&recorded));
-    assert_eq!(unb64(got[0]["data"].as_str().unwrap()), dot("dot.png"));
+fn acp_agents_recorded_getting_an_image_get_the_same_prompt_blocks_from_serve() {
+    // Gemini CLI speaks ACP with a run given files; Copilot CLI and
+    // OpenCode when told to (or with `--approval ask`).
+    for (cli, version, run_args) in [
+        ("gemini", "0.61.0", &[][..]),
+        ("copilot", "1.0.102", &["--transport", "acp"][..]),
+        ("opencode", "1.18.33", &["--transport", "acp"][..]),
+    ] {
+        let (sent, recorded) = (
+            tmp(&format!("rec-{cli}-acp-sent")),
+            tmp(&format!("rec-{cli}-acp-recorded")),
+        );
+        let replay = recording(&format!("acp/{cli}-{version}/image.jsonl"));
+        let server = common::serve_run(
+            cli,
+            &[],
+            run_args,
+            &[
+                ("FAKE_ACP", Path::new("1")),
+                ("ACP_REPLAY", &replay),
+                ("ACP_SENT", &sent),
+                ("ACP_RECORDED", &recorded),
+            ],
+        );
+        send_dot(&server, "dot.png", PNG_SAID);
+        let prompt = |file: &Path| {
+            let lines = common::values(&std::fs::read_to_string(file).unwrap());
+            let p = lines
+                .iter()
+                .find(|m| m["method"] == "session/prompt")
+                .unwrap_or_else(|| panic!("{cli}: no session/prompt in {lines:?}"));
+            p["params"]["prompt"].clone()
+        };
+        let got = prompt(&sent);
+        assert_eq!(got, prompt(&recorded), "{cli}");
+        assert_eq!(unb64(got[0]["data"].as_str().unwrap()), dot("dot.png"));
+    }
 }
 
 /// `serve CLI` replaying the recording `case` of a CLI that is given files

@@ -23,6 +23,10 @@ aux = copilot.aux
 timeout = copilot.timeout
 converse = acp.converse
 
+# The files a scenario sends: image blocks of `session/prompt`, before the
+# text (acp.py), as `run --attach` gives them over ACP.
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = acp.SCENARIOS
 
