@@ -2118,6 +2118,63 @@ mod tests {
     }
 
     #[test]
+    fn a_run_s_later_states_go_as_patches_when_shorter_and_each_run_starts_whole() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let big = "x".repeat(100);
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.state_update(&raw(&format!(r#"{{"a":1,"big":"{big}"}}"#)));
+        em.state_update(&raw(&format!(r#"{{"a":2,"big":"{big}"}}"#)));
+        em.state_update(&raw(r#"{"b":1}"#));
+        em.finish_run(None, None, &[]);
+        em.state_update(&raw(&format!(r#"{{"a":3,"big":"{big}"}}"#)));
+        em.end_of_input(true);
+        let events = lines(&em);
+        let states: Vec<(&str, String)> = events
+            .iter()
+            .filter(|e| e["type"].as_str().unwrap().starts_with("STATE_"))
+            .map(|e| {
+                let t = e["type"].as_str().unwrap();
+                (t, e.get("delta").unwrap_or(&e["snapshot"]).to_string())
+            })
+            .collect();
+        assert_eq!(
+            states[..3],
+            [
+                ("STATE_SNAPSHOT", format!(r#"{{"a":1,"big":"{big}"}}"#)),
+                (
+                    "STATE_DELTA",
+                    r#"[{"op":"replace","path":"/a","value":2}]"#.to_owned()
+                ),
+                ("STATE_SNAPSHOT", r#"{"b":1}"#.to_owned()),
+            ]
+        );
+        assert_eq!(states[3].0, "STATE_SNAPSHOT", "a new run: {events:?}");
+        assert_eq!(em.counts()[25], 1);
+    }
+
+    #[test]
+    fn this_program_s_own_tool_is_named_by_its_name_and_keeps_its_result() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("page-", vec!["pick".into()]);
+        em.set_own_tool("ag_ui_update_state");
+        assert!(em.is_served_tool("page-ag_ui_update_state"));
+        assert!(em.is_served_tool("page-pick"));
+        assert!(!em.is_page_tool("page-ag_ui_update_state"));
+        assert!(!em.is_served_tool("ag_ui_update_state"));
+        em.tool_start("c1", "page-ag_ui_update_state", None);
+        em.tool_start("c2", "page-pick", None);
+        em.tool_start("c3", "other", None);
+        let names: Vec<String> = lines(&em)
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_START")
+            .map(|e| e["toolCallName"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["ag_ui_update_state", "pick", "other"]);
+        let page: Vec<&str> = em.page_calls().map(|(id, _)| id).collect();
+        assert_eq!(page, ["c2"], "only the page's call is the page's");
+    }
+
+    #[test]
     fn events_outside_a_run_start_one() {
         let mut em = Emitter::new(Format::Ndjson, None, None);
         em.text_content("m1", "hi");
