@@ -531,12 +531,14 @@ fn every_recorded_tool_has_a_canonical_name() {
             if v["type"] == "TOOL_CALL_START" {
                 seen += 1;
                 let name = v["toolCallName"].as_str().unwrap();
-                // A front end's own tool (the page-* scenarios) keeps the
-                // front end's name: it is the front end's vocabulary.
-                let page = path
-                    .file_name()
-                    .is_some_and(|f| f.to_string_lossy().starts_with("page-"))
-                    && v["metadata"]["nativeName"] == name;
+                // A front end's own tool (the page-* scenarios), and the
+                // tool through which the model changes its state
+                // (state-update), keep their names: the front end's
+                // vocabulary.
+                let page = path.file_name().is_some_and(|f| {
+                    let f = f.to_string_lossy();
+                    f.starts_with("page-") || f.starts_with("state-")
+                }) && v["metadata"]["nativeName"] == name;
                 assert!(
                     page || known.contains(&name),
                     "{}: {name} is not canonical",

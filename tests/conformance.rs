@@ -1239,7 +1239,7 @@ fn copilotkit_runs_a_frontend_tool_through_serve() {
         &[],
         &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent)],
     );
-    let replay = root().join("tests/state/claude-update.jsonl");
+    let replay = root().join("testdata/claude/2.1.332/state-update.jsonl");
     let state = common::serve_run("claude", &[], &[], &[("FAKE_CONTROL", &replay)]);
     node_says_ok(
         "CopilotKit",
@@ -1527,12 +1527,13 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     );
 }
 
-/// `serve claude` with the page's state, driven by the official 1.0
-/// HttpAgent and the 0.0.59 one (`tests/conformance/state.cjs`): the model
-/// changes the state through serve's own tool, the run streams it as
-/// STATE_SNAPSHOT before it ends, and each agent's state is the model's.
-/// The stand-in replays Claude Code calling the state's tool
-/// (`tests/state/claude-update.jsonl`).
+/// `serve` with the page's state, for each CLI that takes the state's tool
+/// (Claude Code, Codex, Copilot CLI, OpenCode, Qwen Code), driven by the
+/// official 1.0 HttpAgent and the 0.0.59 one
+/// (`tests/conformance/state.cjs`): the model changes the state through
+/// serve's own tool, the run streams it as STATE_SNAPSHOT before it ends,
+/// and each agent's state is the model's. The stand-ins replay the real
+/// CLIs calling the state's tool (`testdata/*/*/state-update.jsonl`).
 #[test]
 fn http_agent_takes_the_state_the_model_changed() {
     if skipped("http_agent_takes_the_state_the_model_changed") {
@@ -1540,15 +1541,137 @@ fn http_agent_takes_the_state_the_model_changed() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
-    let replay = root().join("tests/state/claude-update.jsonl");
-    let servers: Vec<_> = (0..2)
-        .map(|_| common::serve_run("claude", &[], &[], &[("FAKE_CONTROL", &replay)]))
-        .collect();
+    let mut servers = Vec::new();
+    let mut args = vec![
+        r#"{"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"pane":"diff","a/b":1}}"#
+            .to_owned(),
+    ];
+    for (cli, recording, var) in [
+        ("claude", "claude/2.1.332", "FAKE_CONTROL"),
+        ("codex", "codex-app-server/0.169.0", "FAKE_SERVER"),
+        ("copilot", "copilot/1.0.102", "FAKE_MCP_HTTP"),
+        ("opencode", "opencode/1.18.33", "FAKE_MCP_HTTP"),
+        ("qwen", "qwen/0.24.4", "FAKE_CONTROL"),
+    ] {
+        let replay = root().join(format!("testdata/{recording}/state-update.jsonl"));
+        let two: Vec<_> = (0..2)
+            .map(|_| common::serve_run(cli, &[], &[], &[(var, &replay)]))
+            .collect();
+        args.push(format!(
+            "{cli}=http://{}/agent,http://{}/agent",
+            two[0].addr, two[1].addr
+        ));
+        servers.extend(two);
+    }
     node_says_ok(
         "AG-UI conformance",
-        Command::new("node")
-            .arg(dir.join("state.cjs"))
-            .args(servers.iter().map(|s| format!("http://{}/agent", s.addr))),
+        Command::new("node").arg(dir.join("state.cjs")).args(&args),
+    );
+}
+
+/// The states of each case of [`http_agent_applies_the_state_deltas`]: a
+/// run's first state goes whole, each later one as the patch of the one
+/// before when that is shorter.
+fn delta_cases() -> Vec<(&'static str, Vec<serde_json::Value>, usize)> {
+    use serde_json::json;
+    let big = "x".repeat(300);
+    vec![
+        (
+            "nested objects",
+            vec![
+                json!({"a": {"b": {"c": 1, "d": big}}, "e": 2}),
+                json!({"a": {"b": {"c": 2, "d": big, "n": null}}, "e": 2}),
+                json!({"a": {"b": {"c": 2, "d": big}, "x": {"y": true}}, "e": 3}),
+            ],
+            2,
+        ),
+        (
+            "arrays replaced whole",
+            vec![
+                json!({"list": [1, 2, 3], "rows": [{"id": 1}], "big": big}),
+                json!({"list": [3, 2, 1, 0], "rows": [], "big": big}),
+            ],
+            1,
+        ),
+        (
+            "removed keys",
+            vec![
+                json!({"a": 1, "b": {"c": 2, "d": 3}, "big": big}),
+                json!({"b": {"c": 2}, "big": big}),
+            ],
+            1,
+        ),
+        (
+            "keys with / and ~",
+            vec![
+                json!({"a/b": 1, "c~d": {"e/f~g": [1], "~1": "x", "/": {}}, "": 0, "big": big}),
+                json!({"a/b": 2, "c~d": {"e/f~g": [2], "~1": "y", "/": {"~0": 1}}, "": 1, "big": big}),
+            ],
+            1,
+        ),
+        (
+            "objects that become arrays and back",
+            vec![
+                json!({"a": {"b": 1}, "c": [1], "big": big}),
+                json!({"a": [1], "c": {"d": 1}, "big": big}),
+            ],
+            1,
+        ),
+        (
+            "a small state goes whole",
+            vec![json!({"a": 1}), json!({"b": 2}), json!({"b": 3, "c": 4})],
+            0,
+        ),
+        (
+            "a key the clients refuse to patch",
+            vec![
+                json!({"__proto__": {"a": 1}, "big": big}),
+                json!({"__proto__": {"a": 2}, "big": big}),
+            ],
+            0,
+        ),
+    ]
+}
+
+/// The official 1.0 HttpAgent and the 0.0.59 one
+/// (`tests/conformance/delta.cjs`) apply the STATE_DELTA events the emitter
+/// writes: after each change, the agent's state is the state the emitter
+/// was given (the STATE_SNAPSHOT it would have sent), for nested objects,
+/// arrays replaced whole, removed keys, keys holding `/` and `~`, and
+/// values that change type.
+#[test]
+fn http_agent_applies_the_state_deltas() {
+    use agui_translate::agui::{Emitter, Format};
+    if skipped("http_agent_applies_the_state_deltas") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let cases: Vec<serde_json::Value> = delta_cases()
+        .into_iter()
+        .map(|(name, states, deltas)| {
+            let mut em = Emitter::new(Format::Sse, Some("thread-delta".into()), None);
+            for s in &states {
+                let raw = serde_json::value::to_raw_value(s).unwrap();
+                em.state_update(&raw);
+            }
+            em.finish_run(None, None, &[]);
+            em.end_of_input(true);
+            let mut sse = Vec::new();
+            em.drain_to(&mut sse).unwrap();
+            serde_json::json!({
+                "name": name,
+                "sse": String::from_utf8(sse).unwrap(),
+                "states": states,
+                "deltas": deltas,
+            })
+        })
+        .collect();
+    let file = common::scratch("conformance", "delta-cases.json");
+    std::fs::write(&file, serde_json::to_string(&cases).unwrap()).unwrap();
+    node_says_ok(
+        "AG-UI conformance",
+        Command::new("node").arg(dir.join("delta.cjs")).arg(&file),
     );
 }
 

@@ -943,12 +943,28 @@ fn codex_refuses_answers_that_are_not_the_pending_ones() {
     assert_eq!(text, "The page answered: dev");
 }
 
-/// `serve claude` in `state_dir`, the stand-in replaying Claude Code
-/// calling the state's tool (`tests/state/claude-update.jsonl`, made from
-/// the real 2.1.332 page-tool recording with the call's name, arguments
-/// and texts changed).
+/// The state the model gives in the recordings of the five CLIs calling
+/// the state's tool (`testdata/*/*/state-update.jsonl`).
+fn model_state() -> Value {
+    json!({"branch": "dev", "files": ["src/lib.rs", "a/b~c.rs"], "view": {"pane": "diff", "a/b": 1}})
+}
+
+/// The recording of `cli` calling the state's tool.
+fn state_recording(cli: &str) -> PathBuf {
+    let dir = match cli {
+        "claude" => "claude/2.1.332",
+        "codex" => "codex-app-server/0.169.0",
+        "copilot" => "copilot/1.0.102",
+        "opencode" => "opencode/1.18.33",
+        _ => "qwen/0.24.4",
+    };
+    root().join(format!("testdata/{dir}/state-update.jsonl"))
+}
+
+/// `serve claude` in `state_dir`, the stand-in replaying the real Claude
+/// Code 2.1.332 calling the state's tool.
 fn state_server(state_dir: &Path, sent: &Path, argv: &Path) -> common::Server {
-    let replay = root().join("tests/state/claude-update.jsonl");
+    let replay = state_recording("claude");
     common::serve_run(
         "claude",
         &["--state-dir", state_dir.to_str().unwrap()],
@@ -981,7 +997,7 @@ fn prompt_sent(file: &Path) -> String {
 
 #[test]
 fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart() {
-    const STATE_CALL: &str = "toolu_state0001";
+    const STATE_CALL: &str = "toolu_m0000scripted";
     let dir = tmp("state-dir");
     let _ = std::fs::remove_dir_all(&dir);
     let (sent_file, argv) = (tmp("state-sent"), tmp("state-argv"));
@@ -1009,7 +1025,7 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
         .iter()
         .find(|e| e["type"] == "TOOL_CALL_START")
         .expect("the call is shown");
-    assert_eq!(start["toolCallName"], "mcp__page__ag_ui_update_state");
+    assert_eq!(start["toolCallName"], "ag_ui_update_state");
     let result = one
         .iter()
         .find(|e| e["type"] == "TOOL_CALL_RESULT")
@@ -1017,7 +1033,7 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     assert_eq!(result["toolCallId"], STATE_CALL);
     let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
     let snapshot = &one[at("STATE_SNAPSHOT")];
-    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert_eq!(snapshot["snapshot"], model_state());
     assert!(at("TOOL_CALL_END") < at("STATE_SNAPSHOT"));
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(
@@ -1042,7 +1058,7 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
     let prompt = prompt_sent(&sent_file);
     assert!(
-        prompt.contains(r#"The application's state (JSON): {"branch":"dev"}"#),
+        prompt.contains(r#"The application's state (JSON): {"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"a/b":1,"pane":"diff"}}"#),
         "{prompt}"
     );
     // The page, which gave none, is told the thread's state as the run
@@ -1054,7 +1070,7 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
         .map(|(i, e)| (i, &e["snapshot"]))
         .collect();
     assert_eq!(states.len(), 2, "{two:?}");
-    assert_eq!(states[0].1, &json!({"branch": "dev"}));
+    assert_eq!(states[0].1, &model_state());
     let said = two
         .iter()
         .position(|e| e["type"] == "TEXT_MESSAGE_START")
@@ -1087,13 +1103,11 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
 
 /// `serve codex`: the state's tool is one of the thread's dynamic tools,
 /// and its call (`item/tool/call`) is answered at once, the new state
-/// streamed. The stand-in replays `tests/state/codex-update.jsonl` (the
-/// real 0.169.0 page-tool recording with the call's name, arguments and
-/// texts changed).
+/// streamed. The stand-in replays the real Codex 0.169.0 calling it.
 #[test]
 fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
     let sent_file = tmp("codex-state-sent");
-    let replay = root().join("tests/state/codex-update.jsonl");
+    let replay = state_recording("codex");
     let s = common::serve_run(
         "codex",
         &[],
@@ -1116,7 +1130,7 @@ fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
         .iter()
         .find(|e| e["type"] == "STATE_SNAPSHOT")
         .expect("the new state is streamed");
-    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    assert_eq!(snapshot["snapshot"], model_state());
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(last(&one)["outcome"].get("pendingToolCallIds").is_none());
     let answer = sent(&sent_file)
@@ -1130,10 +1144,94 @@ fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
         .map(|e| e["delta"].as_str().unwrap())
         .collect();
     assert!(
-        text.ends_with("I will set the branch.The branch is now dev."),
+        text.ends_with(
+            "I will change the state.The application answered: The application's state is now the one given."
+        ),
         "{text}"
     );
     assert_valid(&[&one]);
+}
+
+/// `serve copilot`, `serve opencode` and `serve qwen` offer the state's
+/// tool by the page's tools' route (the loopback MCP server, started for
+/// the state alone; Qwen Code's SDK server), each stand-in replaying the
+/// real CLI calling it: the call is answered at once (never pending, never
+/// to the page), shown by the tool's own name with the result the CLI got,
+/// and the new state streamed before the run ends.
+#[test]
+fn copilot_opencode_and_qwen_change_the_state_by_the_page_s_route() {
+    for cli in ["copilot", "opencode", "qwen"] {
+        let (sent_file, argv) = (
+            tmp(&format!("{cli}-state-sent")),
+            tmp(&format!("{cli}-state-argv")),
+        );
+        let var = if cli == "qwen" {
+            "FAKE_CONTROL"
+        } else {
+            "FAKE_MCP_HTTP"
+        };
+        let replay = state_recording(cli);
+        let s = common::serve_run(
+            cli,
+            &[],
+            &[],
+            &[
+                (var, &replay),
+                ("FAKE_SENT", &sent_file),
+                ("FAKE_ARGV", &argv),
+            ],
+        );
+        let (status, one) = post(
+            &s.addr,
+            &with_state(
+                &format!("{cli}-s"),
+                "r1",
+                json!({"branch": "main"}),
+                "Use dev.",
+            ),
+        );
+        assert!(status.starts_with("HTTP/1.1 200"), "{cli}: {status}");
+        let tools = match cli {
+            "qwen" => listed(&sent_file),
+            _ => sent(&sent_file)[0]["tools"].clone(),
+        };
+        let names: Vec<&str> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ag_ui_update_state"], "{cli}");
+        let started: Vec<&Value> = one
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_START" && e["toolCallName"] != "tool_search")
+            .collect();
+        assert_eq!(started.len(), 1, "{cli}: {one:?}");
+        assert_eq!(started[0]["toolCallName"], "ag_ui_update_state", "{cli}");
+        let id = &started[0]["toolCallId"];
+        let result = one
+            .iter()
+            .find(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == *id)
+            .unwrap_or_else(|| panic!("{cli}: the call's result is shown: {one:?}"));
+        assert!(
+            result["content"]
+                .to_string()
+                .contains("The application's state is now the one given."),
+            "{cli}: {result}"
+        );
+        let snapshots: Vec<&Value> = one
+            .iter()
+            .filter(|e| e["type"] == "STATE_SNAPSHOT")
+            .collect();
+        assert_eq!(snapshots.len(), 1, "{cli}: {one:?}");
+        assert_eq!(snapshots[0]["snapshot"], model_state(), "{cli}");
+        assert_eq!(last(&one)["type"], "RUN_FINISHED", "{cli}: {one:?}");
+        assert!(
+            last(&one)["outcome"].get("pendingToolCallIds").is_none(),
+            "{cli}: nothing pending: {one:?}"
+        );
+        assert_valid(&[&one]);
+    }
 }
 
 /// `run qwen --page-tools --tool-timeout TIMEOUT` with the stand-in

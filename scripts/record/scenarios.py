@@ -135,6 +135,19 @@ SHOW_DIFF = {
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
 }
 
+# The tool through which the model changes the application's state, as
+# `run --state-file` offers it (src/converse/state.rs), and its answer.
+UPDATE_STATE = {
+    "name": "ag_ui_update_state",
+    "description": "Change the application's shared state (the JSON you were told as \"The application's "
+                   "state\"): give the whole new state, a JSON object of at most 65536 bytes, as `state`. "
+                   "The application sees it at once.",
+    "parameters": {"type": "object", "properties": {"state": {
+        "type": "object", "description": "The application's whole new state: it replaces the state you were told."}},
+        "required": ["state"]},
+}
+STATE_CHANGED = "The application's state is now the one given."
+
 SCENARIOS = [
     Scenario("text", "Say hello in several languages.", [turn(text=UNICODE)]),
     Scenario(
@@ -304,6 +317,18 @@ SCENARIOS = [
              files=["dot.png"]),
     Scenario("pdf", "What is in this PDF?", [turn(text="The model's request: " + FILES_RECEIVED)],
              files=["dot.pdf"]),
+    Scenario(
+        "state-update",
+        "Switch the application to the dev branch.",
+        [
+            turn(text="I will change the state.", calls=[call("page", tool="ag_ui_update_state", args={"state": {
+                "branch": "dev", "files": ["src/lib.rs", "a/b~c.rs"], "view": {"pane": "diff", "a/b": 1}}})]),
+            turn(text="The application answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page"},
+        page_tools=[UPDATE_STATE],
+        page_answers=[STATE_CHANGED],
+    ),
     Scenario(
         "approval-allow",
         "Run echo in the shell.",

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 mod digest;
 mod open;
+pub mod patch;
 pub mod plan;
 pub mod tools;
 mod wire;
@@ -156,10 +157,15 @@ pub enum Event<'a> {
     StateSnapshot {
         snapshot: Json<'a>,
     },
+    /// A change of the application's shared state: an RFC 6902 JSON
+    /// Patch (`delta`) of the state sent last.
+    StateDelta {
+        delta: Json<'a>,
+    },
 }
 
 /// The `type` of every event this program writes, in [`Event::index`] order.
-pub const EVENT_TYPES: [&str; 25] = [
+pub const EVENT_TYPES: [&str; 26] = [
     "RUN_STARTED",
     "RUN_FINISHED",
     "RUN_ERROR",
@@ -185,6 +191,7 @@ pub const EVENT_TYPES: [&str; 25] = [
     "SUBAGENT_FINISHED",
     "SUBAGENT_ERROR",
     "STATE_SNAPSHOT",
+    "STATE_DELTA",
 ];
 
 impl Event<'_> {
@@ -216,6 +223,7 @@ impl Event<'_> {
             Event::SubagentFinished { .. } => 22,
             Event::SubagentError { .. } => 23,
             Event::StateSnapshot { .. } => 24,
+            Event::StateDelta { .. } => 25,
         }
     }
 
@@ -242,6 +250,7 @@ impl Event<'_> {
                 | Event::RunFinished { .. }
                 | Event::RunError { .. }
                 | Event::StateSnapshot { .. }
+                | Event::StateDelta { .. }
         ) && !matches!(
             self,
             Event::SubagentStarted { .. }
@@ -608,6 +617,12 @@ pub struct Emitter {
     /// prefix, then one of the names; see [`Emitter::set_page_tools`].
     page_prefix: Option<&'static str>,
     page_names: Vec<String>,
+    /// A tool of this program's own served beside the page's (the
+    /// state's): see [`Emitter::set_own_tool`].
+    own_tool: Option<&'static str>,
+    /// The state this run sent last (STATE_SNAPSHOT, STATE_DELTA), which
+    /// a STATE_DELTA patches.
+    state_sent: Option<serde_json::Value>,
     /// The page's tool calls started, oldest first (id, the page's name).
     page_calls: std::collections::VecDeque<(String, String)>,
     /// The page's tool calls shown before the CLI's stream showed them
@@ -672,6 +687,8 @@ impl Emitter {
             line_raw_events: 0,
             next_run: None,
             page_prefix: None,
+            own_tool: None,
+            state_sent: None,
             page_names: Vec::new(),
             page_calls: std::collections::VecDeque::new(),
             page_announced: std::collections::VecDeque::new(),
@@ -800,6 +817,14 @@ impl Emitter {
         self.page_names = names;
     }
 
+    /// A tool of this program's own, `name`, served beside the page's by
+    /// the same route (the state's): TOOL_CALL_START names its call by
+    /// `name` rather than as the CLI does (`mcp__page__NAME`), and, as it
+    /// is no page's tool, its result is written.
+    pub fn set_own_tool(&mut self, name: &'static str) {
+        self.own_tool = Some(name);
+    }
+
     /// A call of the page's tool `name` (with `args`) that the CLI's stream
     /// has not shown (OpenCode writes a call once it has its result): shown
     /// now as the call `id`. The call the stream shows later for that tool
@@ -823,6 +848,16 @@ impl Emitter {
         self.page_prefix
             .and_then(|p| name.strip_prefix(p))
             .is_some_and(|n| self.page_names.iter().any(|p| p == n))
+    }
+
+    /// Whether the CLI's tool `name` is served by the page's route: one of
+    /// the page's, or this program's own ([`Emitter::set_own_tool`]).
+    pub fn is_served_tool(&self, name: &str) -> bool {
+        self.is_page_tool(name)
+            || self
+                .page_prefix
+                .and_then(|p| name.strip_prefix(p))
+                .is_some_and(|n| self.own_tool == Some(n))
     }
 
     /// The page's tool calls started so far, oldest first: (id, the page's
@@ -1056,6 +1091,7 @@ impl Emitter {
         self.announced = announced;
         self.announced.clear();
         self.state = RunState::Active;
+        self.state_sent = None;
         let (t, r) = (
             std::mem::take(&mut self.thread_id),
             std::mem::take(&mut self.run_id),
@@ -1463,9 +1499,13 @@ impl Emitter {
                 return false;
             }
         }
-        let name = page.unwrap_or(name);
+        let own = self
+            .page_prefix
+            .and_then(|p| name.strip_prefix(p))
+            .filter(|n| self.own_tool == Some(*n));
+        let name = page.or(own).unwrap_or(name);
         let (tool_call_name, extra) = match self.tool_names {
-            _ if page.is_some() => (name, [None, None, None]),
+            _ if page.is_some() || own.is_some() => (name, [None, None, None]),
             ToolNames::Native => (name, [None, None, None]),
             ToolNames::Canonical => {
                 let canon = crate::agui::tools::canonical(name);
@@ -1806,11 +1846,21 @@ impl Emitter {
         });
     }
 
-    /// STATE_SNAPSHOT: the application's shared state is now `snapshot`
-    /// (a JSON object), whole.
-    pub fn state_snapshot(&mut self, snapshot: Json) {
+    /// The application's shared state is now `state` (a JSON object):
+    /// STATE_SNAPSHOT, or when this run has sent a state already and a
+    /// patch of it is shorter, that patch as STATE_DELTA (see [`patch`]).
+    pub fn state_update(&mut self, state: Json) {
         self.ensure_run();
-        self.write(&Event::StateSnapshot { snapshot });
+        let new: Option<serde_json::Value> = serde_json::from_str(state.get()).ok();
+        let delta = match (&self.state_sent, &new) {
+            (Some(old), Some(new)) => patch::diff(old, new, state.get().len()),
+            _ => None,
+        };
+        match delta.and_then(|d| RawValue::from_string(d).ok()) {
+            Some(delta) => self.write(&Event::StateDelta { delta: &delta }),
+            None => self.write(&Event::StateSnapshot { snapshot: state }),
+        }
+        self.state_sent = new;
     }
 
     /// A plan (see [`plan`]) as message `message_id`, replacing the
@@ -2065,6 +2115,63 @@ mod tests {
             ]
         );
         assert_eq!(em.counts()[RAW_INDEX], 2);
+    }
+
+    #[test]
+    fn a_run_s_later_states_go_as_patches_when_shorter_and_each_run_starts_whole() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let big = "x".repeat(100);
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.state_update(&raw(&format!(r#"{{"a":1,"big":"{big}"}}"#)));
+        em.state_update(&raw(&format!(r#"{{"a":2,"big":"{big}"}}"#)));
+        em.state_update(&raw(r#"{"b":1}"#));
+        em.finish_run(None, None, &[]);
+        em.state_update(&raw(&format!(r#"{{"a":3,"big":"{big}"}}"#)));
+        em.end_of_input(true);
+        let events = lines(&em);
+        let states: Vec<(&str, String)> = events
+            .iter()
+            .filter(|e| e["type"].as_str().unwrap().starts_with("STATE_"))
+            .map(|e| {
+                let t = e["type"].as_str().unwrap();
+                (t, e.get("delta").unwrap_or(&e["snapshot"]).to_string())
+            })
+            .collect();
+        assert_eq!(
+            states[..3],
+            [
+                ("STATE_SNAPSHOT", format!(r#"{{"a":1,"big":"{big}"}}"#)),
+                (
+                    "STATE_DELTA",
+                    r#"[{"op":"replace","path":"/a","value":2}]"#.to_owned()
+                ),
+                ("STATE_SNAPSHOT", r#"{"b":1}"#.to_owned()),
+            ]
+        );
+        assert_eq!(states[3].0, "STATE_SNAPSHOT", "a new run: {events:?}");
+        assert_eq!(em.counts()[25], 1);
+    }
+
+    #[test]
+    fn this_program_s_own_tool_is_named_by_its_name_and_keeps_its_result() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("page-", vec!["pick".into()]);
+        em.set_own_tool("ag_ui_update_state");
+        assert!(em.is_served_tool("page-ag_ui_update_state"));
+        assert!(em.is_served_tool("page-pick"));
+        assert!(!em.is_page_tool("page-ag_ui_update_state"));
+        assert!(!em.is_served_tool("ag_ui_update_state"));
+        em.tool_start("c1", "page-ag_ui_update_state", None);
+        em.tool_start("c2", "page-pick", None);
+        em.tool_start("c3", "other", None);
+        let names: Vec<String> = lines(&em)
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_START")
+            .map(|e| e["toolCallName"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["ag_ui_update_state", "pick", "other"]);
+        let page: Vec<&str> = em.page_calls().map(|(id, _)| id).collect();
+        assert_eq!(page, ["c2"], "only the page's call is the page's");
     }
 
     #[test]

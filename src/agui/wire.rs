@@ -94,7 +94,8 @@ pub(super) fn event_open_for<'a>(
         | Event::ReasoningEncryptedValue { .. } => reasoning_fields(&mut o, ev),
         Event::ActivitySnapshot { .. }
         | Event::PlanSnapshot { .. }
-        | Event::StateSnapshot { .. } => activity_fields(&mut o, ev),
+        | Event::StateSnapshot { .. }
+        | Event::StateDelta { .. } => activity_fields(&mut o, ev),
         Event::Raw { .. } | Event::Custom { .. } | Event::ToolOutput { .. } => {
             custom_fields(&mut o, ev)
         }
@@ -265,7 +266,7 @@ fn reasoning_fields(o: &mut Obj, ev: &Event) {
 }
 
 /// The fields of an activity: ACTIVITY_SNAPSHOT, and a plan written as
-/// one; and of the application's state, STATE_SNAPSHOT.
+/// one; and of the application's state, STATE_SNAPSHOT and STATE_DELTA.
 #[inline]
 fn activity_fields(o: &mut Obj, ev: &Event) {
     match *ev {
@@ -293,6 +294,7 @@ fn activity_fields(o: &mut Obj, ev: &Event) {
             o.0.extend_from_slice(b",\"replace\":true");
         }
         Event::StateSnapshot { snapshot } => o.json(b",\"snapshot\":", snapshot),
+        Event::StateDelta { delta } => o.json(b",\"delta\":", delta),
         _ => {}
     }
 }

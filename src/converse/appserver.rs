@@ -527,7 +527,7 @@ impl<'a> Session<'a> {
                 return Ok(false);
             };
             if let Some(state) = server.take_state() {
-                em.state_snapshot(&state);
+                em.state_update(&state);
             }
             let call = mcp::Call::new(key, id.to_owned(), call.params.tool, call.params.call_id);
             self.send(server_in, &mcp::codex_answer(&call, &text, is_error))?;

@@ -39,6 +39,31 @@ pub const MARKER: &[u8] = b": agui-translate waits for input\n\n";
 /// One line of our standard input, or its end.
 pub type InputLine = Option<String>;
 
+/// Called when an input line comes: see [`wake_on_input`].
+type Waker = Box<dyn Fn() + Send>;
+
+static INPUT_WAKER: std::sync::Mutex<Option<Waker>> = std::sync::Mutex::new(None);
+
+/// Have `waker` called each time an input line (or the input's end) comes,
+/// after it is given to the receiver of [`input_lines`]; `None`: no more.
+/// The reader of the CLI's output, which looks at the input between its
+/// reads, then looks at once rather than when its read gives up.
+pub fn wake_on_input(waker: Option<Waker>) {
+    *INPUT_WAKER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = waker;
+}
+
+fn wake() {
+    if let Some(w) = INPUT_WAKER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+    {
+        w();
+    }
+}
+
 /// Our standard input, line by line, on a thread of its own (the session
 /// waits for a line and for the CLI at once). The first line may have been
 /// read already (the prompt).
@@ -52,11 +77,13 @@ pub fn input_lines() -> Receiver<InputLine> {
                     if tx.send(Some(l)).is_err() {
                         return;
                     }
+                    wake();
                 }
                 Err(_) => break,
             }
         }
         let _ = tx.send(None);
+        wake();
     });
     rx
 }

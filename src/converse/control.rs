@@ -387,7 +387,7 @@ impl<'a> Session<'a> {
         let empty = RawValue::from_string("{}".into()).expect("JSON");
         let reply = server.message(id, r.message.unwrap_or(&empty));
         if let Some(state) = server.take_state() {
-            em.state_snapshot(&state);
+            em.state_update(&state);
         }
         match reply {
             mcp::Reply::Now(reply) => {

@@ -53,6 +53,8 @@ pub struct Endpoint {
     stop: Arc<AtomicBool>,
     calls: Option<Receiver<Held>>,
     thread: Option<JoinHandle<()>>,
+    /// The server, whose state a call may change.
+    shared: Arc<Shared>,
 }
 
 impl Endpoint {
@@ -75,14 +77,26 @@ impl Endpoint {
             next: AtomicU64::new(1),
         });
         let stopping = stop.clone();
-        let thread = std::thread::spawn(move || accept(&listener, &shared, &stopping));
+        let accepting = shared.clone();
+        let thread = std::thread::spawn(move || accept(&listener, &accepting, &stopping));
         Ok(Endpoint {
             url,
             addr,
             stop,
             calls: Some(rx),
             thread: Some(thread),
+            shared,
         })
+    }
+
+    /// The state a call of the state's tool has changed (answered at once
+    /// by the connection's thread) since this was last asked.
+    fn take_state(&self) -> Option<Box<RawValue>> {
+        self.shared
+            .server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take_state()
     }
 
     /// The URL the CLI is given: it holds the secret.
@@ -349,9 +363,12 @@ impl<'a> Session<'a> {
             if stop() {
                 return Ok(End::Stopped);
             }
-            self.collect();
+            self.collect(em, out)?;
             match cli_out.read_until(b'\n', &mut self.line) {
-                Ok(0) if self.line.is_empty() => return Ok(End::Eof),
+                Ok(0) if self.line.is_empty() => {
+                    self.collect(em, out)?;
+                    return Ok(End::Eof);
+                }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if !self.calls.due() {
@@ -378,16 +395,23 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The calls that arrived, taken.
-    fn collect(&mut self) {
+    /// The calls that arrived, taken, and the state a call changed,
+    /// streamed.
+    fn collect(&mut self, em: &mut Emitter, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(state) = self.endpoint.take_state() {
+            em.state_update(&state);
+            em.drain_to(out)?;
+            out.flush()?;
+        }
         let Some(rx) = self.endpoint.calls.as_ref() else {
-            return;
+            return Ok(());
         };
         while let Ok(held) = rx.try_recv() {
             self.replies
                 .push((held.call.request_id.clone(), held.reply));
             self.calls.push(held.call);
         }
+        Ok(())
     }
 }
 

@@ -1,12 +1,14 @@
 //! The application's shared state (AG-UI `RunAgentInput.state`), changed
 //! by the model: a tool of this program's own, [`TOOL`], offered beside
-//! the page's tools (in the MCP server of [`crate::converse::mcp`], and
-//! among Codex's dynamic tools) when the run is given the thread's state
-//! file (`--state-file`). A call is answered at once, here, and never goes
+//! the page's tools (in the MCP server of [`crate::converse::mcp`], over
+//! the control layer for Claude Code and Qwen Code and over HTTP
+//! ([`crate::converse::mcphttp`]) for Copilot CLI and OpenCode, and among
+//! Codex's dynamic tools) when the run is given the thread's state file
+//! (`--state-file`). A call is answered at once, here, and never goes
 //! to the page: its arguments' `state`, a JSON object of at most
 //! [`MAX_STATE`] bytes, becomes the state, written to the file (where
 //! `serve` keeps it for the thread's next runs) and streamed as
-//! `STATE_SNAPSHOT`; anything else is an error result the model reads, and
+//! `STATE_SNAPSHOT` (or `STATE_DELTA`, see [`crate::agui::patch`]); anything else is an error result the model reads, and
 //! nothing changes.
 
 use std::path::{Path, PathBuf};

@@ -463,22 +463,16 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "qwen" if a.transport == Transport::Acp || a.request.approval == Approval::Ask => anyhow::bail!(
             "{option}: qwen takes tools from the page over its stream-json control layer only, not over ACP (--transport acp, --approval ask)"
         ),
-        "qwen" if option == "--state-file" => anyhow::bail!(
-            "--state-file: qwen cannot take the state's tool yet; only claude and codex can"
-        ),
         "qwen" => Ok(()),
         "codex" if a.transport != Transport::Exec => Ok(()),
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
-        name @ ("copilot" | "opencode") if option == "--state-file" => anyhow::bail!(
-            "--state-file: {name} cannot take the state's tool yet; only claude and codex can"
-        ),
         name @ ("copilot" | "opencode") if a.transport == Transport::Acp => anyhow::bail!(
-            "--page-tools: {name} takes tools from the page in its stream mode only, not over ACP (--transport acp)"
+            "{option}: {name} takes tools from the page in its stream mode only, not over ACP (--transport acp)"
         ),
         name @ ("copilot" | "opencode") if a.request.approval == Approval::Ask => anyhow::bail!(
-            "--page-tools: {name} takes tools from the page in its stream mode, which cannot ask (--approval ask needs ACP)"
+            "{option}: {name} takes tools from the page in its stream mode, which cannot ask (--approval ask needs ACP)"
         ),
         "copilot" | "opencode" => Ok(()),
         other => anyhow::bail!(
@@ -531,6 +525,9 @@ fn page_server(
         return Ok((None, None));
     };
     em.set_page_tools(page_prefix(a.cli), tools.names().to_vec());
+    if a.state_file.is_some() {
+        em.set_own_tool(crate::converse::state::TOOL);
+    }
     limit_tool_timeout(a);
     if !page_over_http(a.cli) {
         return Ok((Some(tools), None));
@@ -618,7 +615,8 @@ fn page_route(
 /// expired (its model told so by `run`) rather than lost inside the CLI.
 fn limit_tool_timeout(a: &mut Run) {
     use crate::dialect::request::{QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT};
-    if a.cli.name() != "qwen" || a.tool_timeout <= QWEN_TOOL_TIMEOUT {
+    // The state's tool is answered at once: only the page's calls wait.
+    if a.cli.name() != "qwen" || a.page_tools.is_none() || a.tool_timeout <= QWEN_TOOL_TIMEOUT {
         return;
     }
     let human = crate::converse::ask::humanize;

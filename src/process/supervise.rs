@@ -138,12 +138,18 @@ pub struct Output {
     at: usize,
     exit: Arc<Exit>,
     tick: bool,
+    /// The reading thread's sender, while it reads: an empty chunk sent
+    /// through it wakes a read that waits (see [`Output::set_tick`]).
+    poke: std::sync::Weak<mpsc::SyncSender<Vec<u8>>>,
 }
 
 impl Output {
     pub fn new(mut stdout: ChildStdout, exit: Arc<Exit>) -> Output {
         // A few chunks in flight: the CLI waits for us when we fall behind.
         let (tx, rx) = mpsc::sync_channel(4);
+        // Held by the thread alone: the channel ends with it.
+        let tx = Arc::new(tx);
+        let poke = Arc::downgrade(&tx);
         std::thread::spawn(move || {
             let mut buf = vec![0; 64 * 1024];
             loop {
@@ -165,14 +171,26 @@ impl Output {
             at: 0,
             exit,
             tick: false,
+            poke,
         }
     }
 
     /// While on, a read that has waited a moment without data fails with
     /// `WouldBlock` (nothing is lost): the reader can look at other things
-    /// in between.
+    /// in between. An input line that comes meanwhile (see
+    /// [`crate::converse::ask::wake_on_input`]) ends the wait at once, so
+    /// that a page's answer or a decision is not held for the moment.
     pub fn set_tick(&mut self, on: bool) {
         self.tick = on;
+        let poke = self.poke.clone();
+        crate::converse::ask::wake_on_input(on.then(|| {
+            Box::new(move || {
+                if let Some(tx) = poke.upgrade() {
+                    // A full channel has data for the read: no need.
+                    let _ = tx.try_send(Vec::new());
+                }
+            }) as Box<dyn Fn() + Send>
+        }));
     }
 }
 
@@ -181,6 +199,12 @@ impl Read for Output {
         const POLL: Duration = Duration::from_millis(50);
         while self.at == self.chunk.len() {
             match self.chunks.recv_timeout(POLL) {
+                // Woken: an input line came.
+                Ok(chunk) if chunk.is_empty() => {
+                    if self.tick {
+                        return Err(io::ErrorKind::WouldBlock.into());
+                    }
+                }
                 Ok(chunk) => {
                     self.chunk = chunk;
                     self.at = 0;

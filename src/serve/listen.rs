@@ -61,12 +61,18 @@ pub(super) fn serve(
         std::thread::Builder::new().spawn(move || waiting::reap(&reaper))?;
     }
     while !stop.load(Ordering::SeqCst) {
+        // A connection is taken as it comes; `stop` is looked at every
+        // 50 ms in between.
+        if !arrived(&listener, Duration::from_millis(50)) {
+            continue;
+        }
         match listener.accept() {
             Ok((conn, _)) => accept(conn, shared),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => {
                 let _ = writeln!(io::stderr(), "agui-translate: serve: {e}");
                 std::thread::sleep(Duration::from_millis(50));
@@ -76,6 +82,20 @@ pub(super) fn serve(
     drop(listener);
     stop_all(shared);
     Ok(())
+}
+
+/// Whether a connection waits on `listener`, waiting for one at most
+/// `wait`.
+fn arrived(listener: &TcpListener, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one pollfd, owned here, for the length of the call.
+    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
 }
 
 /// Stopped: every run ends as cancelled (each `run` passes it on to its

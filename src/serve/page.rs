@@ -105,7 +105,8 @@ impl Page {
             context: context_block(input.context, state.as_deref())?,
             state_given: given.filter(|s| object(s)).map(str::to_owned),
             state_kept: state.clone().filter(|s| given.is_none() && object(s)),
-            state_tool: matches!(cli.name(), "claude" | "codex")
+            // Offered by the page's tools' route, where there is one.
+            state_tool: tools_refused(cli, ask, options).is_none()
                 && state.as_deref().is_some_and(object),
             choices: choices(cli, ask, options, input.forwarded_props)?,
             attachments: attachments(

@@ -1809,7 +1809,7 @@ impl Claude {
             }
             "tool_use" if self.bridged(block.name.as_deref(), em) => {
                 let tid = block.id.as_deref().unwrap_or(id);
-                let target = bridge_target(block.input).filter(|(n, _)| em.is_page_tool(n));
+                let target = bridge_target(block.input).filter(|(n, _)| em.is_served_tool(n));
                 let (name, input) =
                     target.map_or((block.name.as_deref(), block.input), |(n, a)| (Some(n), a));
                 if self.start_tool(tid, name.unwrap_or("unknown"), Some(msg_id), em) {

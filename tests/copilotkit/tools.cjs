@@ -119,7 +119,7 @@ async function state() {
   check(errors.length === 0, `state: no errors: ${errors.join("; ")}`);
   check(runs === 1, `state: one run, no follow-up: ${runs}`);
   check(ran.length === 0, `state: no handler ran: ${JSON.stringify(ran)}`);
-  check(JSON.stringify(agent.state) === '{"branch":"dev"}', `state: the agent's state is the model's: ${JSON.stringify(agent.state)}`);
+  check(JSON.stringify(agent.state) === '{"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"a/b":1,"pane":"diff"}}', `state: the agent's state is the model's: ${JSON.stringify(agent.state)}`);
 }
 
 main().catch((e) => {

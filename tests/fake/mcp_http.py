@@ -8,13 +8,15 @@ result (Copilot CLI's `tool.execution_complete`, OpenCode's completed
 `tool_use`), it calls the tool (`tools/call` with the recorded arguments)
 and waits for the answer; a run of such lines calls them all at once.
 FAKE_SENT=FILE gets the tools listed, then each answer's JSON-RPC result
-with the tool's name (`tool`), one per line; FAKE_MCP_URL=FILE the server's URL.
+with the tool's name (`tool`), one per line; FAKE_MCP_URL=FILE the server's URL;
+FAKE_ANSWERED=FILE the wall-clock time at which each call's answer came.
 """
 
 import json
 import os
 import sys
 import threading
+import time
 import urllib.request
 
 
@@ -65,6 +67,9 @@ class Call:
         self.name = name
         self.result = rpc(url, {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                                 "params": {"name": name, "arguments": args}})
+        if os.environ.get("FAKE_ANSWERED"):
+            with open(os.environ["FAKE_ANSWERED"], "a") as f:
+                f.write(f"{time.time():.6f}\n")
 
     def join(self):
         self.thread.join()
