@@ -249,8 +249,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
     let (tools, endpoint) = page_server(&mut a, &mut em)?;
     let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
-    // A run that may keep its agent reads its prompt as a line, as one
-    // that asks does: the next turns' lines follow.
+    // A run that keeps its agent reads its prompt as a line: the next turns' follow.
     let prompt = checked_prompt(&a, asking || over_http || a.keep_turns)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
@@ -358,10 +357,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         return Ok(ExitCode::from(EXPIRED));
     };
     if conversed.idle_over {
-        // A kept agent with no next turn: its output is no run's.
-        drop(child.output.take());
-        let _ = child.wait();
-        return Ok(ExitCode::SUCCESS);
+        return Ok(child.idle_over());
     }
     let mut stats = Stats::default();
     let output = child.output.take().expect("once");
@@ -1189,6 +1185,14 @@ impl Started {
             failed: session.failure().map(str::to_owned),
             idle_over: false,
         }))
+    }
+
+    /// A kept agent ended with no turn going (`--keep-turns`): its output
+    /// is no run's, and the run ends without a word once it has exited.
+    fn idle_over(mut self) -> ExitCode {
+        drop(self.output.take());
+        let _ = self.wait();
+        ExitCode::SUCCESS
     }
 
     /// The run has ended waiting for decisions: the CLI has the usual

@@ -401,37 +401,41 @@ pub(super) fn settle(
     let said = std::mem::take(&mut w.said);
     drop(w);
     drop(slot);
-    let kept = shared
-        .threads
-        .lock()
-        .expect("not poisoned")
-        .ran(thread, session.as_deref());
-    if let Err(e) = kept {
-        let _ = writeln!(
-            io::stderr(),
-            "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
-        );
-    }
-    crate::serve::history::keep(shared, thread, *said);
+    keep_turn(shared, thread, session.as_deref(), *said);
 }
 
-/// The turn of an idle run is over: the session it reported kept for the
-/// thread, what it said added to the thread's history (once: the next
-/// turn records its own), its files removed.
-fn kept_turn(shared: &Shared, thread: &str, w: &mut Waiting) {
-    let session = w.file.read();
+/// What a turn leaves for its thread: the session it reported, and what it
+/// said added to the thread's history.
+fn keep_turn(
+    shared: &Shared,
+    thread: &str,
+    session: Option<&str>,
+    said: crate::serve::history::Recorder,
+) {
     let kept = shared
         .threads
         .lock()
         .expect("not poisoned")
-        .ran(thread, session.as_deref());
+        .ran(thread, session);
     if let Err(e) = kept {
         let _ = writeln!(
             io::stderr(),
             "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
         );
     }
-    crate::serve::history::keep(shared, thread, *std::mem::take(&mut w.said));
+    crate::serve::history::keep(shared, thread, said);
+}
+
+/// The turn of an idle run is over: what it left kept for the thread (what
+/// it said once: the next turn records its own), its files removed.
+fn kept_turn(shared: &Shared, thread: &str, w: &mut Waiting) {
+    let session = w.file.read();
+    keep_turn(
+        shared,
+        thread,
+        session.as_deref(),
+        *std::mem::take(&mut w.said),
+    );
     let _ = std::fs::remove_dir_all(w.file.0.with_extension(crate::serve::page::FILES_EXT));
 }
 
