@@ -336,3 +336,44 @@ fn the_agent_idle_longest_makes_room() {
         "t1's agent, idle longest then, made room"
     );
 }
+
+/// A turn that waits for a decision (`--approval ask`) goes on in the same
+/// process once decided, and the thread's next turn goes to that process
+/// too, kept idle after it.
+#[test]
+fn a_decided_turn_keeps_its_agent_for_the_next() {
+    let (sent_file, started, pid) = (tmp("ask-sent"), tmp("ask-starts"), tmp("ask-pid"));
+    let s = common::serve_run(
+        "acp",
+        &[],
+        &["--approval", "ask"],
+        &kept_env(&sent_file, &started, &pid),
+    );
+    let one = post(&s.addr, &input("th", "r1", "ask first"));
+    let its = common::interrupts(&one);
+    let mut resume = input("th", "r2", "ask first");
+    resume["resume"] =
+        json!([{"interruptId": its[0]["id"], "status": "resolved", "payload": {"approved": true}}]);
+    let two = post(&s.addr, &resume);
+    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED", "{two:?}");
+    let three = post(&s.addr, &input("th", "r3", "say hello"));
+    answered(&three, "r3");
+    assert_eq!(starts(&started).len(), 1, "one agent process");
+    assert!(methods(&sent(&sent_file), "session/load").is_empty());
+    assert_valid(&[&one, &two, &three]);
+}
+
+/// `--keep-idle` past its bound is refused at start, saying the bound.
+#[test]
+fn keep_idle_has_a_bound() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .args(["serve", "acp", "--keep-idle", "2h", "--no-token"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--keep-idle") && err.contains("at most 1h"),
+        "{err}"
+    );
+}
