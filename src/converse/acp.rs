@@ -7,7 +7,9 @@
 //! capability: the agent reads, writes and runs commands itself),
 //! `session/new` in the run's directory (or `session/load` of the session
 //! to resume), then `session/prompt`; the prompt's answer ends the session,
-//! and the caller closes the agent's stdin. Every message of both
+//! and the caller closes the agent's stdin, unless it keeps the agent for
+//! the thread's next turn ([`Session::idle`], [`Session::next_turn`]: a new
+//! `session/prompt` on the same session). Every message of both
 //! directions goes through the `acp` translator in the order it went over
 //! the wire, so the events are those `--from acp` makes of the transcript.
 //!
