@@ -701,6 +701,21 @@ mod tests {
         assert_eq!(marker_start(b"", b"MARK"), 0);
     }
 
+    /// The two markers begin alike: what may begin either is held back.
+    #[test]
+    fn both_markers_are_held_back_until_told_apart() {
+        let (wait, idle) = (
+            crate::converse::ask::MARKER,
+            crate::converse::acp::IDLE_MARKER,
+        );
+        let common = wait.iter().zip(idle).take_while(|(a, b)| a == b).count();
+        assert!(common > 1);
+        let mut held = b"data: x\n\n".to_vec();
+        held.extend_from_slice(&idle[..common + 1]);
+        assert_eq!(marker_start(&held, wait), 0);
+        assert_eq!(marker_start(&held, idle), common + 1);
+    }
+
     #[test]
     fn kept_options_are_spelt_as_the_command_line_does() {
         let v = kept_args(
