@@ -694,15 +694,25 @@ const MAX_REJOIN_GRACE: std::time::Duration = std::time::Duration::from_secs(600
 /// `serve --rejoin-grace`: a duration, or `0`, at most
 /// [`MAX_REJOIN_GRACE`].
 fn rejoin_grace(s: &str) -> Result<std::time::Duration, String> {
-    // `0`, `0s`, `0ms`…: no grace.
+    bounded_duration(
+        s,
+        MAX_REJOIN_GRACE,
+        "at most 10m: a run in its grace holds its run slot",
+    )
+}
+
+/// A duration, or `0` (`0s`, `0ms`…: none), at most `max`; past it, `why`.
+fn bounded_duration(
+    s: &str,
+    max: std::time::Duration,
+    why: &str,
+) -> Result<std::time::Duration, String> {
     if s.trim().trim_end_matches(['s', 'm', 'h']) == "0" {
         return Ok(std::time::Duration::ZERO);
     }
     let d = crate::dialect::request::parse_duration(s)?;
-    if d > MAX_REJOIN_GRACE {
-        return Err(format!(
-            "at most 10m: a run in its grace holds its run slot: {s:?}"
-        ));
+    if d > max {
+        return Err(format!("{why}: {s:?}"));
     }
     Ok(d)
 }
@@ -713,16 +723,11 @@ const MAX_KEEP_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// `serve --keep-idle`: a duration, or `0`, at most [`MAX_KEEP_IDLE`].
 fn keep_idle(s: &str) -> Result<std::time::Duration, String> {
-    if s.trim().trim_end_matches(['s', 'm', 'h']) == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    let d = crate::dialect::request::parse_duration(s)?;
-    if d > MAX_KEEP_IDLE {
-        return Err(format!(
-            "at most 1h: an idle agent holds a run slot (0 keeps none): {s:?}"
-        ));
-    }
-    Ok(d)
+    bounded_duration(
+        s,
+        MAX_KEEP_IDLE,
+        "at most 1h: an idle agent holds a run slot (0 keeps none)",
+    )
 }
 
 /// Parses a [`ValueEnum`] as clap does, but lists its values without their

@@ -401,6 +401,21 @@ impl<'a> Session<'a> {
             },
         };
         self.request(agent_in, INITIALIZE, "initialize", init)?;
+        self.converse_all(agent_out, agent_in, tr, em, out, stop)
+    }
+
+    /// [`Session::converse`], then what it sent translated and the events
+    /// written out.
+    #[allow(clippy::too_many_arguments)]
+    fn converse_all(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
         let end = self.converse(agent_out, agent_in, tr, em, out, stop);
         self.flush_sent(tr, em);
         em.drain_to(out)?;
@@ -928,11 +943,7 @@ impl Session<'_> {
                 return Ok(self.ended.take().unwrap_or(End::TurnEnded));
             }
         }
-        let end = self.converse(agent_out, agent_in, tr, em, out, stop);
-        self.flush_sent(tr, em);
-        em.drain_to(out)?;
-        out.flush()?;
-        end
+        self.converse_all(agent_out, agent_in, tr, em, out, stop)
     }
 }
 
