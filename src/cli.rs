@@ -385,6 +385,21 @@ pub struct ServeArgs {
     )]
     pub rejoin_grace: std::time::Duration,
 
+    /// How long a thread's agent is kept between its turns over the Agent
+    /// Client Protocol (gemini, qwen, copilot, opencode, acp): the next
+    /// turn prompts the same session in the same process, with no
+    /// `session/load`. An idle agent holds a run slot, and the one idle
+    /// longest is ended first when a run needs its slot. `0`: a new
+    /// process (and `session/load`) for each turn. `30s`, `5m`, or plain
+    /// seconds; at most `1h`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = keep_idle,
+        default_value = "5m"
+    )]
+    pub keep_idle: std::time::Duration,
+
     /// Where each thread's CLI session (and plan) is kept, so that threads
     /// survive a restart: one directory per CLI in it, private (0700), for
     /// the 10,000 most recent threads (default:
@@ -679,17 +694,40 @@ const MAX_REJOIN_GRACE: std::time::Duration = std::time::Duration::from_secs(600
 /// `serve --rejoin-grace`: a duration, or `0`, at most
 /// [`MAX_REJOIN_GRACE`].
 fn rejoin_grace(s: &str) -> Result<std::time::Duration, String> {
-    // `0`, `0s`, `0ms`…: no grace.
+    bounded_duration(
+        s,
+        MAX_REJOIN_GRACE,
+        "at most 10m: a run in its grace holds its run slot",
+    )
+}
+
+/// A duration, or `0` (`0s`, `0ms`…: none), at most `max`; past it, `why`.
+fn bounded_duration(
+    s: &str,
+    max: std::time::Duration,
+    why: &str,
+) -> Result<std::time::Duration, String> {
     if s.trim().trim_end_matches(['s', 'm', 'h']) == "0" {
         return Ok(std::time::Duration::ZERO);
     }
     let d = crate::dialect::request::parse_duration(s)?;
-    if d > MAX_REJOIN_GRACE {
-        return Err(format!(
-            "at most 10m: a run in its grace holds its run slot: {s:?}"
-        ));
+    if d > max {
+        return Err(format!("{why}: {s:?}"));
     }
     Ok(d)
+}
+
+/// The longest `serve --keep-idle`: an idle agent holds a run slot and
+/// its memory.
+const MAX_KEEP_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// `serve --keep-idle`: a duration, or `0`, at most [`MAX_KEEP_IDLE`].
+fn keep_idle(s: &str) -> Result<std::time::Duration, String> {
+    bounded_duration(
+        s,
+        MAX_KEEP_IDLE,
+        "at most 1h: an idle agent holds a run slot (0 keeps none)",
+    )
 }
 
 /// Parses a [`ValueEnum`] as clap does, but lists its values without their
@@ -953,6 +991,13 @@ pub struct RunArgs {
     /// response.
     #[arg(long, hide = true)]
     pub input_marker: bool,
+
+    /// Over ACP: when a turn has ended, keep the agent and wait for the
+    /// next turn's line (`{"runId", "prompt"}`) on stdin, writing an SSE
+    /// comment that `serve` takes as the end of its response. How `serve`
+    /// keeps a thread's agent between its turns (`--keep-idle`).
+    #[arg(long, hide = true)]
+    pub keep_turns: bool,
 
     /// End the run (as cancelled) after this long: `90s`, `10m`, `1h`, or
     /// plain seconds.

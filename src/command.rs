@@ -66,6 +66,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         approval_timeout: a.approval_timeout,
         start_timeout: a.start_timeout,
         input_marker: a.input_marker,
+        keep_turns: a.keep_turns,
         page_tools: a.page_tools,
         state_file: a.state_file,
         tool_timeout: a.tool_timeout,
@@ -90,6 +91,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         raw: a.raw,
         max_attachment: a.max_attachment,
         rejoin_grace: a.rejoin_grace,
+        keep_idle: a.keep_idle,
     };
     crate::serve::main(config, |argv| crate::cli::parse_from(argv).map(drop))
 }

@@ -562,7 +562,13 @@ fn completions_offer_no_hidden_option() {
     let hidden = hidden_options();
     assert_eq!(
         hidden,
-        ["input-marker", "session-file", "plan-file", "state-file"]
+        [
+            "input-marker",
+            "keep-turns",
+            "session-file",
+            "plan-file",
+            "state-file"
+        ]
     );
     for (_, file) in COMPLETIONS {
         let script = std::fs::read_to_string(root().join(file)).unwrap();

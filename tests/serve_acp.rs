@@ -89,10 +89,11 @@ fn a_page_approves_gemini_over_acp() {
     assert_valid(&[&one, &two]);
 }
 
-/// A thread's next turn loads the agent's session (`session/load`) and
-/// prompts it there; the history the agent replays is not sent again. So
-/// for any ACP agent, and for OpenCode 1.18.33 without `--approval ask`
-/// (`auto` speaks ACP with it, whose text streams only there).
+/// With `--keep-idle 0`, a thread's next turn loads the agent's session
+/// (`session/load`) in a new process and prompts it there; the history the
+/// agent replays is not sent again. So for any ACP agent, and for OpenCode
+/// 1.18.33 without `--approval ask` (`auto` speaks ACP with it, whose text
+/// streams only there).
 #[test]
 fn a_second_turn_loads_the_agents_session() {
     for (cli, version) in [("acp", None), ("opencode", Some("1.18.33"))] {
@@ -105,7 +106,7 @@ fn a_second_turn_loads_the_agents_session() {
             env.push(("FAKE_VERSION", Path::new(v)));
         }
         // `--cli` (the stand-in, here running the test agent) names the agent.
-        let s = common::serve_run(cli, &[], &[], &env);
+        let s = common::serve_run(cli, &["--keep-idle", "0"], &[], &env);
         let one = post(&s.addr, &input("th", "r1", "say hello"));
         assert_eq!(
             one.last().unwrap()["type"],
@@ -138,4 +139,241 @@ fn a_second_turn_loads_the_agents_session() {
         assert!(text.contains("Hello from "), "{cli}: {text}");
         assert_valid(&[&one, &two]);
     }
+}
+
+/// The test agent's process ids, one per process started.
+fn starts(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(") ").next().map(|r| !r.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// A turn's response: one RUN_STARTED and one RUN_FINISHED, named by the
+/// request's run, with the test agent's answer.
+fn answered(run: &[Value], run_id: &str) {
+    let of = |t: &str| run.iter().filter(|e| e["type"] == t).count();
+    assert_eq!(of("RUN_STARTED"), 1, "{run:?}");
+    assert_eq!(of("RUN_FINISHED") + of("RUN_ERROR"), 1, "{run:?}");
+    assert_eq!(run[0]["runId"], run_id, "{run:?}");
+    let end = run.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED", "{run:?}");
+    assert_eq!(end["runId"], run_id);
+    let text = serde_json::to_string(run).unwrap();
+    assert!(text.contains("Hello from "), "{text}");
+    assert!(!text.contains("Earlier answer"), "{text}");
+}
+
+fn kept_env<'a>(sent: &'a Path, started: &'a Path, pid: &'a Path) -> Vec<(&'static str, &'a Path)> {
+    vec![
+        ("FAKE_ACP", Path::new("1")),
+        ("ACP_SENT", sent),
+        ("ACP_STARTS", started),
+        ("ACP_PID", pid),
+    ]
+}
+
+fn methods(sent: &[Value], method: &str) -> Vec<Value> {
+    sent.iter()
+        .filter(|m| m["method"] == method)
+        .cloned()
+        .collect()
+}
+
+/// A thread's turns go to one agent process, kept between them: the next
+/// turn prompts the same session there, with no `session/load`; each turn
+/// is its own run and is kept once in the thread's history.
+#[test]
+fn a_threads_turns_keep_one_agent() {
+    let (sent_file, started, pid) = (tmp("keep-sent"), tmp("keep-starts"), tmp("keep-pid"));
+    let s = common::serve_run("acp", &[], &[], &kept_env(&sent_file, &started, &pid));
+    let one = post(&s.addr, &input("th", "r1", "say hello"));
+    answered(&one, "r1");
+    let mut next = input("th", "r2", "say hello again");
+    next["messages"] = json!([
+        {"id": "m1", "role": "user", "content": "say hello"},
+        {"id": "a1", "role": "assistant", "content": "Hello from the test agent."},
+        {"id": "m2", "role": "user", "content": "say hello again"},
+    ]);
+    let two = post(&s.addr, &next);
+    answered(&two, "r2");
+    assert_eq!(starts(&started).len(), 1, "one agent process");
+    let sent = sent(&sent_file);
+    assert!(methods(&sent, "session/load").is_empty(), "{sent:?}");
+    let prompts = methods(&sent, "session/prompt");
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(
+        prompts[0]["params"]["sessionId"],
+        prompts[1]["params"]["sessionId"]
+    );
+    assert_ne!(
+        prompts[0]["id"], prompts[1]["id"],
+        "each prompt its own request id"
+    );
+    assert_eq!(prompts[1]["params"]["prompt"][0]["text"], "say hello again");
+    assert_valid(&[&one, &two]);
+
+    // The thread's history holds each turn once.
+    let mut back = input("th", "r3", "");
+    back["messages"] = json!([]);
+    let snapshot = post(&s.addr, &back);
+    let messages = snapshot
+        .iter()
+        .find(|e| e["type"] == "MESSAGES_SNAPSHOT")
+        .unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let users: Vec<_> = messages.iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 2, "{messages:?}");
+    let assistants = messages.iter().filter(|m| m["role"] == "assistant").count();
+    assert_eq!(assistants, 2, "{messages:?}");
+}
+
+/// An agent idle past `--keep-idle` is ended; the thread's next turn loads
+/// the session in a new process.
+#[test]
+fn an_idle_agent_is_ended_after_keep_idle() {
+    let (sent_file, started, pid) = (tmp("idle-sent"), tmp("idle-starts"), tmp("idle-pid"));
+    let s = common::serve_run(
+        "acp",
+        &["--keep-idle", "1s"],
+        &[],
+        &kept_env(&sent_file, &started, &pid),
+    );
+    answered(&post(&s.addr, &input("th", "r1", "say hello")), "r1");
+    let first = starts(&started)[0];
+    assert!(alive(first));
+    common::until(
+        "the idle agent ended",
+        std::time::Duration::from_secs(15),
+        || !alive(first),
+    );
+    answered(&post(&s.addr, &input("th", "r2", "say hello again")), "r2");
+    assert_eq!(starts(&started).len(), 2);
+    let sent = sent(&sent_file);
+    let load = methods(&sent, "session/load");
+    assert_eq!(load.len(), 1, "{sent:?}");
+    let prompts = methods(&sent, "session/prompt");
+    assert_eq!(
+        load[0]["params"]["sessionId"],
+        prompts[0]["params"]["sessionId"]
+    );
+}
+
+/// A kept agent killed between turns: the next turn is a new process that
+/// loads the session, and the page sees nothing of it.
+#[test]
+fn a_kept_agent_that_died_is_replaced() {
+    let (sent_file, started, pid) = (tmp("died-sent"), tmp("died-starts"), tmp("died-pid"));
+    let s = common::serve_run("acp", &[], &[], &kept_env(&sent_file, &started, &pid));
+    answered(&post(&s.addr, &input("th", "r1", "say hello")), "r1");
+    let first = starts(&started)[0];
+    // SAFETY: the test agent's own process id, alive.
+    unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    let two = post(&s.addr, &input("th", "r2", "say hello again"));
+    answered(&two, "r2");
+    assert_eq!(starts(&started).len(), 2);
+    assert_eq!(methods(&sent(&sent_file), "session/load").len(), 1);
+}
+
+/// Stopping the server ends its kept agents: none outlives it.
+#[test]
+fn stopping_the_server_ends_its_kept_agents() {
+    let (sent_file, started, pid) = (tmp("stop-sent"), tmp("stop-starts"), tmp("stop-pid"));
+    let mut s = common::serve_run("acp", &[], &[], &kept_env(&sent_file, &started, &pid));
+    answered(&post(&s.addr, &input("a", "r1", "say hello")), "r1");
+    answered(&post(&s.addr, &input("b", "r2", "say hello")), "r2");
+    let agents = starts(&started);
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|p| alive(*p)));
+    // SAFETY: the server's own process id, not yet waited for.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let _ = s.child.wait();
+    common::until(
+        "the kept agents ended",
+        std::time::Duration::from_secs(15),
+        || agents.iter().all(|p| !alive(*p)),
+    );
+}
+
+/// Kept agents hold run slots: with every slot taken, a new thread's run
+/// ends the agent idle longest, and that thread's next turn loads its
+/// session in a new process.
+#[test]
+fn the_agent_idle_longest_makes_room() {
+    let (sent_file, started, pid) = (tmp("room-sent"), tmp("room-starts"), tmp("room-pid"));
+    let s = common::serve_run("acp", &[], &[], &kept_env(&sent_file, &started, &pid));
+    // The server keeps at most 32 processes alive.
+    for t in 0..32 {
+        answered(
+            &post(&s.addr, &input(&format!("t{t}"), "r1", "say hello")),
+            "r1",
+        );
+    }
+    let agents = starts(&started);
+    assert!(agents.iter().all(|p| alive(*p)));
+    answered(&post(&s.addr, &input("t32", "r1", "say hello")), "r1");
+    common::until(
+        "the oldest idle agent ended",
+        std::time::Duration::from_secs(15),
+        || !alive(agents[0]),
+    );
+    assert!(agents[1..].iter().all(|p| alive(*p)));
+    answered(&post(&s.addr, &input("t0", "r2", "say hello again")), "r2");
+    assert_eq!(methods(&sent(&sent_file), "session/load").len(), 1);
+    assert!(
+        !alive(agents[1]),
+        "t1's agent, idle longest then, made room"
+    );
+}
+
+/// A turn that waits for a decision (`--approval ask`) goes on in the same
+/// process once decided, and the thread's next turn goes to that process
+/// too, kept idle after it.
+#[test]
+fn a_decided_turn_keeps_its_agent_for_the_next() {
+    let (sent_file, started, pid) = (tmp("ask-sent"), tmp("ask-starts"), tmp("ask-pid"));
+    let s = common::serve_run(
+        "acp",
+        &[],
+        &["--approval", "ask"],
+        &kept_env(&sent_file, &started, &pid),
+    );
+    let one = post(&s.addr, &input("th", "r1", "ask first"));
+    let its = common::interrupts(&one);
+    let mut resume = input("th", "r2", "ask first");
+    resume["resume"] =
+        json!([{"interruptId": its[0]["id"], "status": "resolved", "payload": {"approved": true}}]);
+    let two = post(&s.addr, &resume);
+    assert_eq!(two.last().unwrap()["type"], "RUN_FINISHED", "{two:?}");
+    let three = post(&s.addr, &input("th", "r3", "say hello"));
+    answered(&three, "r3");
+    assert_eq!(starts(&started).len(), 1, "one agent process");
+    assert!(methods(&sent(&sent_file), "session/load").is_empty());
+    assert_valid(&[&one, &two, &three]);
+}
+
+/// `--keep-idle` past its bound is refused at start, saying the bound.
+#[test]
+fn keep_idle_has_a_bound() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+        .args(["serve", "acp", "--keep-idle", "2h", "--no-token"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--keep-idle") && err.contains("at most 1h"),
+        "{err}"
+    );
 }

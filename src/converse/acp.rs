@@ -7,7 +7,9 @@
 //! capability: the agent reads, writes and runs commands itself),
 //! `session/new` in the run's directory (or `session/load` of the session
 //! to resume), then `session/prompt`; the prompt's answer ends the session,
-//! and the caller closes the agent's stdin. Every message of both
+//! and the caller closes the agent's stdin, unless it keeps the agent for
+//! the thread's next turn ([`Session::idle`], [`Session::next_turn`]: a new
+//! `session/prompt` on the same session). Every message of both
 //! directions goes through the `acp` translator in the order it went over
 //! the wire, so the events are those `--from acp` makes of the transcript.
 //!
@@ -330,6 +332,13 @@ pub struct Session<'a> {
     /// When the request the session waits on to open was sent (or, while
     /// a loaded session's history comes, its last line).
     asked_at: Instant,
+    /// The id of the turn's `session/prompt` (each turn of a kept agent
+    /// has its own).
+    prompt_id: u64,
+    /// A later turn's prompt (see [`Session::idle`]).
+    next: Option<String>,
+    /// The agent's lines that came while it was idle: the next turn's.
+    later: Vec<Vec<u8>>,
 }
 
 impl<'a> Session<'a> {
@@ -346,6 +355,9 @@ impl<'a> Session<'a> {
             line: Vec::new(),
             msg: Vec::new(),
             asked_at: Instant::now(),
+            prompt_id: PROMPT,
+            next: None,
+            later: Vec::new(),
         }
     }
 
@@ -389,6 +401,21 @@ impl<'a> Session<'a> {
             },
         };
         self.request(agent_in, INITIALIZE, "initialize", init)?;
+        self.converse_all(agent_out, agent_in, tr, em, out, stop)
+    }
+
+    /// [`Session::converse`], then what it sent translated and the events
+    /// written out.
+    #[allow(clippy::too_many_arguments)]
+    fn converse_all(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
         let end = self.converse(agent_out, agent_in, tr, em, out, stop);
         self.flush_sent(tr, em);
         em.drain_to(out)?;
@@ -510,7 +537,7 @@ impl<'a> Session<'a> {
                         (Ok(SESSION), Stage::Loading) => "session/load",
                         (Ok(SESSION), _) => "session/new",
                         // The translator makes the prompt's error a RUN_ERROR.
-                        (Ok(PROMPT), _) => return Ok(Some(End::TurnEnded)),
+                        (Ok(p), _) if p == self.prompt_id => return Ok(Some(End::TurnEnded)),
                         _ => return Ok(None),
                     };
                     let (agent, err) = (self.opts.agent, rpc_error(e));
@@ -533,7 +560,7 @@ impl<'a> Session<'a> {
                         self.stage = Stage::Settling(Instant::now());
                         Ok(None)
                     }
-                    (Ok(PROMPT), Stage::Prompting) => Ok(Some(End::TurnEnded)),
+                    (Ok(p), Stage::Prompting) if p == self.prompt_id => Ok(Some(End::TurnEnded)),
                     _ => Ok(None),
                 }
             }
@@ -627,20 +654,28 @@ impl<'a> Session<'a> {
         self.stage = Stage::Prompting;
         let session = self.session.clone().unwrap_or_default();
         let mut prompt = Vec::with_capacity(self.opts.attachments.len() + 1);
-        for a in self.opts.attachments {
+        // A later turn's prompt has no files (see `Session::idle`).
+        let attachments = if self.next.is_some() {
+            &[]
+        } else {
+            self.opts.attachments
+        };
+        for a in attachments {
             prompt.push(Block::Image {
                 mime_type: a.media_type,
                 data: a.base64()?,
             });
         }
+        let next = self.next.take();
         prompt.push(Block::Text {
-            text: self.opts.prompt,
+            text: next.as_deref().unwrap_or(self.opts.prompt),
         });
         let params = PromptParams {
             session_id: &session,
             prompt,
         };
-        self.request(agent_in, PROMPT, "session/prompt", params)
+        let id = self.prompt_id;
+        self.request(agent_in, id, "session/prompt", params)
     }
 
     /// `session/cancel`, once.
@@ -812,6 +847,103 @@ impl<'a> Session<'a> {
         for line in std::mem::take(&mut self.sent) {
             translate_line(line, &mut keep, tr, em);
         }
+    }
+}
+
+/// What a kept agent process writes when its turn has ended and it waits
+/// for the thread's next prompt: `serve` takes it as the end of the
+/// response, and keeps the process (see [`Session::idle`]).
+pub const IDLE_MARKER: &[u8] = b": agui-translate keeps the agent for the next turn\n\n";
+
+/// The next turn of a kept agent: the input line `{"runId", "prompt"}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextTurn {
+    #[serde(default)]
+    pub run_id: Option<String>,
+    pub prompt: String,
+}
+
+/// A long time: how long an idle agent waits when nothing ends it sooner
+/// (its input's end, a stop).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl Session<'_> {
+    /// The turn has ended and the agent is kept: the turn's terminal event
+    /// goes out with [`IDLE_MARKER`], then the next input line is awaited
+    /// (the agent's lines meanwhile are kept for the next turn). `None`
+    /// when the agent will have no next turn: the input ended, a stop came,
+    /// the agent's output ended, or the line is not a [`NextTurn`].
+    pub fn idle(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        input: &std::sync::mpsc::Receiver<ask::InputLine>,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<Option<NextTurn>> {
+        em.end_run();
+        em.drain_to(out)?;
+        out.write_all(IDLE_MARKER)?;
+        out.flush()?;
+        let deadline = Instant::now() + FOREVER;
+        let mut partial = std::mem::take(&mut self.line);
+        let later = &mut self.later;
+        loop {
+            let tick = ask::tick(
+                deadline,
+                stop,
+                agent_out,
+                &mut partial,
+                &mut |l| later.push(l),
+                input,
+            )?;
+            match tick {
+                ask::Tick::Idle | ask::Tick::Late => {}
+                ask::Tick::Input(line) => {
+                    self.line = partial;
+                    return Ok(serde_json::from_str::<NextTurn>(&line).ok());
+                }
+                ask::Tick::Stopped | ask::Tick::Eof | ask::Tick::InputEnded => return Ok(None),
+            }
+        }
+    }
+
+    /// The next turn of a kept agent: `session/prompt` on the same
+    /// session, named by the line's `runId` (else a fresh id), then the
+    /// turn as the first one went, until its prompt is answered.
+    #[allow(clippy::too_many_arguments)]
+    pub fn next_turn(
+        &mut self,
+        turn: NextTurn,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<End> {
+        let run = turn.run_id.unwrap_or_else(crate::base::uuid::v7);
+        em.name_next_run(&run);
+        self.cancelled = false;
+        self.pending = Pending::default();
+        self.ended = None;
+        self.failure = None;
+        self.prompt_id += 1;
+        self.next = Some(turn.prompt);
+        self.prompt(agent_in)?;
+        // The run starts now, not at the agent's first word.
+        self.flush_sent(tr, em);
+        em.drain_to(out)?;
+        out.flush()?;
+        for line in std::mem::take(&mut self.later) {
+            if self.take(line, agent_in, tr, em)? {
+                em.drain_to(out)?;
+                out.flush()?;
+                return Ok(self.ended.take().unwrap_or(End::TurnEnded));
+            }
+        }
+        self.converse_all(agent_out, agent_in, tr, em, out, stop)
     }
 }
 

@@ -199,6 +199,8 @@ pub struct Run {
     pub start_timeout: Duration,
     /// With `--approval ask`: mark each wait for an input line (`serve`).
     pub input_marker: bool,
+    /// Over ACP: keep the agent for the next turn's input line (`serve`).
+    pub keep_turns: bool,
     /// The file of the page's tools (`--page-tools`).
     pub page_tools: Option<PathBuf>,
     /// The thread's state, which the model may change (`--state-file`).
@@ -247,7 +249,8 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
     let (tools, endpoint) = page_server(&mut a, &mut em)?;
     let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
-    let prompt = checked_prompt(&a, asking || over_http)?;
+    // A run that keeps its agent reads its prompt as a line: the next turns' follow.
+    let prompt = checked_prompt(&a, asking || over_http || a.keep_turns)?;
     let attached = !a.request.attachments.is_empty();
     let exe = match cli.program {
         // `run acp -- COMMAND ARGS…`
@@ -271,7 +274,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
     // go in on its stdin (its table refuses `ask` for a CLI that cannot).
     // Over a server or an ACP agent, the decisions go in its client's
     // requests.
-    let lines = (asking || over_http).then(ask::input_lines);
+    let lines = (asking || over_http || a.keep_turns).then(ask::input_lines);
     let control = asking && client.is_none() && agent.is_none();
     let server = client.is_some() || agent.is_some();
     // Claude Code given attachments without asking: one stream-json user
@@ -333,6 +336,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
     let mut tr = translator(&a, stream)?;
     let mut talk = Talk {
         prompt: &prompt,
+        asking,
         tools,
         lines: lines.as_ref(),
         tr: tr.as_mut(),
@@ -352,6 +356,9 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         keep(&a, &em, tr.as_ref())?;
         return Ok(ExitCode::from(EXPIRED));
     };
+    if conversed.idle_over {
+        return Ok(child.idle_over());
+    }
     let mut stats = Stats::default();
     let output = child.output.take().expect("once");
     let pumped = run::pump(
@@ -861,6 +868,9 @@ struct Started {
 /// What a conversation with the CLI writes to and reads from.
 struct Talk<'t> {
     prompt: &'t str,
+    /// Whether the input lines bring decisions (`--approval ask`, the
+    /// page's tools).
+    asking: bool,
     /// The page's tools, served to the CLI (`--page-tools`).
     tools: Option<crate::converse::mcp::Server>,
     /// The input lines (`--approval ask`).
@@ -884,6 +894,9 @@ struct Conversed {
     /// Why the run fails although its turn ended (the end it had is
     /// replaced).
     failed: Option<String>,
+    /// Whether a kept agent ended with no turn going (`--keep-turns`): the
+    /// run ends without a word.
+    idle_over: bool,
 }
 
 /// How the CLI ended, once it is waited for.
@@ -1107,11 +1120,14 @@ impl Started {
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,
-            ask: talk.lines.map(|input| ask::Waiting {
-                input,
-                timeout: a.approval_timeout,
-                marker: a.input_marker,
-            }),
+            ask: talk
+                .lines
+                .filter(|_| talk.asking)
+                .map(|input| ask::Waiting {
+                    input,
+                    timeout: a.approval_timeout,
+                    marker: a.input_marker,
+                }),
             // Its title where it has one: "Gemini CLI asks permission…".
             agent: if a.cli.program.is_empty() {
                 name
@@ -1133,8 +1149,15 @@ impl Started {
             &mut *talk.out,
             &stop,
         );
+        let (ran, idle_over) = kept_turns(a, &mut session, ran, output, &mut agent_in, talk, &stop);
         output.get_mut().set_tick(false);
         self.closed(agent_in);
+        if idle_over {
+            return Ok(Some(Conversed {
+                idle_over,
+                ..Conversed::default()
+            }));
+        }
         let unfinished = match ran {
             Ok(acp::End::Expired(why)) => {
                 self.expired(&why, "the pending requests were cancelled", a.cli);
@@ -1158,7 +1181,16 @@ impl Started {
             session: true,
             unfinished,
             failed: session.failure().map(str::to_owned),
+            idle_over: false,
         }))
+    }
+
+    /// A kept agent ended with no turn going (`--keep-turns`): its output
+    /// is no run's, and the run ends without a word once it has exited.
+    fn idle_over(mut self) -> ExitCode {
+        drop(self.output.take());
+        let _ = self.wait();
+        ExitCode::SUCCESS
     }
 
     /// The run has ended waiting for decisions: the CLI has the usual
@@ -1201,6 +1233,52 @@ impl Started {
             lingered: self.lingered,
             tail,
         }
+    }
+}
+
+/// With `--keep-turns`, each turn that ends well is followed by the
+/// agent's next, on the same session, as long as input lines bring them
+/// (see [`acp::Session::idle`]); the run's end is the last turn's, or none
+/// (`true`) when the agent was kept and no next turn came. Each idle agent
+/// leaves its session and plan for the thread first.
+fn kept_turns(
+    a: &Run,
+    session: &mut acp::Session,
+    mut ran: io::Result<acp::End>,
+    output: &mut BufReader<Output>,
+    agent_in: &mut ServerInput,
+    talk: &mut Talk,
+    stop: &dyn Fn() -> bool,
+) -> (io::Result<acp::End>, bool) {
+    let Some(lines) = talk.lines.filter(|_| a.keep_turns && talk.tools.is_none()) else {
+        return (ran, false);
+    };
+    loop {
+        let well = matches!(ran, Ok(acp::End::TurnEnded))
+            && session.failure().is_none()
+            && !session.user_cancelled()
+            && !stop();
+        if !well {
+            return (ran, false);
+        }
+        if let Err(e) = keep(a, talk.em, &*talk.tr) {
+            let _ = writeln!(io::stderr(), "agui-translate: {e:#}");
+            return (ran, false);
+        }
+        let next = match session.idle(output, lines, talk.em, &mut *talk.out, stop) {
+            Ok(Some(next)) => next,
+            Ok(None) => return (Ok(acp::End::TurnEnded), true),
+            Err(e) => return (Err(e), false),
+        };
+        ran = session.next_turn(
+            next,
+            output,
+            agent_in,
+            &mut *talk.tr,
+            talk.em,
+            &mut *talk.out,
+            stop,
+        );
     }
 }
 

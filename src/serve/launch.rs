@@ -156,20 +156,25 @@ pub(super) fn run_one(
     let n = shared.next_file.fetch_add(1, Ordering::SeqCst);
     let file = SessionFile(shared.session_dir.join(n.to_string()));
     // A run with the page's tools (or the state's) talks with its CLI as
-    // one that asks does: its calls wait for the thread's next request.
-    let talks = shared.ask || tools.is_some() || request.state_tool;
-    let started = tools_file(&file.0, tools)
-        .and_then(|t| {
-            run_command(
-                shared,
-                request,
-                &file.0,
-                t.as_deref(),
-                crate::serve::page::attach_args(&file.0, &request.attachments)?,
-                talks,
-            )
-        })
-        .and_then(|cmd| shared.spawner.spawn(cmd));
+    // one that asks does: its calls wait for the thread's next request. So
+    // does one that may keep its agent for the thread's next turn.
+    let keeps = keeps(shared, request);
+    let talks = shared.ask || tools.is_some() || request.state_tool || keeps;
+    let cmd = tools_file(&file.0, tools).and_then(|t| {
+        run_command(
+            shared,
+            request,
+            &file.0,
+            t.as_deref(),
+            crate::serve::page::attach_args(&file.0, &request.attachments)?,
+            (talks, keeps),
+        )
+    });
+    let kept = match &cmd {
+        Ok(c) if keeps => Some(keep_key(c)),
+        _ => None,
+    };
+    let started = cmd.and_then(|cmd| shared.spawner.spawn(cmd));
     let mut child = match started {
         Ok(c) => c,
         Err(e) => {
@@ -194,6 +199,46 @@ pub(super) fn run_one(
     if !talks {
         stdin = None;
     }
+    let w = Waiting {
+        child,
+        stdin,
+        stdout,
+        file,
+        since: Instant::now(),
+        said: Box::default(),
+        kept,
+        idle: false,
+    };
+    // A run that fails before its first event (one that refuses its
+    // arguments) still ends its client's run.
+    let why = "the run ended without writing an event (its error is on the server's stderr)";
+    let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
+    stream_turn(
+        conn,
+        shared,
+        request,
+        w,
+        (slot, talks),
+        cors,
+        (&failed, Vec::new()),
+    );
+}
+
+/// The turn of `request` on the run `w` (new, or kept from the thread's
+/// last turn), streamed to the client and then settled; what it says is
+/// kept in the thread's history. `talks`: the run marks its waits;
+/// `failed`: what the client gets if the run writes nothing; `first`: what
+/// the run has written already.
+fn stream_turn(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    request: &Request,
+    mut w: Waiting,
+    (slot, talks): (Slot, bool),
+    cors: &str,
+    (failed, first): (&[u8], Vec<u8>),
+) {
+    let input = &request.input;
     let mut said = crate::serve::history::Recorder::for_request(input);
     let mut after_start =
         crate::serve::history::for_reloaded(shared, input, input.last_user_content());
@@ -204,32 +249,107 @@ pub(super) fn run_one(
         );
     }
     said.after_start(after_start);
-    let mut w = Waiting {
-        child,
-        stdin,
-        stdout,
-        file,
-        since: Instant::now(),
-        said: Box::new(said),
-    };
-    // A run that fails before its first event (one that refuses its
-    // arguments) still ends its client's run.
-    let why = "the run ended without writing an event (its error is on the server's stderr)";
-    let failed = error_events(shared, input, why, crate::agui::code::CLI_ERROR);
+    w.said = Box::new(said);
+    let pid = w.child.id();
     let Waiting { stdout, said, .. } = &mut w;
     let mut tee = |bytes: &[u8]| said.feed(bytes);
     let live = crate::serve::history::Live::start(shared, &input.thread_id, input.last_user_id());
+    let mut out = io::Cursor::new(first).chain(stdout);
     let streamed = stream_run_or(
         conn,
         (pid, &live.live),
-        stdout,
+        &mut out,
         cors,
         talks,
-        &failed,
+        failed,
         &mut tee,
     );
     drop(live);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
+}
+
+/// Whether the run of `request` may keep its agent between the thread's
+/// turns (`--keep-idle`): a CLI that may speak ACP, and nothing of the
+/// request's that a later turn could not send the same way (the page's
+/// tools, the state's tool, files); a run with `--timeout` among the run
+/// options is not kept either (its limit counts from its start).
+fn keeps(shared: &Shared, request: &Request) -> bool {
+    let own = shared.run_options.iter().take_while(|o| *o != "--");
+    !shared.keep_idle.is_zero()
+        && shared.cli.acp().is_some()
+        && request.tools.is_none()
+        && !request.state_tool
+        && request.attachments.is_empty()
+        && !own
+            .into_iter()
+            .any(|o| o == "--timeout" || o.starts_with("--timeout="))
+}
+
+/// How a run was started, but for what is one run's own (its id, the
+/// session it resumes, its session file): a later turn goes to a kept run
+/// only if its own run would be started the same way.
+fn keep_key(cmd: &Command) -> Vec<std::ffi::OsString> {
+    const ONE_RUN: [&[u8]; 3] = [b"--run-id=", b"--resume=", b"--session-file="];
+    cmd.get_args()
+        .filter(|a| !ONE_RUN.iter().any(|p| a.as_encoded_bytes().starts_with(p)))
+        .map(ToOwned::to_owned)
+        .collect()
+}
+
+/// The thread's next turn, with its new user message: to the thread's
+/// kept agent `w` when this request's own run would have been started as
+/// that one was and the run is still there (the line `{"runId",
+/// "prompt"}` is taken and answered); else (the agent went away meanwhile,
+/// or the request differs) the kept run is ended and the turn is a new run,
+/// which loads the session.
+pub(super) fn next_turn(
+    conn: &mut TcpStream,
+    shared: &Shared,
+    request: &Request,
+    prompt: &str,
+    (slot, mut w): (Slot, Waiting),
+    cors: &str,
+) {
+    let input = &request.input;
+    let same = keeps(shared, request)
+        && run_command(shared, request, &w.file.0, None, Vec::new(), (true, true))
+            .is_ok_and(|c| Some(keep_key(&c)) == w.kept);
+    let mut first = vec![0u8; 64 * 1024];
+    let taken = same
+        && matches!(w.child.try_wait(), Ok(None))
+        && w.stdin
+            .as_mut()
+            .is_some_and(|p| p.write_all(&next_line(input, prompt)).is_ok())
+        && loop {
+            match w.stdout.read(&mut first) {
+                Ok(n) => {
+                    first.truncate(n);
+                    break n > 0;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break false,
+            }
+        };
+    if !taken {
+        drop(w.stdin.take());
+        terminate(w.child.id());
+        settle(shared, &input.thread_id, w, Streamed::Ended, None);
+        return run_one(conn, shared, request, prompt, slot, cors);
+    }
+    w.idle = false;
+    stream_turn(conn, shared, request, w, (slot, true), cors, (&[], first));
+}
+
+/// The line a kept run reads for its next turn: `{"runId": …, "prompt":
+/// …}` and a newline (JSON strings hold no line break).
+fn next_line(input: &RunAgentInput, prompt: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "runId": input.run_id,
+        "prompt": prompt,
+    }))
+    .expect("JSON");
+    line.push(b'\n');
+    line
 }
 
 /// The file of the page's `tools` beside `session_file` (in the server's
@@ -249,14 +369,15 @@ fn tools_file(session_file: &Path, tools: Option<&str>) -> io::Result<Option<std
 /// thread's state file when the model may change the state, its files
 /// (`attach`: the arguments that give them), its pipes,
 /// no token, and the server's death as its end; `talks`: it reads its
-/// prompt and the thread's next requests as lines, and marks each wait.
+/// prompt and the thread's next requests as lines, and marks each wait;
+/// `keeps`: it keeps its agent for the thread's next turn.
 fn run_command(
     shared: &Shared,
     request: &Request,
     session_file: &Path,
     tools: Option<&Path>,
     attach: Vec<std::ffi::OsString>,
-    talks: bool,
+    (talks, keeps): (bool, bool),
 ) -> io::Result<Command> {
     let input = &request.input;
     let (resume, plan_file, state_file) = {
@@ -280,6 +401,9 @@ fn run_command(
     if talks {
         // After `run CLI -`, before the run options (which may end in `--`).
         argv.insert(3, "--input-marker".into());
+    }
+    if keeps {
+        argv.insert(3, "--keep-turns".into());
     }
     // After `run CLI -`, before the run options.
     argv.splice(3..3, attach);
@@ -390,7 +514,8 @@ fn sse_head(cors: &str) -> String {
 /// [`STALL_TIMEOUT`] ends the run as SIGTERM does, once the rejoin grace
 /// has passed with no reader of it ([`Live::owner_gone`]). With `marker`, the
 /// run's [`MARKER`](crate::converse::ask::MARKER) ends the response (it is not
-/// sent): the run waits for the thread's next request.
+/// sent): the run waits for the thread's next request; so does
+/// [`IDLE_MARKER`](crate::converse::acp::IDLE_MARKER), its turn over.
 pub(super) fn stream_run(
     conn: &mut TcpStream,
     run: (u32, &Arc<Live>),
@@ -412,7 +537,7 @@ type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
 fn stream_run_or(
     conn: &mut TcpStream,
     (pid, live): (u32, &Arc<Live>),
-    out: &mut ChildStdout,
+    out: &mut dyn Read,
     cors: &str,
     marker: bool,
     if_empty: &[u8],
@@ -456,14 +581,24 @@ fn stream_run_or(
             continue;
         }
         held.extend_from_slice(&buf[..n]);
-        let m = crate::converse::ask::MARKER;
-        if held.ends_with(m) {
+        let (m, idle) = (
+            crate::converse::ask::MARKER,
+            crate::converse::acp::IDLE_MARKER,
+        );
+        let ended = if held.ends_with(m) {
+            Some((m, Streamed::Waiting))
+        } else if held.ends_with(idle) {
+            Some((idle, Streamed::Idle))
+        } else {
+            None
+        };
+        if let Some((m, how)) = ended {
             send(&held[..held.len() - m.len()]);
             held.clear();
-            streamed = Streamed::Waiting;
+            streamed = how;
             break;
         }
-        let upto = held.len() - marker_start(&held, m);
+        let upto = held.len() - marker_start(&held, m).max(marker_start(&held, idle));
         send(&held[..upto]);
         held.drain(..upto);
     }
@@ -564,6 +699,21 @@ mod tests {
         assert_eq!(marker_start(b"data: x\n\n", b"MARK"), 0);
         assert_eq!(marker_start(b"M", b"MARK"), 1);
         assert_eq!(marker_start(b"", b"MARK"), 0);
+    }
+
+    /// The two markers begin alike: what may begin either is held back.
+    #[test]
+    fn both_markers_are_held_back_until_told_apart() {
+        let (wait, idle) = (
+            crate::converse::ask::MARKER,
+            crate::converse::acp::IDLE_MARKER,
+        );
+        let common = wait.iter().zip(idle).take_while(|(a, b)| a == b).count();
+        assert!(common > 1);
+        let mut held = b"data: x\n\n".to_vec();
+        held.extend_from_slice(&idle[..common + 1]);
+        assert_eq!(marker_start(&held, wait), 0);
+        assert_eq!(marker_start(&held, idle), common + 1);
     }
 
     #[test]

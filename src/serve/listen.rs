@@ -56,7 +56,7 @@ pub(super) fn serve(
     shared: &Arc<Shared>,
 ) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    if shared.ask {
+    if shared.ask || !shared.keep_idle.is_zero() {
         let reaper = shared.clone();
         std::thread::Builder::new().spawn(move || waiting::reap(&reaper))?;
     }
@@ -330,8 +330,20 @@ fn run_or_resume(
     cors: &str,
 ) {
     let input = &request.input;
+    let claim = match claim {
+        // Answers to calls are no new turn: the idle run stays.
+        Claim::Next(slot, w) if !request.resuming && crate::serve::page::answers_calls(input) => {
+            waiting::put_back(shared, &input.thread_id, w, slot);
+            Claim::Answer
+        }
+        claim => claim,
+    };
     match (claim, &request.prompt) {
         (Claim::Resume(slot, w), _) => waiting::resume_run(conn, shared, input, w, slot, cors),
+        (Claim::Next(slot, w), Some(prompt)) => {
+            waiting::forget_gone(shared, &input.thread_id);
+            launch::next_turn(conn, shared, request, prompt, (slot, w), cors);
+        }
         (_, _) if !request.resuming && crate::serve::page::answers_calls(input) => {
             if let Some(gone) = waiting::gone(shared, &input.thread_id) {
                 waiting::answer_gone(conn, shared, input, cors, gone);

@@ -81,6 +81,9 @@ struct Shared {
     /// How long a run whose client has gone away goes on for a reader
     /// to rejoin it (`--rejoin-grace`).
     rejoin_grace: std::time::Duration,
+    /// How long a thread's agent is kept between its turns over ACP
+    /// (`--keep-idle`); zero: none is.
+    keep_idle: std::time::Duration,
     /// `-- --approval ask`: a run that ends in interrupts is kept, its CLI
     /// alive, for the thread's next request.
     ask: bool,
@@ -135,6 +138,9 @@ pub struct Config {
     /// How long a run whose client has gone away goes on, for a reader to
     /// rejoin it; zero: it ends at once.
     pub rejoin_grace: std::time::Duration,
+    /// How long a thread's ACP agent is kept between its turns; zero: a
+    /// new process for each turn.
+    pub keep_idle: std::time::Duration,
 }
 
 /// `agui-translate serve`. `check_run` checks the arguments of a run as the
@@ -187,6 +193,7 @@ pub fn main(
         busy: Mutex::default(),
         live: Mutex::default(),
         rejoin_grace: a.rejoin_grace,
+        keep_idle: a.keep_idle,
         ask: settings.ask,
         waiting: Mutex::default(),
         gone: Mutex::default(),

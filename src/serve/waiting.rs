@@ -1,7 +1,9 @@
 //! The keeper of waiting runs (`--approval ask`): a run that ends its
 //! response in interrupts is kept, its CLI alive, until its thread's next
 //! request resumes it with the decisions; a run that has ended is settled,
-//! its session kept for the thread.
+//! its session kept for the thread. A run whose ACP agent has ended its
+//! turn is kept idle the same way (`--keep-idle`), for the thread's next
+//! user message.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -56,6 +58,13 @@ pub(super) struct Waiting {
     pub(super) since: Instant,
     /// What the run has said so far, for its thread's history.
     pub(super) said: Box<crate::serve::history::Recorder>,
+    /// A run that may keep its agent between turns (`--keep-idle`): how it
+    /// was started (its arguments but those of one run), which a later
+    /// turn's must match to go to it.
+    pub(super) kept: Option<Vec<std::ffi::OsString>>,
+    /// Whether it is kept idle, its turn over (else it waits for
+    /// decisions).
+    pub(super) idle: bool,
 }
 
 /// How a run's response ended.
@@ -65,6 +74,9 @@ pub(super) enum Streamed {
     Ended,
     /// The run waits for the thread's next request.
     Waiting,
+    /// The turn has ended and the agent is kept for the thread's next
+    /// user message.
+    Idle,
 }
 
 /// The thread's next request to a run that waits for decisions: its
@@ -216,6 +228,9 @@ impl Drop for Slot<'_> {
 pub(super) enum Claim<'a> {
     /// The thread's waiting run, and its slot.
     Resume(Slot<'a>, Waiting),
+    /// The thread's idle run, for the request's new user message, and its
+    /// slot.
+    Next(Slot<'a>, Waiting),
     /// A slot for a new run.
     Start(Slot<'a>),
     /// No run: the request is answered here.
@@ -225,17 +240,25 @@ pub(super) enum Claim<'a> {
 }
 
 /// What a request on `thread` gets: the thread's waiting run if it has one
-/// (whose slot the request takes over), else, when it `starts` a run, a
-/// slot for it. With every slot taken and a run waiting, the run waiting
-/// longest is ended to make room (its thread's next resume is told so).
+/// (whose slot the request takes over; an idle one only when it `starts` a
+/// run), else, when it `starts` a run, a slot for it. With every slot
+/// taken and a run kept, the one idle longest is ended to make room, else
+/// the run waiting longest (its thread's next resume is told so).
 pub(super) fn claim<'a>(shared: &'a Shared, thread: &str, starts: bool) -> Claim<'a> {
     if shared.stopping.load(Ordering::SeqCst) {
         return Claim::Full;
     }
     let evicted = {
         let mut waiting = shared.waiting.lock().expect("not poisoned");
-        if let Some(w) = waiting.remove(thread) {
-            return Claim::Resume(Slot(&shared.running), w);
+        match waiting.remove(thread) {
+            Some(w) if !w.idle => return Claim::Resume(Slot(&shared.running), w),
+            Some(w) if starts => return Claim::Next(Slot(&shared.running), w),
+            // Nothing waits for a decision: the idle run stays.
+            Some(w) => {
+                waiting.insert(thread.to_owned(), w);
+                return Claim::Answer;
+            }
+            None => {}
         }
         if !starts {
             return Claim::Answer;
@@ -246,24 +269,42 @@ pub(super) fn claim<'a>(shared: &'a Shared, thread: &str, starts: bool) -> Claim
         }
         let oldest = waiting
             .iter()
-            .min_by_key(|(_, w)| w.since)
+            .min_by_key(|(_, w)| (!w.idle, w.since))
             .map(|(t, _)| t.clone());
         let Some(t) = oldest else {
             return Claim::Full;
         };
         let w = waiting.remove(&t).expect("found");
-        remember_gone(shared, &t, Gone::Evicted);
+        if !w.idle {
+            remember_gone(shared, &t, Gone::Evicted);
+        }
         (t, w)
     };
     // The evicted run's slot is the request's.
-    let (t, w) = evicted;
+    let (t, mut w) = evicted;
+    if w.idle {
+        // Its thread's next turn loads the session in a new process.
+        drop(w.stdin.take());
+    } else {
+        let _ = writeln!(
+            io::stderr(),
+            "agui-translate: serve: every run slot ({MAX_RUNS}) is taken: the run of thread {t:?}, waiting longest for decisions, is ended to make room"
+        );
+    }
     terminate(w.child.id());
-    let _ = writeln!(
-        io::stderr(),
-        "agui-translate: serve: every run slot ({MAX_RUNS}) is taken: the run of thread {t:?}, waiting longest for decisions, is ended to make room"
-    );
     settle(shared, &t, w, Streamed::Ended, None);
     Claim::Start(Slot(&shared.running))
+}
+
+/// The idle run `w` the thread's request did not take goes back, its slot
+/// with it.
+pub(super) fn put_back(shared: &Shared, thread: &str, w: Waiting, slot: Slot) {
+    shared
+        .waiting
+        .lock()
+        .expect("not poisoned")
+        .insert(thread.to_owned(), w);
+    std::mem::forget(slot);
 }
 
 /// Every moment [`reap`] looks for waiting runs that have ended.
@@ -271,7 +312,10 @@ const REAP_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Until the server stops: waiting runs that have ended by themselves
 /// (their approval timeout passed) are waited for, their pipes closed and
-/// their slots given back, and their threads' next resume told why.
+/// their slots given back, and their threads' next resume told why. An
+/// idle run kept past `--keep-idle` has its input closed, and ends (its
+/// agent with it); one that has ended is settled without a word (its
+/// thread's next turn loads the session in a new process).
 pub(super) fn reap(shared: &Shared) {
     while !shared.stopping.load(Ordering::SeqCst) {
         std::thread::sleep(REAP_EVERY);
@@ -279,14 +323,19 @@ pub(super) fn reap(shared: &Shared) {
             let mut waiting = shared.waiting.lock().expect("not poisoned");
             let mut done = Vec::new();
             for (t, w) in waiting.iter_mut() {
+                if w.idle && w.since.elapsed() >= shared.keep_idle {
+                    drop(w.stdin.take());
+                }
                 match w.child.try_wait() {
                     Ok(None) => {}
-                    status => done.push((t.clone(), Gone::of(status.ok().flatten()))),
+                    status => done.push((t.clone(), Gone::of(status.ok().flatten()), w.idle)),
                 }
             }
             done.into_iter()
-                .filter_map(|(t, gone)| {
-                    remember_gone(shared, &t, gone);
+                .filter_map(|(t, gone, idle)| {
+                    if !idle {
+                        remember_gone(shared, &t, gone);
+                    }
                     waiting.remove(&t).map(|w| (t, w))
                 })
                 .collect()
@@ -330,7 +379,13 @@ pub(super) fn settle(
     streamed: Streamed,
     slot: Option<Slot>,
 ) {
-    if streamed == Streamed::Waiting {
+    let idle = streamed == Streamed::Idle && w.kept.is_some();
+    if streamed == Streamed::Waiting || idle {
+        if idle {
+            // The turn is over: what it left is the thread's now.
+            kept_turn(shared, thread, &mut w);
+        }
+        w.idle = idle;
         w.since = Instant::now();
         let mut waiting = shared.waiting.lock().expect("not poisoned");
         waiting.insert(thread.to_owned(), w);
@@ -346,18 +401,42 @@ pub(super) fn settle(
     let said = std::mem::take(&mut w.said);
     drop(w);
     drop(slot);
+    keep_turn(shared, thread, session.as_deref(), *said);
+}
+
+/// What a turn leaves for its thread: the session it reported, and what it
+/// said added to the thread's history.
+fn keep_turn(
+    shared: &Shared,
+    thread: &str,
+    session: Option<&str>,
+    said: crate::serve::history::Recorder,
+) {
     let kept = shared
         .threads
         .lock()
         .expect("not poisoned")
-        .ran(thread, session.as_deref());
+        .ran(thread, session);
     if let Err(e) = kept {
         let _ = writeln!(
             io::stderr(),
             "agui-translate: serve: the session of thread {thread:?} is not kept: {e}"
         );
     }
-    crate::serve::history::keep(shared, thread, *said);
+    crate::serve::history::keep(shared, thread, said);
+}
+
+/// The turn of an idle run is over: what it left kept for the thread (what
+/// it said once: the next turn records its own), its files removed.
+fn kept_turn(shared: &Shared, thread: &str, w: &mut Waiting) {
+    let session = w.file.read();
+    keep_turn(
+        shared,
+        thread,
+        session.as_deref(),
+        *std::mem::take(&mut w.said),
+    );
+    let _ = std::fs::remove_dir_all(w.file.0.with_extension(crate::serve::page::FILES_EXT));
 }
 
 #[cfg(test)]

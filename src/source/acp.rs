@@ -485,7 +485,11 @@ impl Acp {
             if let Some(s) = params.session_id.as_deref() {
                 self.session.set(s);
             }
-            let run = self.loaded.take().map(|d| d.run_id(1));
+            // Numbered as the run it is on this output: two connections
+            // that load the same session (their `session/load` lines alike)
+            // do not share a history's run id.
+            let n = em.run_number() + 1;
+            let run = self.loaded.take().map(|d| d.run_id(n));
             em.start_run(self.session.get(), run.as_ref().map(|r| r.as_str()));
             self.history = true;
         }
@@ -1316,6 +1320,40 @@ mod tests {
         assert_ne!(one.1, two.1);
         // Derived: the same transcript gives the same ids.
         assert_eq!(one, history("S1"));
+    }
+
+    /// Two connections that load the same session, one after the other in
+    /// one transcript, give their histories run ids of their own (their
+    /// `session/load` lines are alike), the same each time.
+    #[test]
+    fn two_loads_of_one_session_have_histories_of_their_own() {
+        let init =
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#;
+        let load = r#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"S","cwd":"/w","mcpServers":[]}}"#;
+        let loaded = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let chunk = update(
+            r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"earlier"}}"#,
+        );
+        let done = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#;
+        let connection: [&str; 7] = [init, answer, load, loaded, &chunk, PROMPT, done];
+        let twice = || {
+            let lines: Vec<&str> = connection
+                .iter()
+                .chain(connection.iter())
+                .copied()
+                .collect();
+            let out = translate(&lines);
+            of_type(&out, "RUN_STARTED")
+                .iter()
+                .map(|e| e["runId"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let runs = twice();
+        assert_eq!(runs.len(), 4, "{runs:?}");
+        // The two histories (the first and third runs) differ.
+        assert_ne!(runs[0], runs[2]);
+        assert_eq!(runs, twice());
     }
 
     /// A loaded history's messages keep their ids only behind the history's

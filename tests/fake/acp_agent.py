@@ -5,6 +5,7 @@ the tests of `run acp`, `run gemini --transport acp` and `serve`.
 Driven by the environment:
   ACP_SENT=FILE     append every line the client sends to FILE
   ACP_PID=FILE      write the agent's PID to FILE
+  ACP_STARTS=FILE   append the agent's PID to FILE, one line per process
   ACP_VERSION=TEXT  what --version prints (default 0.61.0)
   ACP_REPLAY=FILE   play the agent's side of FILE, a recorded transcript
                     (testdata/acp/…): each client line of the transcript
@@ -218,6 +219,9 @@ def main():
     if os.environ.get("ACP_PID"):
         with open(os.environ["ACP_PID"], "w") as f:
             f.write(str(os.getpid()))
+    if os.environ.get("ACP_STARTS"):
+        with open(os.environ["ACP_STARTS"], "a") as f:
+            f.write("%d\n" % os.getpid())
     if os.environ.get("ACP_REPLAY"):
         replay(os.environ["ACP_REPLAY"])
         return
