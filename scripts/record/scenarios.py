@@ -28,13 +28,20 @@ answers; the host answers each call with the next of `page_answers`, all
 at once when the turn's calls have all arrived (or `page_delay` seconds
 after the first, for a page that answers late). A turn whose text holds
 PAGE_ANSWERS has it replaced by the answers the model's request carries
-(the recording shows that the answer reached the model).
+(the recording shows that the answer reached the model). A scenario with
+a `model` has its ACP client choose that model in the session
+(`session/set_config_option`) before the prompt; a turn whose text holds
+MODEL_USED has it replaced by the model the request names (the recording
+shows which model was asked).
 """
 
 from dataclasses import dataclass, field
 
 # Replaced, in a turn's text, by the tool results the request carries.
 PAGE_ANSWERS = "{page answers}"
+
+# Replaced, in a turn's text, by the model the request names.
+MODEL_USED = "{model used}"
 
 # A subagent's requests are told from the main agent's by this mark in its prompt.
 SUB_MARK = "[subtask]"
@@ -91,6 +98,9 @@ class Scenario:
     # How long the host waits before it answers the page's calls (a page
     # that answers late), in seconds.
     page_delay: float = 0.0
+    # The model an ACP client chooses in the session ("PROVIDER/MODEL"),
+    # one the CLI module's configuration offers besides its default.
+    model: str = ""
 
 
 def call(kind, **args):
@@ -239,6 +249,13 @@ SCENARIOS = [
             turn(text="The folder holds only dot entries."),
         ],
         needs={"subagent"},
+    ),
+    Scenario(
+        "model",
+        "Which model answers?",
+        [turn(text="This answer came from " + MODEL_USED + ".")],
+        needs={"acp"},
+        model="scripted/scripted-other",
     ),
     Scenario(
         "page-tool",

@@ -55,6 +55,10 @@ pub struct Options<'a> {
     /// (or `session/load`, quiet that long while its history comes), before
     /// the session fails (`--start-timeout`).
     pub start_timeout: Duration,
+    /// A model chosen in the session before the prompt, for an agent that
+    /// takes its model so (OpenCode): `session/set_config_option`, its
+    /// option `model`.
+    pub model: Option<&'a str>,
 }
 
 /// How a session ended.
@@ -78,6 +82,9 @@ pub enum End {
 const INITIALIZE: u64 = 0;
 const SESSION: u64 = 1;
 const PROMPT: u64 = 2;
+/// The model's choice, sent before the prompt, which then takes the next
+/// id (the requests are numbered in the order they are sent).
+const CONFIG: u64 = 2;
 
 /// How long a loaded session's agent stays quiet before the prompt goes:
 /// some replay part of the history after answering `session/load`.
@@ -227,6 +234,14 @@ struct CancelParams<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigParams<'a> {
+    session_id: &'a str,
+    config_id: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
 struct PermissionResult<'a> {
     outcome: PermissionOutcome<'a>,
 }
@@ -302,6 +317,9 @@ enum Stage {
     Opening,
     /// `session/load` sent: the history it replays is not this run's.
     Loading,
+    /// `session/set_config_option` sent (the model); whether the session
+    /// was loaded.
+    Choosing(bool),
     /// Loaded; the prompt goes once the agent has been quiet since then.
     Settling(Instant),
     /// `session/prompt` sent.
@@ -475,6 +493,7 @@ impl<'a> Session<'a> {
             Stage::Initializing => "initialize",
             Stage::Opening => "session/new",
             Stage::Loading => "session/load",
+            Stage::Choosing(_) => "session/set_config_option",
             Stage::Settling(_) | Stage::Prompting => return None,
         };
         let bound = self.opts.start_timeout;
@@ -510,7 +529,8 @@ impl<'a> Session<'a> {
                         (Ok(SESSION), Stage::Loading) => "session/load",
                         (Ok(SESSION), _) => "session/new",
                         // The translator makes the prompt's error a RUN_ERROR.
-                        (Ok(PROMPT), _) => return Ok(Some(End::TurnEnded)),
+                        (Ok(CONFIG), Stage::Choosing(_)) => return Ok(Some(self.model_refused(e))),
+                        (Ok(id), _) if id == self.prompt_id() => return Ok(Some(End::TurnEnded)),
                         _ => return Ok(None),
                     };
                     let (agent, err) = (self.opts.agent, rpc_error(e));
@@ -527,13 +547,15 @@ impl<'a> Session<'a> {
                             ))));
                         };
                         self.session = Some(session);
-                        self.prompt(agent_in).map(|()| None)
+                        self.opened(msg.result, false, agent_in)
                     }
-                    (Ok(SESSION), Stage::Loading) => {
-                        self.stage = Stage::Settling(Instant::now());
-                        Ok(None)
+                    (Ok(SESSION), Stage::Loading) => self.opened(msg.result, true, agent_in),
+                    (Ok(CONFIG), Stage::Choosing(loaded)) => {
+                        self.go(loaded, agent_in).map(|()| None)
                     }
-                    (Ok(PROMPT), Stage::Prompting) => Ok(Some(End::TurnEnded)),
+                    (Ok(id), Stage::Prompting) if id == self.prompt_id() => {
+                        Ok(Some(End::TurnEnded))
+                    }
                     _ => Ok(None),
                 }
             }
@@ -595,6 +617,62 @@ impl<'a> Session<'a> {
         self.load(agent_in).map(|()| None)
     }
 
+    /// The session is open (`loaded`: by `session/load`, whose answer is
+    /// `result`): the run's model is chosen first if it gives one and the
+    /// agent offers the choice (a `configOptions` entry `model`), then the
+    /// prompt goes.
+    fn opened(
+        &mut self,
+        result: Option<&RawValue>,
+        loaded: bool,
+        agent_in: &mut dyn Write,
+    ) -> io::Result<Option<End>> {
+        let Some(model) = self.opts.model else {
+            return self.go(loaded, agent_in).map(|()| None);
+        };
+        if !offers_model(result) {
+            let (agent, how) = (self.opts.agent, if loaded { "load" } else { "new" });
+            return Ok(Some(End::Failed(format!(
+                "{agent} offers no choice of model (its session/{how} answer has no configOptions entry \"model\"): the model {model} cannot be chosen over the Agent Client Protocol"
+            ))));
+        }
+        self.stage = Stage::Choosing(loaded);
+        let session = self.session.clone().unwrap_or_default();
+        let params = ConfigParams {
+            session_id: &session,
+            config_id: "model",
+            value: model,
+        };
+        self.request(agent_in, CONFIG, "session/set_config_option", params)
+            .map(|()| None)
+    }
+
+    /// The prompt goes: now, or for a loaded session once its history has
+    /// come.
+    fn go(&mut self, loaded: bool, agent_in: &mut dyn Write) -> io::Result<()> {
+        if loaded {
+            self.stage = Stage::Settling(Instant::now());
+            Ok(())
+        } else {
+            self.prompt(agent_in)
+        }
+    }
+
+    /// The prompt's request id: the next after the model's choice, if the
+    /// run makes one.
+    fn prompt_id(&self) -> u64 {
+        PROMPT + u64::from(self.opts.model.is_some())
+    }
+
+    /// The agent refused the model (its error `e`).
+    fn model_refused(&self, e: &RawValue) -> End {
+        let (agent, model) = (self.opts.agent, self.opts.model.unwrap_or_default());
+        End::Failed(format!(
+            "{agent} refused the model {model} (session/set_config_option): {}",
+            rpc_error(e)
+        ))
+    }
+
     /// Send `session/load`.
     fn load(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
         self.stage = Stage::Loading;
@@ -640,7 +718,8 @@ impl<'a> Session<'a> {
             session_id: &session,
             prompt,
         };
-        self.request(agent_in, PROMPT, "session/prompt", params)
+        let id = self.prompt_id();
+        self.request(agent_in, id, "session/prompt", params)
     }
 
     /// `session/cancel`, once.
@@ -839,8 +918,10 @@ impl Asker for Session<'_> {
         self.flush_sent(tr, em);
         let text = line.trim_ascii_end().len();
         let msg = serde_json::from_slice::<AgentLine>(&line[..text]).ok();
-        let history = matches!(self.stage, Stage::Loading | Stage::Settling(_))
-            && msg.as_ref().is_some_and(|m| m.id.is_none());
+        let history = matches!(
+            self.stage,
+            Stage::Loading | Stage::Choosing(true) | Stage::Settling(_)
+        ) && msg.as_ref().is_some_and(|m| m.id.is_none());
         if history {
             if self.stage == Stage::Loading {
                 // The history comes: the agent is not silent.
@@ -871,6 +952,29 @@ impl Asker for Session<'_> {
     ) -> io::Result<()> {
         self.reply(agent_in, &ask.cli, &verdict, false)
     }
+}
+
+/// Whether a `session/new` or `session/load` answer offers a choice of
+/// model: a `configOptions` entry whose id is `model`.
+fn offers_model(result: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Opened<'a> {
+        #[serde(borrow, default)]
+        config_options: Vec<ConfigOption<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct ConfigOption<'a> {
+        #[serde(borrow, default, deserialize_with = "json::opt_str")]
+        id: Option<Cow<'a, str>>,
+    }
+    result
+        .and_then(|r| serde_json::from_str::<Opened>(r.get()).ok())
+        .is_some_and(|o| {
+            o.config_options
+                .iter()
+                .any(|c| c.id.as_deref() == Some("model"))
+        })
 }
 
 /// The `sessionId` of `session/new`'s answer.

@@ -107,7 +107,7 @@ impl Page {
             state_kept: state.clone().filter(|s| given.is_none() && object(s)),
             state_tool: matches!(cli.name(), "claude" | "codex")
                 && state.as_deref().is_some_and(object),
-            choices: choices(cli, ask, options, input.forwarded_props)?,
+            choices: choices(cli, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
                 Takes::of(cli, ask, options),
@@ -319,11 +319,10 @@ struct Props<'a> {
 }
 
 /// The choices in `forwarded` (the request's `forwardedProps`) for a run of
-/// `cli` with the server's run `options` (`ask`: `--approval ask` among
-/// them), or why they are refused (the `400`'s message).
+/// `cli` with the server's run `options`, or why they are refused (the
+/// `400`'s message).
 fn choices(
     cli: Dialect,
-    ask: bool,
     options: &[String],
     forwarded: Option<&RawValue>,
 ) -> Result<Choices, String> {
@@ -340,7 +339,7 @@ fn choices(
     let mut c = Choices::default();
     if let Some(m) = model {
         model_ok(&m)?;
-        model_taken(cli, ask, options)?;
+        model_taken(cli, options)?;
         c.model = Some(m);
     }
     if let Some(e) = effort {
@@ -409,7 +408,7 @@ fn model_ok(m: &str) -> Result<(), String> {
 }
 
 /// Whether the run can take a model from the page, or why not.
-fn model_taken(cli: Dialect, ask: bool, options: &[String]) -> Result<(), String> {
+fn model_taken(cli: Dialect, options: &[String]) -> Result<(), String> {
     let own = own_options(options);
     if own
         .iter()
@@ -421,16 +420,13 @@ fn model_taken(cli: Dialect, ask: bool, options: &[String]) -> Result<(), String
                 .into(),
         );
     }
-    let acp = ask || transport(own) == Some("acp");
+    // OpenCode over ACP takes it in the session (`session/set_config_option`).
     match cli.name() {
         "acp" => Err(
             "forwardedProps.model: an ACP agent takes its model from its own \
                       options, not from the page"
                 .into(),
         ),
-        "opencode" if acp => Err("forwardedProps.model: opencode over ACP takes its model \
-                                  from its configuration (opencode.json), not from the page"
-            .into()),
         _ => Ok(()),
     }
 }
@@ -899,7 +895,7 @@ mod tests {
     fn choose(cli: &str, options: &[&str], props: &str) -> Result<Choices, String> {
         let raw: Box<RawValue> = serde_json::from_str(props).unwrap();
         let options: Vec<String> = options.iter().map(|&o| o.to_owned()).collect();
-        choices(Dialect::named(cli).unwrap(), false, &options, Some(&raw))
+        choices(Dialect::named(cli).unwrap(), &options, Some(&raw))
     }
 
     #[test]
@@ -1012,12 +1008,8 @@ mod tests {
             r#"{"effort":"high"}"#,
             "set the effort",
         );
-        refused(
-            "opencode",
-            &["--transport=acp"],
-            r#"{"model":"a/b"}"#,
-            "opencode over ACP",
-        );
+        // OpenCode over ACP chooses it in the session.
+        assert!(choose("opencode", &["--transport=acp"], r#"{"model":"a/b"}"#).is_ok());
         // After `--`, `--model` is the CLI's own argument, not run's.
         assert!(choose("claude", &["--", "--model", "m"], r#"{"model":"x"}"#).is_ok());
     }
