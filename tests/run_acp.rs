@@ -524,19 +524,7 @@ fn each_cli_starts_in_its_acp_mode() {
 /// an older version, and with `--transport stream`.
 #[test]
 fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
-    let file = transcript("opencode", "text");
-    let (sent, recorded) = (unique("sent"), unique("recorded"));
-    let out = Command::new(BIN)
-        .env("ACP_REPLAY", &file)
-        .env("ACP_VERSION", "1.18.33")
-        .env("ACP_SENT", &sent)
-        .env("ACP_RECORDED", &recorded)
-        .args(["run", "opencode", "--cli"])
-        .arg(agent())
-        .arg(recorded_prompt(&file))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (out, sent, recorded) = opencode_replay("text", &[]);
     let text = String::from_utf8(out.stdout).unwrap();
     valid(&text);
     let events = common::values(&text);
@@ -615,6 +603,28 @@ fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
     }
 }
 
+/// `run opencode ARGS` (OpenCode 1.18.33, `auto`) replaying the recording
+/// of `scenario`: its output, and the files of what the client sent and
+/// what the recorded client sent.
+fn opencode_replay(scenario: &str, args: &[&str]) -> (std::process::Output, PathBuf, PathBuf) {
+    let file = transcript("opencode", scenario);
+    let (sent, recorded) = (unique("sent"), unique("recorded"));
+    let out = Command::new(BIN)
+        .env("ACP_REPLAY", &file)
+        .env("ACP_VERSION", "1.18.33")
+        .env("ACP_SENT", &sent)
+        .env("ACP_RECORDED", &recorded)
+        .args(["run", "opencode"])
+        .args(args)
+        .arg("--cli")
+        .arg(agent())
+        .arg(recorded_prompt(&file))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out, sent, recorded)
+}
+
 /// `run opencode --model` (auto: ACP from 1.18.33 on): the model is chosen
 /// in the session (`session/set_config_option`) before the prompt, as the
 /// real recording did, and the scripted model says it was asked for that
@@ -622,25 +632,7 @@ fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
 /// ends the run in a RUN_ERROR that says so.
 #[test]
 fn opencode_chooses_its_model_over_acp() {
-    let file = transcript("opencode", "model");
-    let (sent, recorded) = (unique("sent"), unique("recorded"));
-    let out = Command::new(BIN)
-        .env("ACP_REPLAY", &file)
-        .env("ACP_VERSION", "1.18.33")
-        .env("ACP_SENT", &sent)
-        .env("ACP_RECORDED", &recorded)
-        .args([
-            "run",
-            "opencode",
-            "--model",
-            "scripted/scripted-other",
-            "--cli",
-        ])
-        .arg(agent())
-        .arg(recorded_prompt(&file))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (out, sent, recorded) = opencode_replay("model", &["--model", "scripted/scripted-other"]);
     let text = String::from_utf8(out.stdout).unwrap();
     valid(&text);
     let stderr = String::from_utf8_lossy(&out.stderr);
