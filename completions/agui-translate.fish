@@ -67,7 +67,7 @@ complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l ap
 auto-edit\t''
 yolo\t''
 ask\t''"
-complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l transport -d 'How `run` talks to a CLI that has two ways. Codex: `app-server` streams text and command output as they come, `exec` (or `stream`) is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`). Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client Protocol with them (`gemini --acp`, `opencode acp`), `stream` is their JSON mode; `auto` uses ACP with `--approval ask`, and for OpenCode 1.18.33 on unless given `--model`, `--attach` or arguments after `--` (its text streams over ACP only)' -r -f -a "auto\t''
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l transport -d 'How `run` talks to a CLI that has two ways. Codex: `app-server` streams text and command output as they come, `exec` (or `stream`) is `codex exec --json` (each message only when complete); `auto` uses the app-server when the installed version is 0.169.0 or later and the arguments after `--` are ones it takes (`-c key=value`). Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client Protocol with them (`gemini --acp`, `opencode acp`), `stream` is their JSON mode; `auto` uses ACP with `--approval ask`, and for OpenCode 1.18.33 on unless given `--attach` or arguments after `--` (its text streams over ACP only)' -r -f -a "auto\t''
 stream\t''
 acp\t''
 exec\t''

@@ -912,8 +912,8 @@ pub struct RunArgs {
     /// Gemini, Qwen, Copilot and OpenCode: `acp` speaks the Agent Client
     /// Protocol with them (`gemini --acp`, `opencode acp`), `stream` is
     /// their JSON mode; `auto` uses ACP with `--approval ask`, and for
-    /// OpenCode 1.18.33 on unless given `--model`, `--attach` or arguments
-    /// after `--` (its text streams over ACP only).
+    /// OpenCode 1.18.33 on unless given `--attach` or arguments after `--`
+    /// (its text streams over ACP only).
     #[arg(
         long = "transport",
         alias = "codex-transport",

@@ -520,23 +520,11 @@ fn each_cli_starts_in_its_acp_mode() {
 /// the run does not ask, as its text comes in deltas there (its JSON mode
 /// writes each part whole): the real recording replays so, a resumed
 /// session is loaded. Its JSON mode stays for what only it takes
-/// (`--model`, `--attach`, arguments after `--`, each said on stderr), for
+/// (`--attach`, arguments after `--`, each said on stderr), for
 /// an older version, and with `--transport stream`.
 #[test]
 fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
-    let file = transcript("opencode", "text");
-    let (sent, recorded) = (unique("sent"), unique("recorded"));
-    let out = Command::new(BIN)
-        .env("ACP_REPLAY", &file)
-        .env("ACP_VERSION", "1.18.33")
-        .env("ACP_SENT", &sent)
-        .env("ACP_RECORDED", &recorded)
-        .args(["run", "opencode", "--cli"])
-        .arg(agent())
-        .arg(recorded_prompt(&file))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (out, sent, recorded) = opencode_replay("text", &[]);
     let text = String::from_utf8(out.stdout).unwrap();
     valid(&text);
     let events = common::values(&text);
@@ -577,8 +565,7 @@ fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
     std::fs::write(&image, b"\x89PNG\r\n\x1a\n").unwrap();
     let image = image.to_str().unwrap();
     for (version, args, says) in [
-        ("1.18.33", &["--model", "a/b"][..], "--model"),
-        ("1.18.33", &["--attach", image], "--attach"),
+        ("1.18.33", &["--attach", image][..], "--attach"),
         (
             "1.18.33",
             &["--", "--agent", "plan"],
@@ -613,5 +600,111 @@ fn opencode_streams_over_acp_unless_the_run_needs_its_json_mode() {
         let noticed = stderr.contains("keeps opencode in its JSON mode");
         assert_eq!(noticed, !says.is_empty(), "{version} {args:?}: {stderr}");
         assert!(stderr.contains(says), "{version} {args:?}: {stderr}");
+    }
+}
+
+/// `run opencode ARGS` (OpenCode 1.18.33, `auto`) replaying the recording
+/// of `scenario`: its output, and the files of what the client sent and
+/// what the recorded client sent.
+fn opencode_replay(scenario: &str, args: &[&str]) -> (std::process::Output, PathBuf, PathBuf) {
+    let file = transcript("opencode", scenario);
+    let (sent, recorded) = (unique("sent"), unique("recorded"));
+    let out = Command::new(BIN)
+        .env("ACP_REPLAY", &file)
+        .env("ACP_VERSION", "1.18.33")
+        .env("ACP_SENT", &sent)
+        .env("ACP_RECORDED", &recorded)
+        .args(["run", "opencode"])
+        .args(args)
+        .arg("--cli")
+        .arg(agent())
+        .arg(recorded_prompt(&file))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out, sent, recorded)
+}
+
+/// `run opencode --model` (auto: ACP from 1.18.33 on): the model is chosen
+/// in the session (`session/set_config_option`) before the prompt, as the
+/// real recording did, and the scripted model says it was asked for that
+/// model. An agent that refuses the model, or offers no choice of model,
+/// ends the run in a RUN_ERROR that says so.
+#[test]
+fn opencode_chooses_its_model_over_acp() {
+    let (out, sent, recorded) = opencode_replay("model", &["--model", "scripted/scripted-other"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    valid(&text);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("JSON mode"), "{stderr}");
+    assert_sent_as_recorded("opencode model", &sent, &recorded);
+    let said: String = common::values(&text)
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        said.ends_with("This answer came from scripted-other."),
+        "{said}"
+    );
+    assert_eq!(
+        common::values(&text).last().unwrap()["type"],
+        "RUN_FINISHED"
+    );
+
+    for (mode, model, says) in [
+        ("models", "a/two", None),
+        (
+            "models",
+            "a/zzz",
+            Some("refused the model a/zzz (session/set_config_option): Invalid params"),
+        ),
+        ("", "a/two", Some("offers no choice of model")),
+    ] {
+        let sent = unique("sent");
+        let out = Command::new(BIN)
+            .env("ACP_MODE", mode)
+            .env("ACP_SENT", &sent)
+            .args([
+                "run",
+                "opencode",
+                "--transport",
+                "acp",
+                "--model",
+                model,
+                "--cli",
+            ])
+            .arg(agent())
+            .arg("hello")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        valid(&text);
+        let end = common::values(&text).pop().unwrap();
+        match says {
+            None => {
+                assert_eq!(end["type"], "RUN_FINISHED", "{text}");
+                let asked: Vec<(Value, Value)> = read_values(&sent)
+                    .into_iter()
+                    .filter(|m| m["method"].is_string())
+                    .map(|m| (m["id"].clone(), m["method"].clone()))
+                    .collect();
+                assert_eq!(
+                    asked[2..],
+                    [
+                        (json!(2), json!("session/set_config_option")),
+                        (json!(3), json!("session/prompt"))
+                    ],
+                    "{asked:?}"
+                );
+            }
+            Some(says) => {
+                assert_eq!(end["type"], "RUN_ERROR", "{text}");
+                let message = end["message"].as_str().unwrap();
+                assert!(message.contains(says), "{message}");
+                assert!(message.contains(model), "{message}");
+            }
+        }
     }
 }

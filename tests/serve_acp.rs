@@ -376,4 +376,43 @@ fn keep_idle_has_a_bound() {
         err.contains("--keep-idle") && err.contains("at most 1h"),
         "{err}"
     );
+/// A page's `forwardedProps.model` reaches OpenCode over ACP (`auto` speaks
+/// it from 1.18.33 on) as the model chosen in the session before the
+/// prompt, as the real recording did; the scripted model says it was asked
+/// for that model.
+#[test]
+fn a_page_chooses_opencode_s_model_over_acp() {
+    let sent_file = tmp("opencode-model-sent");
+    let replay = root().join("testdata/acp/opencode-1.18.33/model.jsonl");
+    let s = common::serve_run(
+        "opencode",
+        &[],
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("FAKE_VERSION", Path::new("1.18.33")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent_file),
+        ],
+    );
+    let mut body = input("th", "r1", "Which model answers?");
+    body["forwardedProps"] = json!({"model": "scripted/scripted-other"});
+    let one = post(&s.addr, &body);
+    assert_eq!(one.last().unwrap()["type"], "RUN_FINISHED", "{one:?}");
+    let chosen = sent(&sent_file)
+        .into_iter()
+        .find(|m| m["method"] == "session/set_config_option")
+        .unwrap();
+    assert_eq!(chosen["params"]["configId"], "model");
+    assert_eq!(chosen["params"]["value"], "scripted/scripted-other");
+    let said: String = one
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert!(
+        said.ends_with("This answer came from scripted-other."),
+        "{said}"
+    );
+    assert_valid(&[&one]);
 }

@@ -21,7 +21,8 @@ prompt is answered (or the deadline passes) stdin is closed.
 A scenario's second run (`resume_prompt`) is a new process that goes on with
 the first run's session: `session/load` {sessionId, cwd, mcpServers: []}
 (the agent streams the stored history back before it answers), then the
-prompt. A scenario that needs "page" gets the front end's tools in
+prompt. A scenario with a `model` has it chosen after `session/new`:
+`session/set_config_option` {sessionId, configId: "model", value}. A scenario that needs "page" gets the front end's tools in
 `session/new` `mcpServers`: an MCP server over HTTP (pagehttp.py). A module with LOAD_NEXT_MINUTE waits for the next clock minute
 after the first run began (Gemini CLI finds no session of the minute it is
 in). A turn with signal "CANCEL" is cancelled the protocol's way: a few
@@ -227,6 +228,13 @@ def _play(client, ctx, engine, deadline):
         if not session_id:
             print("  no session", file=sys.stderr)
             return
+        if ctx.scenario.model:
+            rid = client.request("session/set_config_option",
+                                 {"sessionId": session_id, "configId": "model", "value": ctx.scenario.model})
+            answer = _wait_for(client, rid, setup, refuse)
+            if answer is None or "error" in answer:
+                print("  the model was not chosen", file=sys.stderr)
+                return
     session = Session(client, ctx, session_id)
     # A scenario's files: image blocks before the text.
     images = [{"type": "image", "mimeType": attach.mime(p), "data": attach.b64(p)} for p in ctx.files]

@@ -34,6 +34,11 @@ A scenario with `files` (names under testdata/files/) sends them with the
 prompt, each CLI by the route `run --attach` takes; a turn's text holding
 FILES_RECEIVED says what of them the model's request carries (attach.py),
 and a file that did not arrive byte for byte fails the recording.
+
+A scenario with a `model` has its ACP client choose that model in the session
+(`session/set_config_option`) before the prompt; a turn whose text holds
+MODEL_USED has it replaced by the model the request names (the recording
+shows which model was asked).
 """
 
 from dataclasses import dataclass, field
@@ -44,6 +49,8 @@ PAGE_ANSWERS = "{page answers}"
 # Replaced, in a turn's text, by what the request carries of the scenario's
 # files (attach.py): their type, size and sha256, or how they differ.
 FILES_RECEIVED = "{files received}"
+# Replaced, in a turn's text, by the model the request names.
+MODEL_USED = "{model used}"
 
 # A subagent's requests are told from the main agent's by this mark in its prompt.
 SUB_MARK = "[subtask]"
@@ -102,6 +109,9 @@ class Scenario:
     page_delay: float = 0.0
     # Files sent with the prompt, under testdata/files/ (attach.py).
     files: list = field(default_factory=list)
+    # The model an ACP client chooses in the session ("PROVIDER/MODEL"),
+    # one the CLI module's configuration offers besides its default.
+    model: str = ""
 
 
 def call(kind, **args):
@@ -263,6 +273,13 @@ SCENARIOS = [
             turn(text="The folder holds only dot entries."),
         ],
         needs={"subagent"},
+    ),
+    Scenario(
+        "model",
+        "Which model answers?",
+        [turn(text="This answer came from " + MODEL_USED + ".")],
+        needs={"acp"},
+        model="scripted/scripted-other",
     ),
     Scenario(
         "page-tool",

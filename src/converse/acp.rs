@@ -57,6 +57,10 @@ pub struct Options<'a> {
     /// (or `session/load`, quiet that long while its history comes), before
     /// the session fails (`--start-timeout`).
     pub start_timeout: Duration,
+    /// A model chosen in the session before the prompt, for an agent that
+    /// takes its model so (OpenCode): `session/set_config_option`, its
+    /// option `model`.
+    pub model: Option<&'a str>,
 }
 
 /// How a session ended.
@@ -80,6 +84,9 @@ pub enum End {
 const INITIALIZE: u64 = 0;
 const SESSION: u64 = 1;
 const PROMPT: u64 = 2;
+/// The model's choice, sent before the prompt, which then takes the next
+/// id (the requests are numbered in the order they are sent).
+const CONFIG: u64 = 2;
 
 /// How long a loaded session's agent stays quiet before the prompt goes:
 /// some replay part of the history after answering `session/load`.
@@ -229,6 +236,14 @@ struct CancelParams<'a> {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigParams<'a> {
+    session_id: &'a str,
+    config_id: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
 struct PermissionResult<'a> {
     outcome: PermissionOutcome<'a>,
 }
@@ -304,6 +319,9 @@ enum Stage {
     Opening,
     /// `session/load` sent: the history it replays is not this run's.
     Loading,
+    /// `session/set_config_option` sent (the model); whether the session
+    /// was loaded.
+    Choosing(bool),
     /// Loaded; the prompt goes once the agent has been quiet since then.
     Settling(Instant),
     /// `session/prompt` sent.
@@ -343,6 +361,9 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     pub fn new(opts: Options<'a>) -> Self {
+        // The first prompt's request id: the next after the model's
+        // choice, if the run makes one.
+        let prompt_id = PROMPT + u64::from(opts.model.is_some());
         Session {
             opts,
             stage: Stage::Initializing,
@@ -355,7 +376,7 @@ impl<'a> Session<'a> {
             line: Vec::new(),
             msg: Vec::new(),
             asked_at: Instant::now(),
-            prompt_id: PROMPT,
+            prompt_id,
             next: None,
             later: Vec::new(),
         }
@@ -502,6 +523,7 @@ impl<'a> Session<'a> {
             Stage::Initializing => "initialize",
             Stage::Opening => "session/new",
             Stage::Loading => "session/load",
+            Stage::Choosing(_) => "session/set_config_option",
             Stage::Settling(_) | Stage::Prompting => return None,
         };
         let bound = self.opts.start_timeout;
@@ -537,7 +559,8 @@ impl<'a> Session<'a> {
                         (Ok(SESSION), Stage::Loading) => "session/load",
                         (Ok(SESSION), _) => "session/new",
                         // The translator makes the prompt's error a RUN_ERROR.
-                        (Ok(p), _) if p == self.prompt_id => return Ok(Some(End::TurnEnded)),
+                        (Ok(CONFIG), Stage::Choosing(_)) => return Ok(Some(self.model_refused(e))),
+                        (Ok(id), _) if id == self.prompt_id => return Ok(Some(End::TurnEnded)),
                         _ => return Ok(None),
                     };
                     let (agent, err) = (self.opts.agent, rpc_error(e));
@@ -554,13 +577,15 @@ impl<'a> Session<'a> {
                             ))));
                         };
                         self.session = Some(session);
-                        self.prompt(agent_in).map(|()| None)
+                        self.opened(msg.result, false, agent_in)
                     }
-                    (Ok(SESSION), Stage::Loading) => {
-                        self.stage = Stage::Settling(Instant::now());
-                        Ok(None)
+                    (Ok(SESSION), Stage::Loading) => self.opened(msg.result, true, agent_in),
+                    (Ok(CONFIG), Stage::Choosing(loaded)) => {
+                        self.go(loaded, agent_in).map(|()| None)
                     }
-                    (Ok(p), Stage::Prompting) if p == self.prompt_id => Ok(Some(End::TurnEnded)),
+                    (Ok(id), Stage::Prompting) if id == self.prompt_id => {
+                        Ok(Some(End::TurnEnded))
+                    }
                     _ => Ok(None),
                 }
             }
@@ -620,6 +645,56 @@ impl<'a> Session<'a> {
         }
         self.session = Some(resume.to_owned());
         self.load(agent_in).map(|()| None)
+    }
+
+    /// The session is open (`loaded`: by `session/load`, whose answer is
+    /// `result`): the run's model is chosen first if it gives one and the
+    /// agent offers the choice (a `configOptions` entry `model`), then the
+    /// prompt goes.
+    fn opened(
+        &mut self,
+        result: Option<&RawValue>,
+        loaded: bool,
+        agent_in: &mut dyn Write,
+    ) -> io::Result<Option<End>> {
+        let Some(model) = self.opts.model else {
+            return self.go(loaded, agent_in).map(|()| None);
+        };
+        if !offers_model(result) {
+            let (agent, how) = (self.opts.agent, if loaded { "load" } else { "new" });
+            return Ok(Some(End::Failed(format!(
+                "{agent} offers no choice of model (its session/{how} answer has no configOptions entry \"model\"): the model {model} cannot be chosen over the Agent Client Protocol"
+            ))));
+        }
+        self.stage = Stage::Choosing(loaded);
+        let session = self.session.clone().unwrap_or_default();
+        let params = ConfigParams {
+            session_id: &session,
+            config_id: "model",
+            value: model,
+        };
+        self.request(agent_in, CONFIG, "session/set_config_option", params)
+            .map(|()| None)
+    }
+
+    /// The prompt goes: now, or for a loaded session once its history has
+    /// come.
+    fn go(&mut self, loaded: bool, agent_in: &mut dyn Write) -> io::Result<()> {
+        if loaded {
+            self.stage = Stage::Settling(Instant::now());
+            Ok(())
+        } else {
+            self.prompt(agent_in)
+        }
+    }
+
+    /// The agent refused the model (its error `e`).
+    fn model_refused(&self, e: &RawValue) -> End {
+        let (agent, model) = (self.opts.agent, self.opts.model.unwrap_or_default());
+        End::Failed(format!(
+            "{agent} refused the model {model} (session/set_config_option): {}",
+            rpc_error(e)
+        ))
     }
 
     /// Send `session/load`.
@@ -971,8 +1046,10 @@ impl Asker for Session<'_> {
         self.flush_sent(tr, em);
         let text = line.trim_ascii_end().len();
         let msg = serde_json::from_slice::<AgentLine>(&line[..text]).ok();
-        let history = matches!(self.stage, Stage::Loading | Stage::Settling(_))
-            && msg.as_ref().is_some_and(|m| m.id.is_none());
+        let history = matches!(
+            self.stage,
+            Stage::Loading | Stage::Choosing(true) | Stage::Settling(_)
+        ) && msg.as_ref().is_some_and(|m| m.id.is_none());
         if history {
             if self.stage == Stage::Loading {
                 // The history comes: the agent is not silent.
@@ -1003,6 +1080,29 @@ impl Asker for Session<'_> {
     ) -> io::Result<()> {
         self.reply(agent_in, &ask.cli, &verdict, false)
     }
+}
+
+/// Whether a `session/new` or `session/load` answer offers a choice of
+/// model: a `configOptions` entry whose id is `model`.
+fn offers_model(result: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Opened<'a> {
+        #[serde(borrow, default)]
+        config_options: Vec<ConfigOption<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct ConfigOption<'a> {
+        #[serde(borrow, default, deserialize_with = "json::opt_str")]
+        id: Option<Cow<'a, str>>,
+    }
+    result
+        .and_then(|r| serde_json::from_str::<Opened>(r.get()).ok())
+        .is_some_and(|o| {
+            o.config_options
+                .iter()
+                .any(|c| c.id.as_deref() == Some("model"))
+        })
 }
 
 /// The `sessionId` of `session/new`'s answer.

@@ -64,6 +64,7 @@ pub static ACP: Spec = Spec {
         argv: any_agent,
         ask_env: None,
         live: None,
+        session_model: false,
     }),
 };
 

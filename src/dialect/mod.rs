@@ -126,6 +126,10 @@ pub struct AcpStart {
     /// For a CLI whose JSON mode writes text only whole: when `auto` picks
     /// ACP although the run does not ask.
     pub live: Option<Live>,
+    /// Whether the run's `--model` is chosen in the session
+    /// (`session/set_config_option`, the option `model`) rather than on the
+    /// agent's command line.
+    pub session_model: bool,
 }
 
 /// `auto` picks ACP for a CLI whose JSON mode writes text only whole (its

@@ -29,6 +29,9 @@ pub static SPEC: Spec = Spec {
             since: (1, 18, 33),
             keeps_stream,
         }),
+        // `session/set_config_option`, the option `model` its `session/new`
+        // answer offers (checked with 1.18.33).
+        session_model: true,
     }),
 };
 
@@ -39,13 +42,10 @@ pub(super) fn writes(p: &Probe) -> bool {
     p.kind().is_some() && p.has("sessionID") && p.has("timestamp")
 }
 
-/// `opencode acp`: the model and the tools' permissions are its
-/// configuration's; the approvals are the client's
+/// `opencode acp`: the tools' permissions are its configuration's; the
+/// model is chosen in the session and the approvals are the client's
 /// ([`crate::converse::acp`]).
 fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
-    if a.model.is_some() {
-        anyhow::bail!("opencode acp takes its model from its configuration (the `model` of opencode.json), not from its command line");
-    }
     if a.max_turns.is_some() {
         anyhow::bail!("opencode has no option that limits the number of turns");
     }
@@ -62,9 +62,7 @@ fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>>
 /// What only `opencode run --format json` takes of a run, if the run has
 /// it: `auto` then keeps that mode.
 fn keeps_stream(a: &RunRequest) -> Option<&'static str> {
-    if a.model.is_some() {
-        Some("--model (opencode acp takes its model from its configuration)")
-    } else if !a.attachments.is_empty() {
+    if !a.attachments.is_empty() {
         Some("--attach (its --file takes images and PDFs; ACP images only)")
     } else if a.page_tools {
         Some("--page-tools (the page's tools reach it in its JSON mode, over HTTP)")

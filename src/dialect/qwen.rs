@@ -25,6 +25,7 @@ pub static SPEC: Spec = Spec {
         argv: acp_argv,
         ask_env: None,
         live: None,
+        session_model: false,
     }),
 };
 

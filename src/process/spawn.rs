@@ -1135,6 +1135,11 @@ impl Started {
                 a.cli.title
             },
             start_timeout: a.start_timeout,
+            model: a
+                .request
+                .model
+                .as_deref()
+                .filter(|_| a.cli.acp().is_some_and(|s| s.session_model)),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);

@@ -108,7 +108,7 @@ impl Page {
             // Offered by the page's tools' route, where there is one.
             state_tool: tools_refused(cli, ask, options).is_none()
                 && state.as_deref().is_some_and(object),
-            choices: choices(cli, ask, options, input.forwarded_props)?,
+            choices: choices(cli, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
                 Takes::of(cli, ask, options),
@@ -320,11 +320,10 @@ struct Props<'a> {
 }
 
 /// The choices in `forwarded` (the request's `forwardedProps`) for a run of
-/// `cli` with the server's run `options` (`ask`: `--approval ask` among
-/// them), or why they are refused (the `400`'s message).
+/// `cli` with the server's run `options`, or why they are refused (the
+/// `400`'s message).
 fn choices(
     cli: Dialect,
-    ask: bool,
     options: &[String],
     forwarded: Option<&RawValue>,
 ) -> Result<Choices, String> {
@@ -341,7 +340,7 @@ fn choices(
     let mut c = Choices::default();
     if let Some(m) = model {
         model_ok(&m)?;
-        model_taken(cli, ask, options)?;
+        model_taken(cli, options)?;
         c.model = Some(m);
     }
     if let Some(e) = effort {
@@ -410,7 +409,7 @@ fn model_ok(m: &str) -> Result<(), String> {
 }
 
 /// Whether the run can take a model from the page, or why not.
-fn model_taken(cli: Dialect, ask: bool, options: &[String]) -> Result<(), String> {
+fn model_taken(cli: Dialect, options: &[String]) -> Result<(), String> {
     let own = own_options(options);
     if own
         .iter()
@@ -422,16 +421,13 @@ fn model_taken(cli: Dialect, ask: bool, options: &[String]) -> Result<(), String
                 .into(),
         );
     }
-    let acp = ask || transport(own) == Some("acp");
+    // OpenCode over ACP takes it in the session (`session/set_config_option`).
     match cli.name() {
         "acp" => Err(
             "forwardedProps.model: an ACP agent takes its model from its own \
                       options, not from the page"
                 .into(),
         ),
-        "opencode" if acp => Err("forwardedProps.model: opencode over ACP takes its model \
-                                  from its configuration (opencode.json), not from the page"
-            .into()),
         _ => Ok(()),
     }
 }
@@ -900,7 +896,7 @@ mod tests {
     fn choose(cli: &str, options: &[&str], props: &str) -> Result<Choices, String> {
         let raw: Box<RawValue> = serde_json::from_str(props).unwrap();
         let options: Vec<String> = options.iter().map(|&o| o.to_owned()).collect();
-        choices(Dialect::named(cli).unwrap(), false, &options, Some(&raw))
+        choices(Dialect::named(cli).unwrap(), &options, Some(&raw))
     }
 
     #[test]
@@ -1013,12 +1009,8 @@ mod tests {
             r#"{"effort":"high"}"#,
             "set the effort",
         );
-        refused(
-            "opencode",
-            &["--transport=acp"],
-            r#"{"model":"a/b"}"#,
-            "opencode over ACP",
-        );
+        // OpenCode over ACP chooses it in the session.
+        assert!(choose("opencode", &["--transport=acp"], r#"{"model":"a/b"}"#).is_ok());
         // After `--`, `--model` is the CLI's own argument, not run's.
         assert!(choose("claude", &["--", "--model", "m"], r#"{"model":"x"}"#).is_ok());
     }

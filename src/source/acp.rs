@@ -263,6 +263,7 @@ enum Asked {
     Prompt,
     Permission,
     NewSession,
+    Initialize,
     Other,
 }
 
@@ -307,6 +308,10 @@ pub struct Acp {
     /// The model responses' usage of the turn so far, from the chunks'
     /// `_meta` (Qwen Code's), for a prompt answer without `usage`.
     responses: Option<AcpUsage>,
+    /// Whether the agent is OpenCode (its `initialize` answer's
+    /// `agentInfo.name`): its first `tool_call` of a call is titled by the
+    /// tool's name.
+    opencode: bool,
     /// A tool result's text, when it is made of several parts.
     joined: String,
     scratch: Option<Vec<u8>>,
@@ -367,6 +372,7 @@ impl Acp {
             "session/prompt" => Asked::Prompt,
             "session/request_permission" => Asked::Permission,
             "session/new" => Asked::NewSession,
+            "initialize" => Asked::Initialize,
             _ => Asked::Other,
         };
         if self.pending.len() >= PENDING_LIMIT {
@@ -384,7 +390,7 @@ impl Acp {
         match asked {
             Asked::Prompt => self.prompt(params, line, em),
             Asked::Permission => self.permission(id, params, line, em)?,
-            Asked::NewSession | Asked::Other => raw(em, line),
+            Asked::NewSession | Asked::Initialize | Asked::Other => raw(em, line),
         }
         Ok(())
     }
@@ -663,9 +669,10 @@ impl Acp {
         }
     }
 
-    /// A tool call is first seen: it starts, named by its kind (a title
-    /// like `Set 2 todo(s)` is no name); a call of kind `other` whose title
-    /// is the name of a tool the tables know is named by its title.
+    /// A tool call is first seen: it starts, named by the tool's own name
+    /// where the agent tells it ([`Self::tool_name`]), else by its kind (a
+    /// title like `Set 2 todo(s)` is no name); a call of kind `other` whose
+    /// title is the name of a tool the tables know is named by its title.
     fn start_tool(&mut self, id: &str, u: &Update, em: &mut Emitter) {
         self.end_text(em);
         self.end_reasoning(em);
@@ -673,9 +680,12 @@ impl Acp {
             return;
         }
         let kind = u.kind.as_deref().unwrap_or("other");
-        let name = match u.title.as_deref() {
-            // OpenCode's `todowrite`: a tool the tables know, of kind other.
-            Some(t) if kind == "other" && tools::canonical(t).name != t => t,
+        let own = self.tool_name(id, u);
+        let name = match (&own, u.title.as_deref()) {
+            (Some(n), _) => n,
+            // OpenCode's `todowrite` (without its `initialize`): a tool the
+            // tables know, of kind other.
+            (None, Some(t)) if kind == "other" && tools::canonical(t).name != t => t,
             _ => kind,
         };
         let meta = [
@@ -683,6 +693,43 @@ impl Acp {
             ("kind", u.kind.as_deref().map(MetaValue::Str)),
         ];
         em.tool_start_with(id, name, self.parent.get(), &meta);
+    }
+
+    /// The tool's own name, the one the agent's JSON mode gives it, where
+    /// its ACP call tells it: Qwen Code's `_meta.toolName`; Gemini CLI's call
+    /// id, `NAME__NAME_<ms>_<n>`; OpenCode's first `tool_call`, pending and
+    /// titled by the tool's name (`write`, `todowrite`, `page_pick`) except
+    /// that a command's title is the command once it is known (its tools of
+    /// kind `execute` are `bash` and `shell`).
+    fn tool_name<'u>(&self, id: &'u str, u: &'u Update) -> Option<Cow<'u, str>> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct ToolMeta<'a> {
+            #[serde(borrow, default, deserialize_with = "json::opt_str")]
+            tool_name: Option<Cow<'a, str>>,
+        }
+        let meta = u
+            .meta
+            .and_then(|m| serde_json::from_str::<ToolMeta>(m.get()).ok())
+            .and_then(|m| m.tool_name)
+            .filter(|n| is_tool_name(n));
+        if meta.is_some() {
+            return meta;
+        }
+        if let Some(n) = gemini_call_name(id) {
+            return Some(Cow::Borrowed(n));
+        }
+        let first = u.session_update.as_deref() == Some("tool_call")
+            && u.status.as_deref() == Some("pending");
+        if !self.opencode || !first {
+            return None;
+        }
+        match (u.kind.as_deref(), u.title.as_deref()) {
+            (Some("execute"), Some("shell")) => Some(Cow::Borrowed("shell")),
+            (Some("execute"), _) => Some(Cow::Borrowed("bash")),
+            (_, Some(t)) if is_tool_name(t) => Some(Cow::Borrowed(t)),
+            _ => None,
+        }
     }
 
     /// Its arguments (`rawInput`, or none) and its end, if it is still open.
@@ -850,6 +897,10 @@ impl Acp {
                 {
                     self.session.set(&s);
                 }
+                raw(em, line);
+            }
+            Asked::Initialize => {
+                self.opencode = agent_name(result).as_deref() == Some("OpenCode");
                 raw(em, line);
             }
             Asked::Other => raw(em, line),
@@ -1057,6 +1108,47 @@ fn usage<'a>(r: &PromptResult<'a>, responses: Option<AcpUsage>) -> Vec<Usage<'a>
 }
 
 /// Keep a record that parsed as RAW, copied as it is.
+/// Whether `name` may be a tool's name: 1 to 64 letters, digits, `_`, `-`
+/// (not a title such as `notes.txt` or `2 todos`).
+fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The tool's name in a Gemini CLI call id, `NAME__NAME_<ms>_<n>`
+/// (`run_shell_command__run_shell_command_1795833764525_0`), the id its
+/// stream-json mode gives the same call.
+fn gemini_call_name(id: &str) -> Option<&str> {
+    fn number(s: &str) -> Option<&str> {
+        let (rest, digits) = s.rsplit_once('_')?;
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
+    }
+    let doubled = number(number(id)?)?;
+    let half = doubled.len().checked_sub(2)? / 2;
+    let (name, rest) = (doubled.get(..half)?, doubled.get(half..)?);
+    (doubled.len() % 2 == 0 && rest.strip_prefix("__") == Some(name) && is_tool_name(name))
+        .then_some(name)
+}
+
+/// The `agentInfo.name` of an `initialize` answer.
+fn agent_name(result: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Init<'a> {
+        #[serde(borrow)]
+        agent_info: Option<Info<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Info<'a> {
+        #[serde(borrow, default, deserialize_with = "json::opt_str")]
+        name: Option<Cow<'a, str>>,
+    }
+    let init: Init = serde_json::from_str(result?.get()).ok()?;
+    init.agent_info?.name.map(Cow::into_owned)
+}
+
 fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
 }
@@ -1113,6 +1205,57 @@ mod tests {
         assert_eq!(end["type"], "RUN_FINISHED");
         assert_eq!(end["threadId"], "S");
         assert_eq!(end["result"]["stopReason"], "end_turn");
+    }
+
+    /// A call is named by the tool's own name where the agent tells it:
+    /// OpenCode's first title (known by its `initialize` answer; its command
+    /// titled by the command is `bash`), Qwen Code's `_meta.toolName`, Gemini
+    /// CLI's call id; else by its kind.
+    #[test]
+    fn calls_are_named_by_the_tool_the_agent_names() {
+        let init =
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+        let opencode = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"OpenCode","version":"1.18.33"}}}"#;
+        let call = |id: &str, title: &str, kind: &str, extra: &str| {
+            update(&format!(
+                r#"{{"sessionUpdate":"tool_call","toolCallId":"{id}","title":"{title}","kind":"{kind}","status":"pending"{extra}}}"#
+            ))
+        };
+        let names = |lines: &[&str]| -> Vec<String> {
+            of_type(&translate(lines), "TOOL_CALL_START")
+                .iter()
+                .map(|s| s["toolCallName"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let (a, b, c, d) = (
+            call("a", "write", "edit", ""),
+            call("b", "echo hi", "execute", ""),
+            call("c", "page_pick", "other", ""),
+            call("d", "notes.txt", "read", ""),
+        );
+        assert_eq!(
+            names(&[init, opencode, PROMPT, &a, &b, &c, &d]),
+            ["write", "bash", "page_pick", "read"]
+        );
+        // Without OpenCode's `initialize` answer, titles are no names.
+        assert_eq!(names(&[PROMPT, &a, &b, &c]), ["edit", "execute", "other"]);
+        let qwen = call(
+            "q",
+            "Shell",
+            "execute",
+            r#","_meta":{"toolName":"run_shell_command"}"#,
+        );
+        let gemini = call(
+            "read_file__read_file_1795853890091_0",
+            "notes.txt",
+            "read",
+            "",
+        );
+        let odd = call("x__y_1_0", "ls", "execute", "");
+        assert_eq!(
+            names(&[PROMPT, &qwen, &gemini, &odd]),
+            ["run_shell_command", "read_file", "execute"]
+        );
     }
 
     /// A pending call's partial `rawInput` is not its arguments: those come

@@ -19,6 +19,8 @@ Driven by the environment:
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
   ACP_MODE=noload   answer session/load with a JSON-RPC error
   ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
+  ACP_MODE=models   offer the models a/one and a/two in session/new's
+                    configOptions; session/set_config_option refuses any other
   ACP_MODE=mute     answer nothing at all (read until stdin closes)
   ACP_MODE=mutenew  answer initialize, then nothing (session/new and
                     session/load go unanswered)
@@ -113,6 +115,9 @@ def replay(path):
 
 
 # Scripted turns -----------------------------------------------------------
+
+MODELS = {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "a/one",
+          "options": [{"value": "a/one", "name": "One"}, {"value": "a/two", "name": "Two"}]}
 
 OPTIONS = [
     {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
@@ -246,8 +251,17 @@ def main():
         elif method == "session/new":
             if mode == "refuse":
                 send({"id": rid, "error": {"code": -32000, "message": "no sessions today"}})
+            elif mode == "models":
+                send({"id": rid, "result": {"sessionId": session, "configOptions": [MODELS]}})
             else:
                 send({"id": rid, "result": {"sessionId": session}})
+        elif method == "session/set_config_option" and mode == "models":
+            value = msg["params"].get("value")
+            if msg["params"].get("configId") == "model" and value in ("a/one", "a/two"):
+                send({"id": rid, "result": {"configOptions": [dict(MODELS, currentValue=value)]}})
+            else:
+                send({"id": rid, "error": {"code": -32602, "message": "Invalid params",
+                                           "data": {"message": "Model not found: " + str(value)}}})
         elif method == "session/load" and mode == "noload":
             send({"id": rid, "error": {"code": -32603, "message": "Internal error",
                                        "data": {"details": "No previous sessions found for this project."}}})

@@ -20,7 +20,7 @@ import sys
 
 import mock
 import pagehttp
-from scenarios import PAGE_ANSWERS, SUB_MARK
+from scenarios import MODEL_USED, PAGE_ANSWERS, SUB_MARK
 
 # Per-turn token counts, the same for every turn so totals are easy to check.
 USAGE = {"prompt": 1200, "cached": 1024, "completion": 45, "reasoning": 12}
@@ -94,6 +94,8 @@ def reply(turn, body, who, index, ctx, calls, tag=None):
         if sorted(got) != sorted(want):
             print(f"  the model's request carries {got!r}, not the page's answers {want!r}", file=sys.stderr)
         turn = dict(turn, text=turn["text"].replace(PAGE_ANSWERS, "; ".join(got)))
+    if turn["text"] and MODEL_USED in turn["text"]:
+        turn = dict(turn, text=turn["text"].replace(MODEL_USED, str(body.get("model"))))
     tool_calls = []
     for k, (kind, args) in enumerate(turn["calls"]):
         name, arguments = calls(kind, args, tools, ctx)

@@ -53,6 +53,12 @@ def prepare(ctx):
         model = config["provider"][PROVIDER]["models"][MODEL]
         model["attachment"] = True
         model["modalities"] = {"input": ["text", "image", "pdf"], "output": ["text"]}
+    if ctx.scenario.model.startswith(PROVIDER + "/"):
+        # A second model of the provider, for a client that chooses it.
+        other = ctx.scenario.model.split("/", 1)[1]
+        config["provider"][PROVIDER]["models"][other] = {
+            "name": "Scripted Other", "reasoning": True, "tool_call": True,
+            "limit": {"context": 128000, "output": 8192}}
     (ctx.work / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
     argv = [ctx.bin, "run", "--format", "json", "--thinking", "-m", f"{PROVIDER}/{MODEL}"]
     if _has_auto(ctx.bin):

@@ -12,6 +12,7 @@ import json
 
 import acp
 from clis import opencode
+from clis import version as version_of
 
 PACKAGE = opencode.PACKAGE
 BIN = opencode.BIN
@@ -32,7 +33,9 @@ SCENARIOS = acp.SCENARIOS
 
 
 def supports(version, scenario):
-    if scenario.name not in SCENARIOS:
+    if scenario.model and version_of(version) < (1, 18, 33):
+        return "the model is chosen in the session (a configOptions entry `model`) as checked from 1.18.33"
+    if scenario.name not in SCENARIOS and not scenario.model:
         return "not among the ACP scenarios"
     return None
 
