@@ -376,6 +376,8 @@ fn keep_idle_has_a_bound() {
         err.contains("--keep-idle") && err.contains("at most 1h"),
         "{err}"
     );
+}
+
 /// A page's `forwardedProps.model` reaches OpenCode over ACP (`auto` speaks
 /// it from 1.18.33 on) as the model chosen in the session before the
 /// prompt, as the real recording did; the scripted model says it was asked
