@@ -480,6 +480,12 @@ impl Calls {
                             .any(|p| p.tool_call_id.as_deref() == Some(id))
                 })
                 .map(|(id, _)| id.to_owned());
+            if let Some(id) = started.as_deref().filter(|id| em.is_open(id)) {
+                // Shown without its input yet (an ACP agent's pending call):
+                // the input is the one the call came with.
+                em.tool_args_given(id, self.pending[i].arguments.as_deref());
+                em.tool_end(id);
+            }
             let id = started.unwrap_or_else(|| {
                 let id = format!("page-{}", crate::base::uuid::v7());
                 em.announce_page_call(&id, &name, self.pending[i].arguments.as_deref());

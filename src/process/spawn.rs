@@ -244,7 +244,7 @@ pub const EXPIRED: u8 = 3;
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let (tools, endpoint) = page_server(&mut a, &mut em)?;
+    let (tools, mut endpoint) = page_server(&mut a, &mut em)?;
     let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     let prompt = checked_prompt(&a, asking || over_http)?;
@@ -254,7 +254,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    let agent = acp_agent(&a, tools.is_some(), exe.as_deref().ok())?;
+    let agent = acp_agent(&a, tools.is_some() || over_http, exe.as_deref().ok())?;
     check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
@@ -299,8 +299,9 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         None => arguments(&a, client, &prompt)?,
     };
     let (args, page_env, _page_config) = match &endpoint {
-        Some(e) => page_route(&a, e.url(), args)?,
-        None => (args, None, None),
+        // An ACP agent is given the page's server in `session/new`.
+        Some(e) if agent.is_none() => page_route(&a, e.url(), args)?,
+        _ => (args, None, None),
     };
     let cwd = server_cwd(&a.request, server)?;
     let stdout = io::stdout();
@@ -339,12 +340,12 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         em: &mut em,
         out: &mut out,
     };
-    let conversed = if let Some(mut e) = endpoint {
-        child.paged(&a, &mut e, &mut talk)
+    let conversed = if let (Some(e), None) = (endpoint.as_mut(), agent) {
+        child.paged(&a, e, &mut talk)
     } else if control {
         child.control(&a, &mut talk)
     } else if agent.is_some() {
-        child.agent(&a, cwd.as_deref(), &name, &mut talk)
+        child.agent(&a, cwd.as_deref(), &name, endpoint.as_mut(), &mut talk)
     } else {
         child.server(&a, cwd.as_deref(), &mut talk)
     }?;
@@ -414,9 +415,10 @@ const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 
 /// The agent's start when `run` speaks the Agent Client Protocol with the
 /// CLI: asked for (`--transport acp`), needed (approvals; Gemini CLI's
-/// images; the page's tools, but for Qwen Code's, which go on its
-/// stream-json control layer), or chosen by `auto` where the CLI's text
-/// streams only there.
+/// images; Gemini CLI's page's tools: Qwen Code's go on its stream-json
+/// control layer, Copilot CLI's and OpenCode's reach their stream mode over
+/// HTTP unless the run speaks ACP with them), or chosen by `auto` where the
+/// CLI's text streams only there.
 fn acp_agent(
     a: &Run,
     tools: bool,
@@ -424,7 +426,7 @@ fn acp_agent(
 ) -> anyhow::Result<Option<&'static AcpStart>> {
     let cli = a.cli;
     let needed = a.request.approval == Approval::Ask
-        || (tools && cli.name() != "qwen")
+        || (tools && !matches!(cli.name(), "qwen" | "copilot" | "opencode"))
         || (!a.request.attachments.is_empty() && files_pick_acp(cli.name()));
     Ok(acp_transport(cli, a.transport, needed)?
         .or_else(|| live_acp(cli, a.transport, &a.request, exe)))
@@ -471,18 +473,15 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
-        name @ ("copilot" | "opencode") if option == "--state-file" => anyhow::bail!(
+        name @ ("copilot" | "opencode" | "gemini") if option == "--state-file" => anyhow::bail!(
             "--state-file: {name} cannot take the state's tool yet; only claude and codex can"
         ),
-        name @ ("copilot" | "opencode") if a.transport == Transport::Acp => anyhow::bail!(
-            "--page-tools: {name} takes tools from the page in its stream mode only, not over ACP (--transport acp)"
+        "gemini" if a.transport == Transport::Stream => anyhow::bail!(
+            "--page-tools: gemini takes tools from the page over ACP only, not with --transport stream"
         ),
-        name @ ("copilot" | "opencode") if a.request.approval == Approval::Ask => anyhow::bail!(
-            "--page-tools: {name} takes tools from the page in its stream mode, which cannot ask (--approval ask needs ACP)"
-        ),
-        "copilot" | "opencode" => Ok(()),
+        "copilot" | "opencode" | "gemini" => Ok(()),
         other => anyhow::bail!(
-            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot and opencode can"
+            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot, opencode and gemini can"
         ),
     }
 }
@@ -542,20 +541,23 @@ fn page_server(
 
 /// How `cli` names the page's tools in its stream: this, then the page's
 /// name (Claude Code and Qwen Code: `mcp__page__pick`, Copilot CLI:
-/// `page-pick`, OpenCode: `page_pick`; Codex: the page's name).
+/// `page-pick`, OpenCode: `page_pick`, Gemini CLI: `mcp_page_pick`; Codex:
+/// the page's name).
 fn page_prefix(cli: Dialect) -> &'static str {
     match cli.name() {
         "claude" | "qwen" => crate::converse::mcp::PREFIX,
         "copilot" => "page-",
         "opencode" => "page_",
+        "gemini" => "mcp_page_",
         _ => "",
     }
 }
 
 /// Whether `cli` reaches the page's tools at an MCP server over HTTP
-/// ([`crate::converse::mcphttp`]).
+/// ([`crate::converse::mcphttp`]): in its stream mode, or over ACP (given
+/// in `session/new`).
 fn page_over_http(cli: Dialect) -> bool {
-    matches!(cli.name(), "copilot" | "opencode")
+    matches!(cli.name(), "copilot" | "opencode" | "gemini")
 }
 
 /// The page's MCP server at `url`, handed to the CLI for this process
@@ -1093,6 +1095,7 @@ impl Started {
         a: &Run,
         cwd: Option<&str>,
         name: &str,
+        endpoint: Option<&mut crate::converse::mcphttp::Endpoint>,
         talk: &mut Talk,
     ) -> anyhow::Result<Option<Conversed>> {
         let (Some(agent_in), Some(ask)) = (self.input.take(), &self.ask) else {
@@ -1109,11 +1112,14 @@ impl Started {
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,
-            ask: talk.lines.map(|input| ask::Waiting {
-                input,
-                timeout: a.approval_timeout,
-                marker: a.input_marker,
-            }),
+            ask: talk
+                .lines
+                .filter(|_| a.request.approval == Approval::Ask)
+                .map(|input| ask::Waiting {
+                    input,
+                    timeout: a.approval_timeout,
+                    marker: a.input_marker,
+                }),
             // Its title where it has one: "Gemini CLI asks permission…".
             agent: if a.cli.program.is_empty() {
                 name
@@ -1121,6 +1127,14 @@ impl Started {
                 a.cli.title
             },
             start_timeout: a.start_timeout,
+            page: endpoint.zip(talk.lines).map(|(e, input)| {
+                let w = ask::Waiting {
+                    input,
+                    timeout: a.tool_timeout,
+                    marker: a.input_marker,
+                };
+                (e.route(), w)
+            }),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1139,7 +1153,12 @@ impl Started {
         self.closed(agent_in);
         let unfinished = match ran {
             Ok(acp::End::Expired(why)) => {
-                self.expired(&why, "the pending requests were cancelled", a.cli);
+                let pending = if why.contains("the page") {
+                    "the pending calls of the page's tools were answered with that error"
+                } else {
+                    "the pending requests were cancelled"
+                };
+                self.expired(&why, pending, a.cli);
                 return Ok(None);
             }
             Ok(acp::End::TurnEnded | acp::End::Stopped) => None,

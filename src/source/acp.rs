@@ -669,7 +669,9 @@ impl Acp {
             return;
         }
         let kind = u.kind.as_deref().unwrap_or("other");
+        let page = page_tool(kind, u.title.as_deref(), em);
         let name = match u.title.as_deref() {
+            _ if page.is_some() => page.as_deref().unwrap_or(kind),
             // OpenCode's `todowrite`: a tool the tables know, of kind other.
             Some(t) if kind == "other" && tools::canonical(t).name != t => t,
             _ => kind,
@@ -780,9 +782,17 @@ impl Acp {
         if !em.in_run() {
             em.start_run(params.session_id.as_deref().or(self.session.get()), None);
         }
+        let mut page = false;
         if let (Some(c), Some(tid)) = (&call, call_id) {
             self.start_tool(tid, c, em);
-            Self::end_tool(tid, c.raw_input, em);
+            // A call of the page's tools is the page's to decide, not the
+            // user's (the run grants it): no approval_request. Without its
+            // input (Gemini CLI's), it is ended with the input it reaches
+            // the page with.
+            page = em.page_calls().any(|(p, _)| p == tid);
+            if c.raw_input.is_some() || !page {
+                Self::end_tool(tid, c.raw_input, em);
+            }
         }
         if let Some(p) = self.pending.last_mut() {
             p.tool_call_id.push_str(call_id.unwrap_or_default());
@@ -794,7 +804,7 @@ impl Acp {
             ("toolCall", params.tool_call.map(MetaValue::Json)),
             ("options", params.options.map(MetaValue::Json)),
         ];
-        if em.in_run() {
+        if em.in_run() && !page {
             em.custom("approval_request", MetaValue::Object(&fields));
         } else {
             raw(em, line);
@@ -1055,6 +1065,21 @@ fn usage<'a>(r: &PromptResult<'a>, responses: Option<AcpUsage>) -> Vec<Usage<'a>
 /// Keep a record that parsed as RAW, copied as it is.
 fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
+}
+
+/// The name the CLI gives a call of kind `other` titled `title`, when it
+/// is one of the page's tools ([`Emitter::is_page_tool`]): the title
+/// itself (Copilot CLI's `page-pick`, OpenCode's `page_pick`), or for
+/// Gemini CLI's title of an MCP server's tool, `pick (page MCP Server)`,
+/// the name its model calls it by, `mcp_page_pick`.
+fn page_tool(kind: &str, title: Option<&str>, em: &Emitter) -> Option<String> {
+    let title = title.filter(|_| kind == "other" && em.has_page_tools())?;
+    if em.is_page_tool(title) {
+        return Some(title.to_owned());
+    }
+    let (tool, server) = title.strip_suffix(" MCP Server)")?.split_once(" (")?;
+    let name = format!("mcp_{server}_{tool}");
+    em.is_page_tool(&name).then_some(name)
 }
 
 #[cfg(test)]

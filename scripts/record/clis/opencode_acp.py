@@ -16,6 +16,8 @@ from clis import opencode
 PACKAGE = opencode.PACKAGE
 BIN = opencode.BIN
 OUT = "acp/opencode-{version}"
+# The front end\'s tools: an MCP server over HTTP in `session/new` (acp.py).
+PAGE_TOOLS = True
 
 classify = opencode.classify
 reply = opencode.reply
