@@ -128,19 +128,20 @@ impl Page {
 /// Why serve does not offer `cli` the page's tools with the run `options`
 /// (`ask`: `--approval ask` among them), if it does not. Codex takes them
 /// over its app-server and Qwen Code over its stream-json control layer,
-/// which `run` then picks; Copilot CLI and OpenCode in their stream mode;
-/// none of them over ACP.
+/// which `run` then picks; Copilot CLI and OpenCode in their stream mode
+/// and over ACP, Gemini CLI over ACP (which `run` then picks).
 pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
+    let how = transport(own_options(options));
     match cli.name() {
-        "qwen" if ask || transport(own_options(options)) == Some("acp") => Some(
+        "qwen" if ask || how == Some("acp") => Some(
             "qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp)".into(),
         ),
-        name @ ("copilot" | "opencode") if Takes::of(cli, ask, options).acp => Some(format!(
-            "{name} takes the page's tools in its stream mode only, not over ACP (--approval ask, --transport acp)"
-        )),
-        "claude" | "codex" | "qwen" | "copilot" | "opencode" => None,
+        "gemini" if how == Some("stream") => Some(
+            "gemini takes the page's tools over ACP only, not with --transport stream".into(),
+        ),
+        "claude" | "codex" | "qwen" | "copilot" | "opencode" | "gemini" => None,
         other => Some(format!(
-            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot and opencode can)"
+            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot, opencode and gemini can)"
         )),
     }
 }
