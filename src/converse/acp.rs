@@ -22,6 +22,12 @@
 //! (SIGINT, SIGTERM, `--timeout`) sends `session/cancel`. An agent that
 //! leaves `initialize`, `session/new` or `session/load` unanswered for
 //! `--start-timeout` ends the session in an error that names the request.
+//!
+//! With the page's tools, `session/new` (and `session/load`) names the
+//! page's MCP server over HTTP ([`crate::converse::mcphttp`]), for an agent
+//! whose `initialize` answer says `mcpCapabilities.http`; a permission
+//! request for a call of them is granted whatever the policy (the page
+//! decides), and the calls end the run pending ([`mcp::wait`]).
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};

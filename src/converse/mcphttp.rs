@@ -1,6 +1,8 @@
 //! Tools from the page for the CLIs that reach an MCP server by URL
-//! (Copilot CLI, OpenCode): the server of [`crate::converse::mcp`] answered
-//! by the `run` process itself over MCP's streamable HTTP.
+//! (Copilot CLI and OpenCode in their JSON modes; Gemini CLI, Copilot CLI
+//! and OpenCode over ACP, given it in `session/new`): the server of
+//! [`crate::converse::mcp`] answered by the `run` process itself over MCP's
+//! streamable HTTP.
 //!
 //! The endpoint listens on the loopback address only (`127.0.0.1`, a port
 //! the system picks) at a path made of a fresh random secret
