@@ -277,9 +277,11 @@ fn gemini_s_call_the_page_does_not_answer_in_time_gets_an_error() {
     );
     // The agent is stopped, and its run ends.
     let pid = std::fs::read_to_string(page.with_extension("pid")).unwrap();
-    common::until("the agent's end", std::time::Duration::from_secs(10), || {
-        !Path::new(&format!("/proc/{}", pid.trim())).exists()
-    });
+    common::until(
+        "the agent's end",
+        std::time::Duration::from_secs(10),
+        || !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+    );
     std::thread::sleep(std::time::Duration::from_millis(300));
     let late = post(&s.addr, &answered("tl", "r2"));
     let end = late.last().unwrap();

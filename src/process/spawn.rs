@@ -868,7 +868,7 @@ struct Talk<'t> {
     /// The page's tools, served to the CLI (`--page-tools`).
     tools: Option<crate::converse::mcp::Server>,
     /// The input lines (`--approval ask`).
-    lines: Option<&'t std::sync::mpsc::Receiver<ask::InputLine>>,
+    lines: Option<&'t Lines>,
     tr: &'t mut dyn crate::source::Translate,
     em: &'t mut crate::agui::Emitter,
     out: &'t mut dyn Write,
@@ -975,11 +975,7 @@ impl Started {
         talk: &mut Talk,
     ) -> anyhow::Result<Option<Conversed>> {
         use crate::converse::mcphttp::{End, Session};
-        let w = ask::Waiting {
-            input: talk.lines.expect("input lines"),
-            timeout: a.tool_timeout,
-            marker: a.input_marker,
-        };
+        let w = answers(a, talk.lines.expect("input lines"));
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
         let (signals, timed_out) = (&self.signals, &self.timed_out);
@@ -1020,22 +1016,12 @@ impl Started {
             cwd,
             model: a.request.model.as_deref(),
             approval: a.request.approval,
-            ask: talk
-                .lines
-                .filter(|_| a.request.approval == Approval::Ask)
-                .map(|input| ask::Waiting {
-                    input,
-                    timeout: a.approval_timeout,
-                    marker: a.input_marker,
-                }),
-            page: talk.tools.take().zip(talk.lines).map(|(server, input)| {
-                let w = ask::Waiting {
-                    input,
-                    timeout: a.tool_timeout,
-                    marker: a.input_marker,
-                };
-                (server, w)
-            }),
+            ask: asks(a, talk.lines),
+            page: talk
+                .tools
+                .take()
+                .zip(talk.lines)
+                .map(|(server, input)| (server, answers(a, input))),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1112,14 +1098,7 @@ impl Started {
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,
-            ask: talk
-                .lines
-                .filter(|_| a.request.approval == Approval::Ask)
-                .map(|input| ask::Waiting {
-                    input,
-                    timeout: a.approval_timeout,
-                    marker: a.input_marker,
-                }),
+            ask: asks(a, talk.lines),
             // Its title where it has one: "Gemini CLI asks permission…".
             agent: if a.cli.program.is_empty() {
                 name
@@ -1127,14 +1106,9 @@ impl Started {
                 a.cli.title
             },
             start_timeout: a.start_timeout,
-            page: endpoint.zip(talk.lines).map(|(e, input)| {
-                let w = ask::Waiting {
-                    input,
-                    timeout: a.tool_timeout,
-                    marker: a.input_marker,
-                };
-                (e.route(), w)
-            }),
+            page: endpoint
+                .zip(talk.lines)
+                .map(|(e, input)| (e.route(), answers(a, input))),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1222,6 +1196,29 @@ impl Started {
             lingered: self.lingered,
             tail,
         }
+    }
+}
+
+/// Our standard input, line by line ([`ask::input_lines`]).
+type Lines = std::sync::mpsc::Receiver<ask::InputLine>;
+
+/// Where the decisions come from, when the run asks (`--approval ask`).
+fn asks<'t>(a: &Run, lines: Option<&'t Lines>) -> Option<ask::Waiting<'t>> {
+    lines
+        .filter(|_| a.request.approval == Approval::Ask)
+        .map(|input| ask::Waiting {
+            input,
+            timeout: a.approval_timeout,
+            marker: a.input_marker,
+        })
+}
+
+/// Where the answers to the calls of the page's tools come from.
+fn answers<'t>(a: &Run, input: &'t Lines) -> ask::Waiting<'t> {
+    ask::Waiting {
+        input,
+        timeout: a.tool_timeout,
+        marker: a.input_marker,
     }
 }
 

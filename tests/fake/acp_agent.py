@@ -48,7 +48,8 @@ import os
 import sys
 import threading
 import time
-import urllib.request
+
+from mcp_http import rpc as page_rpc
 
 SENT = os.environ.get("ACP_SENT")
 
@@ -79,15 +80,6 @@ def chunk(session, text, kind="agent_message_chunk"):
 
 
 # Replay -------------------------------------------------------------------
-
-
-def page_rpc(url, message):
-    req = urllib.request.Request(url, data=json.dumps(message).encode(), method="POST",
-                                 headers={"Content-Type": "application/json",
-                                          "Accept": "application/json, text/event-stream"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        body = r.read()
-        return json.loads(body) if body else None
 
 
 def page_sent(value):
