@@ -982,7 +982,7 @@ impl Session<'_> {
             return Ok(None);
         };
         route.collect();
-        if !route.calls().due() {
+        if route.calls().shown_not_come(em) || !route.calls().due() {
             return Ok(None);
         }
         let w = Waiting {
