@@ -513,7 +513,7 @@ impl Calls {
     /// sends them, not all at once), for at most [`SHOWN_WAIT`] after the
     /// last call came: the run waits for it rather than end without it.
     pub fn shown_not_come(&self, em: &Emitter) -> bool {
-        if !self.last.is_some_and(|t| t.elapsed() < SHOWN_WAIT) {
+        if self.last.is_none_or(|t| t.elapsed() >= SHOWN_WAIT) {
             return false;
         }
         let shown = em
