@@ -949,8 +949,8 @@ pub struct RunArgs {
     )]
     pub start_timeout: std::time::Duration,
 
-    /// Offer the CLI the tools of a front end (claude, codex, copilot,
-    /// opencode): FILE holds an AG-UI `tools` array (`[{name, description,
+    /// Offer the CLI the tools of a front end (claude, codex, qwen,
+    /// copilot, opencode, gemini): FILE holds an AG-UI `tools` array (`[{name, description,
     /// parameters}]`). A call of one
     /// ends the run with the call pending (`pendingToolCallIds`), and the
     /// next input line answers it (`{"runId", "toolResults":

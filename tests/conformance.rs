@@ -1478,12 +1478,17 @@ fn interrupted_runs_pass_the_official_checks_of_1_0_and_0_0() {
 /// and the 0.0.59 HttpAgent (a plain success); and `serve codex`, two calls
 /// answered together; `serve copilot` and `serve opencode` (the page's MCP
 /// server over HTTP), two calls answered together; and `serve qwen`, two
-/// calls answered together and one with the 0.0.59 HttpAgent. The
-/// stand-in replays the real Claude Code, Codex app-server, Copilot CLI,
-/// OpenCode and Qwen Code calling the page's tools
-/// (`testdata/claude/2.1.332`, `testdata/codex-app-server/0.169.0`,
-/// `testdata/copilot/1.0.102`, `testdata/opencode/1.18.33`,
-/// `testdata/qwen/0.24.4`, page-tool and page-tools-two).
+/// calls answered together and one with the 0.0.59 HttpAgent; over ACP,
+/// `serve gemini` (one call with either HttpAgent, and two, which Gemini
+/// CLI makes one at a time) and `serve copilot|opencode -- --transport
+/// acp` (two calls answered together), the page's permission granted by
+/// the run and no approval shown. The stand-in replays the real Claude
+/// Code, Codex app-server, Copilot CLI, OpenCode, Qwen Code and Gemini CLI
+/// calling the page's tools (`testdata/claude/2.1.332`,
+/// `testdata/codex-app-server/0.169.0`, `testdata/copilot/1.0.102`,
+/// `testdata/opencode/1.18.33`, `testdata/qwen/0.24.4`, and
+/// `testdata/acp/gemini-0.61.0`, `copilot-1.0.102`, `opencode-1.18.33`,
+/// page-tool and page-tools-two).
 #[test]
 fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     if skipped("http_agent_answers_the_page_s_tool_calls_through_serve") {
@@ -1502,9 +1507,23 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("opencode-two", "page-tools-two"),
         ("qwen-two", "page-tools-two"),
         ("qwen-one-0.0", "page-tool"),
+        ("gemini-one", "page-tool"),
+        ("gemini-one-0.0", "page-tool"),
+        ("gemini-two", "page-tools-two"),
+        ("copilot-acp-two", "page-tools-two"),
+        ("opencode-acp-two", "page-tools-two"),
     ] {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
+        if let Some(server) = acp_tools_server(name, replay, &sent) {
+            args.push(std::ffi::OsString::from(format!(
+                "http://{}/agent",
+                server.addr
+            )));
+            args.push(sent.into_os_string());
+            servers.push(server);
+            continue;
+        }
         let (cli, dir, var) = match name.split('-').next() {
             Some("codex") => ("codex", "testdata/codex-app-server/0.169.0", "FAKE_SERVER"),
             Some("copilot") => ("copilot", "testdata/copilot/1.0.102", "FAKE_MCP_HTTP"),
@@ -1525,6 +1544,41 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         "AG-UI conformance",
         Command::new("node").arg(dir.join("tools.cjs")).args(&args),
     );
+}
+
+/// For a case of [`http_agent_answers_the_page_s_tool_calls_through_serve`]
+/// over ACP (`gemini-…`, `…-acp-…`): `serve CLI` with the stand-in agent
+/// replaying the CLI's ACP recording `replay`, which calls the page's
+/// tools over HTTP and writes their results to `sent`.
+fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Server> {
+    let (cli, version, run_args): (_, _, &[&str]) = match name.split('-').collect::<Vec<_>>()[..] {
+        ["gemini", ..] => ("gemini", "0.61.0", &[]),
+        [cli @ ("copilot" | "opencode"), "acp", ..] => (
+            cli,
+            if cli == "copilot" {
+                "1.0.102"
+            } else {
+                "1.18.33"
+            },
+            &["--transport", "acp"],
+        ),
+        _ => return None,
+    };
+    let replay = root()
+        .join("testdata/acp")
+        .join(format!("{cli}-{version}"))
+        .join(format!("{replay}.jsonl"));
+    Some(common::serve_run(
+        cli,
+        &[],
+        run_args,
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_VERSION", Path::new(version)),
+            ("ACP_REPLAY", &replay),
+            ("ACP_PAGE_SENT", sent),
+        ],
+    ))
 }
 
 /// `serve` with the page's state, for each CLI that takes the state's tool

@@ -726,41 +726,36 @@ fn run_answers_with_an_error_when_its_input_ends() {
 
 #[test]
 fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
-    // `run`: refused.
+    // `run`: refused. Gemini CLI takes them over ACP only.
     let file = tmp("gemini-tools.json");
     std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
-    let out = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .args(["run", "gemini", "--cli"])
-        .arg(root().join("tests/fake/cli"))
-        .arg("--page-tools")
-        .arg(&file)
-        .arg("hello")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let refused = |args: &[&str]| {
+        let out = std::process::Command::new(BIN)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["run", "gemini", "--cli"])
+            .arg(root().join("tests/fake/cli"))
+            .args(args)
+            .arg("hello")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let tools = file.to_str().unwrap();
+    let err = refused(&["--page-tools", tools, "--transport", "stream"]);
     assert!(
         err.contains(
-            "--page-tools: gemini cannot take tools from the page yet; only claude, codex, qwen, copilot and opencode can"
+            "--page-tools: gemini takes tools from the page over ACP only, not with --transport stream"
         ),
         "{err}"
     );
-    let out = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .args(["run", "gemini", "--cli"])
-        .arg(root().join("tests/fake/cli"))
-        .arg("--state-file")
-        .arg(tmp("gemini-state.json"))
-        .arg("hello")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let state = tmp("gemini-state.json");
+    let err = refused(&["--state-file", state.to_str().unwrap()]);
     assert!(
-        err.contains("--state-file: gemini cannot take tools from the page yet"),
+        err.contains(
+            "--state-file: gemini cannot take the state's tool yet; only claude and codex can"
+        ),
         "{err}"
     );
     // `serve`: the run goes on without them, and the server's stderr says so.
@@ -768,8 +763,8 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
     serve_says_without_tools(
         "gemini",
         &[("FAKE_REPLAY", &recording)],
-        &[],
-        "serve: gemini cannot take the page's tools yet (only claude, codex, qwen, copilot and opencode can): the run goes on without its 2 tools",
+        &["--transport", "stream"],
+        "serve: gemini takes the page's tools over ACP only, not with --transport stream: the run goes on without its 2 tools",
     );
 }
 

@@ -24,6 +24,12 @@
 //! (SIGINT, SIGTERM, `--timeout`) sends `session/cancel`. An agent that
 //! leaves `initialize`, `session/new` or `session/load` unanswered for
 //! `--start-timeout` ends the session in an error that names the request.
+//!
+//! With the page's tools, `session/new` (and `session/load`) names the
+//! page's MCP server over HTTP ([`crate::converse::mcphttp`]), for an agent
+//! whose `initialize` answer says `mcpCapabilities.http`; a permission
+//! request for a call of them is granted whatever the policy (the page
+//! decides), and the calls end the run pending ([`mcp::wait`]).
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
@@ -35,6 +41,7 @@ use serde_json::value::RawValue;
 use crate::agui::Emitter;
 use crate::base::json;
 use crate::converse::ask::{self, translate_line, Ask, Asker, Pending, Verdict, Waited, Waiting};
+use crate::converse::{mcp, mcphttp};
 use crate::dialect::request::{Approval, Attachment};
 use crate::source::Translate;
 
@@ -61,6 +68,9 @@ pub struct Options<'a> {
     /// takes its model so (OpenCode): `session/set_config_option`, its
     /// option `model`.
     pub model: Option<&'a str>,
+    /// With the page's tools: the route of their calls (an MCP server over
+    /// HTTP, given in `session/new`) and where the answers come from.
+    pub page: Option<(mcphttp::Route, Waiting<'a>)>,
 }
 
 /// How a session ended.
@@ -164,7 +174,17 @@ struct SessionParams<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
     cwd: &'a str,
-    mcp_servers: [(); 0],
+    mcp_servers: Vec<McpServer<'a>>,
+}
+
+/// An MCP server the agent is to reach over HTTP: the page's.
+#[derive(Serialize)]
+struct McpServer<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    name: &'a str,
+    url: &'a str,
+    headers: [(); 0],
 }
 
 /// What an agent's `initialize` answer says it can do (what it does not
@@ -176,6 +196,14 @@ struct Caps {
     load_session: Option<bool>,
     #[serde(default)]
     prompt_capabilities: Option<PromptCaps>,
+    #[serde(default)]
+    mcp_capabilities: Option<McpCaps>,
+}
+
+#[derive(Deserialize, Default)]
+struct McpCaps {
+    #[serde(default)]
+    http: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -191,6 +219,10 @@ impl Caps {
 
     fn images(&self) -> bool {
         self.prompt_capabilities.as_ref().and_then(|p| p.image) == Some(true)
+    }
+
+    fn mcp_over_http(&self) -> bool {
+        self.mcp_capabilities.as_ref().and_then(|m| m.http) == Some(true)
     }
 }
 
@@ -477,6 +509,9 @@ impl<'a> Session<'a> {
                             self.prompt(agent_in)?;
                         }
                     }
+                    if let Some(end) = self.for_page(agent_out, agent_in, tr, em, out, stop)? {
+                        return Ok(end);
+                    }
                     if let Some(w) = self.opts.ask.take() {
                         let waited = if self.pending.due() {
                             Some(ask::wait(self, &w, agent_out, agent_in, tr, em, out, stop)?)
@@ -626,12 +661,16 @@ impl<'a> Session<'a> {
         if let Some(why) = self.cannot_take_images(&caps) {
             return Ok(Some(End::Failed(why)));
         }
+        if let Some(why) = self.cannot_reach_page(&caps) {
+            return Ok(Some(End::Failed(why)));
+        }
         let Some(resume) = self.opts.resume else {
             self.stage = Stage::Opening;
+            let url = self.page_url();
             let params = SessionParams {
                 session_id: None,
                 cwd: self.opts.cwd,
-                mcp_servers: [],
+                mcp_servers: page_servers(url.as_deref()),
             };
             return self
                 .request(agent_in, SESSION, "session/new", params)
@@ -701,10 +740,11 @@ impl<'a> Session<'a> {
     fn load(&mut self, agent_in: &mut dyn Write) -> io::Result<()> {
         self.stage = Stage::Loading;
         let session = self.session.clone().unwrap_or_default();
+        let url = self.page_url();
         let params = SessionParams {
             session_id: Some(&session),
             cwd: self.opts.cwd,
-            mcp_servers: [],
+            mcp_servers: page_servers(url.as_deref()),
         };
         self.request(agent_in, SESSION, "session/load", params)
     }
@@ -803,6 +843,10 @@ impl<'a> Session<'a> {
             options: p.options,
             what,
         };
+        let page = call.tool_call_id.as_deref();
+        if page.is_some_and(|c| em.page_calls().any(|(p, _)| p == c)) {
+            return self.grant_page_call(agent_in, &asked);
+        }
         if self.opts.ask.is_some() {
             let key =
                 serde_json::from_str::<String>(id.get()).unwrap_or_else(|_| id.get().to_owned());
@@ -1103,6 +1147,127 @@ fn offers_model(result: Option<&RawValue>) -> bool {
                 .iter()
                 .any(|c| c.id.as_deref() == Some("model"))
         })
+}
+
+/// Tools from the page over ACP: the page's MCP server, given in
+/// `session/new` (and `session/load`) for the agent to reach over HTTP; its
+/// calls, taken by [`mcphttp::Route`], end the run pending as the other
+/// routes' do ([`mcp::wait`]).
+impl Session<'_> {
+    /// The URL of the page's server, when the session has the page's tools.
+    fn page_url(&self) -> Option<String> {
+        self.opts.page.as_ref().map(|(r, _)| r.url().to_owned())
+    }
+
+    /// Why the agent cannot take the page's tools, if the session has some
+    /// and it cannot: its `initialize` answer does not say
+    /// `mcpCapabilities.http`.
+    fn cannot_reach_page(&self, caps: &Caps) -> Option<String> {
+        self.opts.page.as_ref()?;
+        (!caps.mcp_over_http()).then(|| {
+            format!(
+                "{} cannot reach the page's tools (its initialize answer has no mcpCapabilities.http): the run was not started",
+                self.opts.agent
+            )
+        })
+    }
+
+    /// A permission request for a call of the page's tools: granted whatever
+    /// `--approval` says, since the page that runs the call is the one who
+    /// decides; the `allow_once` option, else `allow_always`.
+    fn grant_page_call(&mut self, agent_in: &mut dyn Write, asked: &Asked) -> io::Result<()> {
+        let chosen = ["allow_once", "allow_always"]
+            .iter()
+            .find_map(|k| asked.options.iter().find(|o| o.kind == *k));
+        let Some(option) = chosen else {
+            // No option allows it: cancelled, and the run fails saying so.
+            return self.reply(agent_in, asked, &Verdict::Allow(None), false);
+        };
+        let answer = Response {
+            jsonrpc: "2.0",
+            id: &asked.id,
+            result: PermissionResult {
+                outcome: PermissionOutcome {
+                    outcome: "selected",
+                    option_id: Some(&option.option_id),
+                },
+            },
+        };
+        // Not the user's decision: no approval_response.
+        self.send(agent_in, &to_vec(&answer), false)
+    }
+
+    /// The calls of the page's tools that arrived are taken; once they are
+    /// due, the run ends with them pending and waits for the page's answers.
+    /// How the session ends, if it ends there.
+    #[allow(clippy::too_many_arguments)]
+    fn for_page(
+        &mut self,
+        agent_out: &mut dyn BufRead,
+        agent_in: &mut dyn Write,
+        tr: &mut dyn Translate,
+        em: &mut Emitter,
+        out: &mut dyn Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<Option<End>> {
+        let Some((route, w)) = self.opts.page.as_mut() else {
+            return Ok(None);
+        };
+        route.collect();
+        if route.calls().shown_not_come(em) || !route.calls().due() {
+            return Ok(None);
+        }
+        let w = Waiting {
+            input: w.input,
+            timeout: w.timeout,
+            marker: w.marker,
+        };
+        Ok(
+            match mcp::wait(self, &w, agent_out, agent_in, tr, em, out, stop)? {
+                Waited::Resumed => None,
+                Waited::Over => Some(self.ended.take().unwrap_or(End::TurnEnded)),
+                Waited::Eof => Some(End::Eof(true)),
+                Waited::Stopped => Some(End::Stopped),
+                Waited::Expired(why) => Some(End::Expired(why)),
+            },
+        )
+    }
+}
+
+/// The `mcpServers` of `session/new`: the page's, at `url`, if any.
+fn page_servers(url: Option<&str>) -> Vec<McpServer<'_>> {
+    url.map(|url| McpServer {
+        kind: "http",
+        name: crate::dialect::request::PAGE_SERVER,
+        url,
+        headers: [],
+    })
+    .into_iter()
+    .collect()
+}
+
+impl mcp::Host for Session<'_> {
+    fn calls(&mut self) -> &mut mcp::Calls {
+        let (route, _) = self
+            .opts
+            .page
+            .as_mut()
+            .expect("calls come only with the page's tools");
+        route.calls()
+    }
+
+    fn answer_call(
+        &mut self,
+        _agent_in: &mut dyn Write,
+        call: &mcp::Call,
+        text: &str,
+        is_error: bool,
+    ) -> io::Result<()> {
+        if let Some((route, _)) = self.opts.page.as_mut() {
+            route.answer(call, text, is_error);
+        }
+        Ok(())
+    }
 }
 
 /// The `sessionId` of `session/new`'s answer.

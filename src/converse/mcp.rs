@@ -51,6 +51,10 @@ pub const MAX_SCHEMA: usize = 64 * 1024;
 /// The largest answer to one call (bytes of text).
 pub const MAX_ANSWER: usize = 1024 * 1024;
 
+/// How long the run waits for the request of a call the stream has shown,
+/// after the last call came ([`Calls::shown_not_come`]).
+pub const SHOWN_WAIT: Duration = Duration::from_secs(5);
+
 /// The default of `--tool-timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -480,6 +484,12 @@ impl Calls {
                             .any(|p| p.tool_call_id.as_deref() == Some(id))
                 })
                 .map(|(id, _)| id.to_owned());
+            if let Some(id) = started.as_deref().filter(|id| em.is_open(id)) {
+                // Shown without its input yet (an ACP agent's pending call):
+                // the input is the one the call came with.
+                em.tool_args_given(id, self.pending[i].arguments.as_deref());
+                em.tool_end(id);
+            }
             let id = started.unwrap_or_else(|| {
                 let id = format!("page-{}", crate::base::uuid::v7());
                 em.announce_page_call(&id, &name, self.pending[i].arguments.as_deref());
@@ -496,6 +506,21 @@ impl Calls {
                 .position(|id| c.tool_call_id.as_deref() == Some(id))
                 .unwrap_or(usize::MAX)
         });
+    }
+
+    /// Whether the stream has shown a call of the page's tools whose request
+    /// has not come yet (OpenCode over ACP shows a turn's calls before it
+    /// sends them, not all at once), for at most [`SHOWN_WAIT`] after the
+    /// last call came: the run waits for it rather than end without it.
+    pub fn shown_not_come(&self, em: &Emitter) -> bool {
+        if self.last.is_none_or(|t| t.elapsed() >= SHOWN_WAIT) {
+            return false;
+        }
+        let shown = em
+            .page_calls()
+            .filter(|(id, _)| !self.answered.iter().any(|a| a == id))
+            .count();
+        shown > self.pending.len()
     }
 
     /// Whether the calls are to end the run now: the CLI has been quiet for
@@ -893,6 +918,32 @@ mod tests {
             .map(|c| c.tool_call_id.as_deref().unwrap())
             .collect();
         assert_eq!(ids, ["c1", "c2"]);
+    }
+
+    #[test]
+    fn the_run_waits_for_the_request_of_a_call_the_stream_has_shown() {
+        use crate::agui::{Emitter, Format};
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("page_", vec!["pick".into(), "show".into()]);
+        let mut calls = Calls::default();
+        // Nothing came yet: nothing to wait for.
+        em.tool_start("c1", "page_pick", None);
+        assert!(!calls.shown_not_come(&em));
+        em.tool_start("c2", "page_show", None);
+        calls.push(Call::new("req-1".into(), raw("1"), "pick".into(), None));
+        assert!(
+            calls.shown_not_come(&em),
+            "c2 is shown, its request not come"
+        );
+        calls.push(Call::new("req-2".into(), raw("2"), "show".into(), None));
+        assert!(!calls.shown_not_come(&em));
+        // A call of the CLI's own tools is no page's call.
+        em.tool_start("c3", "bash", None);
+        assert!(!calls.shown_not_come(&em));
+        // Not past the bound.
+        calls.last = Some(Instant::now() - SHOWN_WAIT);
+        calls.pending.pop();
+        assert!(!calls.shown_not_come(&em));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Tools from the page for the CLIs that reach an MCP server by URL
-//! (Copilot CLI, OpenCode): the server of [`crate::converse::mcp`] answered
-//! by the `run` process itself over MCP's streamable HTTP.
+//! (Copilot CLI and OpenCode in their JSON modes; Gemini CLI, Copilot CLI
+//! and OpenCode over ACP, given it in `session/new`): the server of
+//! [`crate::converse::mcp`] answered by the `run` process itself over MCP's
+//! streamable HTTP.
 //!
 //! The endpoint listens on the loopback address only (`127.0.0.1`, a port
 //! the system picks) at a path made of a fresh random secret
@@ -87,16 +89,6 @@ impl Endpoint {
             thread: Some(thread),
             shared,
         })
-    }
-
-    /// The state a call of the state's tool has changed (answered at once
-    /// by the connection's thread) since this was last asked.
-    fn take_state(&self) -> Option<Box<RawValue>> {
-        self.shared
-            .server
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take_state()
     }
 
     /// The URL the CLI is given: it holds the secret.
@@ -320,29 +312,95 @@ pub enum End {
     Expired(String),
 }
 
+/// The calls an [`Endpoint`] has taken and where their answers go: what a
+/// session that serves the page's tools over HTTP holds (the stream mode's
+/// [`Session`], the ACP client's).
+pub struct Route {
+    url: String,
+    arrived: Option<Receiver<Held>>,
+    calls: mcp::Calls,
+    /// Where each pending call's answer goes, by its request id.
+    replies: Vec<(String, Sender<Box<RawValue>>)>,
+    /// The server, whose state a call may change.
+    shared: Arc<Shared>,
+}
+
+impl Endpoint {
+    /// The route of the calls this endpoint takes (once: a second route
+    /// gets none).
+    pub fn route(&mut self) -> Route {
+        Route {
+            url: self.url.clone(),
+            arrived: self.calls.take(),
+            calls: mcp::Calls::default(),
+            replies: Vec::new(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Route {
+    /// The state a call of the state's tool has changed (answered at once
+    /// by the connection's thread) since this was last asked.
+    pub fn take_state(&self) -> Option<Box<RawValue>> {
+        self.shared
+            .server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take_state()
+    }
+
+    /// The URL the CLI is given: it holds the secret.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The calls that arrived, taken.
+    pub fn collect(&mut self) {
+        let Some(rx) = self.arrived.as_ref() else {
+            return;
+        };
+        while let Ok(held) = rx.try_recv() {
+            self.replies
+                .push((held.call.request_id.clone(), held.reply));
+            self.calls.push(held.call);
+        }
+    }
+
+    /// The calls waiting for the page.
+    pub fn calls(&mut self) -> &mut mcp::Calls {
+        &mut self.calls
+    }
+
+    /// Answer `call` with `text` (an error the model reads when
+    /// `is_error`): the body of its held response.
+    pub fn answer(&mut self, call: &mcp::Call, text: &str, is_error: bool) {
+        if let Some(i) = self.replies.iter().position(|(r, _)| *r == call.request_id) {
+            let (_, reply) = self.replies.swap_remove(i);
+            // A CLI that gave up on the call has closed its request.
+            let _ = reply.send(mcp::call_result(call, text, is_error));
+        }
+    }
+}
+
 /// A CLI's stream mode with the page's tools served at an [`Endpoint`]:
 /// its lines translated as they come, each call of a page's tool shown and
 /// handed to the page.
 pub struct Session<'a> {
-    endpoint: &'a mut Endpoint,
+    route: Route,
     waiting: Waiting<'a>,
     /// Never used: the stream mode has no approvals here.
     pending: Pending<()>,
-    calls: mcp::Calls,
-    /// Where each pending call's answer goes, by its request id.
-    replies: Vec<(String, Sender<Box<RawValue>>)>,
     line: Vec<u8>,
 }
 
 impl<'a> Session<'a> {
     /// `waiting`: the input lines, the tool timeout and the marker.
-    pub fn new(endpoint: &'a mut Endpoint, waiting: Waiting<'a>) -> Self {
+    pub fn new(endpoint: &mut Endpoint, waiting: Waiting<'a>) -> Self {
         Session {
-            endpoint,
+            route: endpoint.route(),
             waiting,
             pending: Pending::default(),
-            calls: mcp::Calls::default(),
-            replies: Vec::new(),
             line: Vec::new(),
         }
     }
@@ -371,7 +429,7 @@ impl<'a> Session<'a> {
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !self.calls.due() {
+                    if !self.route.calls.due() {
                         continue;
                     }
                     let w = Waiting {
@@ -398,19 +456,12 @@ impl<'a> Session<'a> {
     /// The calls that arrived, taken, and the state a call changed,
     /// streamed.
     fn collect(&mut self, em: &mut Emitter, out: &mut dyn Write) -> io::Result<()> {
-        if let Some(state) = self.endpoint.take_state() {
+        if let Some(state) = self.route.take_state() {
             em.state_update(&state);
             em.drain_to(out)?;
             out.flush()?;
         }
-        let Some(rx) = self.endpoint.calls.as_ref() else {
-            return Ok(());
-        };
-        while let Ok(held) = rx.try_recv() {
-            self.replies
-                .push((held.call.request_id.clone(), held.reply));
-            self.calls.push(held.call);
-        }
+        self.route.collect();
         Ok(())
     }
 }
@@ -444,7 +495,7 @@ impl Asker for Session<'_> {
 
 impl mcp::Host for Session<'_> {
     fn calls(&mut self) -> &mut mcp::Calls {
-        &mut self.calls
+        self.route.calls()
     }
 
     fn answer_call(
@@ -454,11 +505,7 @@ impl mcp::Host for Session<'_> {
         text: &str,
         is_error: bool,
     ) -> io::Result<()> {
-        if let Some(i) = self.replies.iter().position(|(r, _)| *r == call.request_id) {
-            let (_, reply) = self.replies.swap_remove(i);
-            // A CLI that gave up on the call has closed its request.
-            let _ = reply.send(mcp::call_result(call, text, is_error));
-        }
+        self.route.answer(call, text, is_error);
         Ok(())
     }
 }

@@ -246,7 +246,7 @@ pub const EXPIRED: u8 = 3;
 /// `agui-translate run`: the events go out through `em`.
 pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode> {
     let cli = a.cli;
-    let (tools, endpoint) = page_server(&mut a, &mut em)?;
+    let (tools, mut endpoint) = page_server(&mut a, &mut em)?;
     let over_http = endpoint.is_some();
     let asking = a.request.approval == Approval::Ask || tools.is_some();
     // A run that keeps its agent reads its prompt as a line: the next turns' follow.
@@ -257,7 +257,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         "" => agent_executable(a.cli_path.as_deref(), &a.request.extra),
         _ => executable(cli, a.cli_path.as_deref()),
     };
-    let agent = acp_agent(&a, tools.is_some(), exe.as_deref().ok())?;
+    let agent = acp_agent(&a, tools.is_some() || over_http, exe.as_deref().ok())?;
     check_attachments(&a, agent.is_some())?;
     let client = match agent {
         Some(_) => None,
@@ -302,8 +302,9 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         None => arguments(&a, client, &prompt)?,
     };
     let (args, page_env, _page_config) = match &endpoint {
-        Some(e) => page_route(&a, e.url(), args)?,
-        None => (args, None, None),
+        // An ACP agent is given the page's server in `session/new`.
+        Some(e) if agent.is_none() => page_route(&a, e.url(), args)?,
+        _ => (args, None, None),
     };
     let cwd = server_cwd(&a.request, server)?;
     let stdout = io::stdout();
@@ -336,19 +337,18 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
     let mut tr = translator(&a, stream)?;
     let mut talk = Talk {
         prompt: &prompt,
-        asking,
         tools,
         lines: lines.as_ref(),
         tr: tr.as_mut(),
         em: &mut em,
         out: &mut out,
     };
-    let conversed = if let Some(mut e) = endpoint {
-        child.paged(&a, &mut e, &mut talk)
+    let conversed = if let (Some(e), None) = (endpoint.as_mut(), agent) {
+        child.paged(&a, e, &mut talk)
     } else if control {
         child.control(&a, &mut talk)
     } else if agent.is_some() {
-        child.agent(&a, cwd.as_deref(), &name, &mut talk)
+        child.agent(&a, cwd.as_deref(), &name, endpoint.as_mut(), &mut talk)
     } else {
         child.server(&a, cwd.as_deref(), &mut talk)
     }?;
@@ -421,9 +421,10 @@ const MAX_PAGE_TOOLS: u64 = 16 * 1024 * 1024;
 
 /// The agent's start when `run` speaks the Agent Client Protocol with the
 /// CLI: asked for (`--transport acp`), needed (approvals; Gemini CLI's
-/// images; the page's tools, but for Qwen Code's, which go on its
-/// stream-json control layer), or chosen by `auto` where the CLI's text
-/// streams only there.
+/// images; Gemini CLI's page's tools: Qwen Code's go on its stream-json
+/// control layer, Copilot CLI's and OpenCode's reach their stream mode over
+/// HTTP unless the run speaks ACP with them), or chosen by `auto` where the
+/// CLI's text streams only there.
 fn acp_agent(
     a: &Run,
     tools: bool,
@@ -431,7 +432,7 @@ fn acp_agent(
 ) -> anyhow::Result<Option<&'static AcpStart>> {
     let cli = a.cli;
     let needed = a.request.approval == Approval::Ask
-        || (tools && cli.name() != "qwen")
+        || (tools && !matches!(cli.name(), "qwen" | "copilot" | "opencode"))
         || (!a.request.attachments.is_empty() && files_pick_acp(cli.name()));
     Ok(acp_transport(cli, a.transport, needed)?
         .or_else(|| live_acp(cli, a.transport, &a.request, exe)))
@@ -475,15 +476,23 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
-        name @ ("copilot" | "opencode") if a.transport == Transport::Acp => anyhow::bail!(
-            "{option}: {name} takes tools from the page in its stream mode only, not over ACP (--transport acp)"
+        "gemini" if option == "--state-file" => anyhow::bail!(
+            "--state-file: gemini cannot take the state's tool yet"
         ),
-        name @ ("copilot" | "opencode") if a.request.approval == Approval::Ask => anyhow::bail!(
-            "{option}: {name} takes tools from the page in its stream mode, which cannot ask (--approval ask needs ACP)"
+        name @ ("copilot" | "opencode")
+            if option == "--state-file"
+                && (a.transport == Transport::Acp || a.request.approval == Approval::Ask) =>
+        {
+            anyhow::bail!(
+                "--state-file: {name} takes the state's tool in its stream mode only, not over ACP (--transport acp, --approval ask)"
+            )
+        }
+        "gemini" if a.transport == Transport::Stream => anyhow::bail!(
+            "--page-tools: gemini takes tools from the page over ACP only, not with --transport stream"
         ),
-        "copilot" | "opencode" => Ok(()),
+        "copilot" | "opencode" | "gemini" => Ok(()),
         other => anyhow::bail!(
-            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot and opencode can"
+            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot, opencode and gemini can"
         ),
     }
 }
@@ -546,20 +555,23 @@ fn page_server(
 
 /// How `cli` names the page's tools in its stream: this, then the page's
 /// name (Claude Code and Qwen Code: `mcp__page__pick`, Copilot CLI:
-/// `page-pick`, OpenCode: `page_pick`; Codex: the page's name).
+/// `page-pick`, OpenCode: `page_pick`, Gemini CLI: `mcp_page_pick`; Codex:
+/// the page's name).
 fn page_prefix(cli: Dialect) -> &'static str {
     match cli.name() {
         "claude" | "qwen" => crate::converse::mcp::PREFIX,
         "copilot" => "page-",
         "opencode" => "page_",
+        "gemini" => "mcp_page_",
         _ => "",
     }
 }
 
 /// Whether `cli` reaches the page's tools at an MCP server over HTTP
-/// ([`crate::converse::mcphttp`]).
+/// ([`crate::converse::mcphttp`]): in its stream mode, or over ACP (given
+/// in `session/new`).
 fn page_over_http(cli: Dialect) -> bool {
-    matches!(cli.name(), "copilot" | "opencode")
+    matches!(cli.name(), "copilot" | "opencode" | "gemini")
 }
 
 /// The page's MCP server at `url`, handed to the CLI for this process
@@ -868,13 +880,10 @@ struct Started {
 /// What a conversation with the CLI writes to and reads from.
 struct Talk<'t> {
     prompt: &'t str,
-    /// Whether the input lines bring decisions (`--approval ask`, the
-    /// page's tools).
-    asking: bool,
     /// The page's tools, served to the CLI (`--page-tools`).
     tools: Option<crate::converse::mcp::Server>,
     /// The input lines (`--approval ask`).
-    lines: Option<&'t std::sync::mpsc::Receiver<ask::InputLine>>,
+    lines: Option<&'t Lines>,
     tr: &'t mut dyn crate::source::Translate,
     em: &'t mut crate::agui::Emitter,
     out: &'t mut dyn Write,
@@ -984,11 +993,7 @@ impl Started {
         talk: &mut Talk,
     ) -> anyhow::Result<Option<Conversed>> {
         use crate::converse::mcphttp::{End, Session};
-        let w = ask::Waiting {
-            input: talk.lines.expect("input lines"),
-            timeout: a.tool_timeout,
-            marker: a.input_marker,
-        };
+        let w = answers(a, talk.lines.expect("input lines"));
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
         let (signals, timed_out) = (&self.signals, &self.timed_out);
@@ -1029,22 +1034,12 @@ impl Started {
             cwd,
             model: a.request.model.as_deref(),
             approval: a.request.approval,
-            ask: talk
-                .lines
-                .filter(|_| a.request.approval == Approval::Ask)
-                .map(|input| ask::Waiting {
-                    input,
-                    timeout: a.approval_timeout,
-                    marker: a.input_marker,
-                }),
-            page: talk.tools.take().zip(talk.lines).map(|(server, input)| {
-                let w = ask::Waiting {
-                    input,
-                    timeout: a.tool_timeout,
-                    marker: a.input_marker,
-                };
-                (server, w)
-            }),
+            ask: asks(a, talk.lines),
+            page: talk
+                .tools
+                .take()
+                .zip(talk.lines)
+                .map(|(server, input)| (server, answers(a, input))),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1104,6 +1099,7 @@ impl Started {
         a: &Run,
         cwd: Option<&str>,
         name: &str,
+        endpoint: Option<&mut crate::converse::mcphttp::Endpoint>,
         talk: &mut Talk,
     ) -> anyhow::Result<Option<Conversed>> {
         let (Some(agent_in), Some(ask)) = (self.input.take(), &self.ask) else {
@@ -1114,20 +1110,14 @@ impl Started {
             .ok()
             .and_then(|d| d.to_str().map(str::to_owned))
             .context("the current directory is not a UTF-8 path: give --cwd")?;
+        let served = endpoint.is_some();
         let opts = acp::Options {
             prompt: talk.prompt,
             attachments: &a.request.attachments,
             cwd: cwd.unwrap_or(&here),
             resume: a.request.resume.as_deref(),
             approval: a.request.approval,
-            ask: talk
-                .lines
-                .filter(|_| talk.asking)
-                .map(|input| ask::Waiting {
-                    input,
-                    timeout: a.approval_timeout,
-                    marker: a.input_marker,
-                }),
+            ask: asks(a, talk.lines),
             // Its title where it has one: "Gemini CLI asks permission…".
             agent: if a.cli.program.is_empty() {
                 name
@@ -1140,6 +1130,9 @@ impl Started {
                 .model
                 .as_deref()
                 .filter(|_| a.cli.acp().is_some_and(|s| s.session_model)),
+            page: endpoint
+                .zip(talk.lines)
+                .map(|(e, input)| (e.route(), answers(a, input))),
         };
         let output = self.output.as_mut().expect("not pumped");
         output.get_mut().set_tick(true);
@@ -1154,7 +1147,13 @@ impl Started {
             &mut *talk.out,
             &stop,
         );
-        let (ran, idle_over) = kept_turns(a, &mut session, ran, output, &mut agent_in, talk, &stop);
+        // The page's server lives as long as this run: an agent given it is
+        // not kept for the next turn.
+        let (ran, idle_over) = if served {
+            (ran, false)
+        } else {
+            kept_turns(a, &mut session, ran, output, &mut agent_in, talk, &stop)
+        };
         output.get_mut().set_tick(false);
         self.closed(agent_in);
         if idle_over {
@@ -1165,7 +1164,12 @@ impl Started {
         }
         let unfinished = match ran {
             Ok(acp::End::Expired(why)) => {
-                self.expired(&why, "the pending requests were cancelled", a.cli);
+                let pending = if why.contains("the page") {
+                    "the pending calls of the page's tools were answered with that error"
+                } else {
+                    "the pending requests were cancelled"
+                };
+                self.expired(&why, pending, a.cli);
                 return Ok(None);
             }
             Ok(acp::End::TurnEnded | acp::End::Stopped) => None,
@@ -1284,6 +1288,29 @@ fn kept_turns(
             &mut *talk.out,
             stop,
         );
+    }
+}
+
+/// Our standard input, line by line ([`ask::input_lines`]).
+type Lines = std::sync::mpsc::Receiver<ask::InputLine>;
+
+/// Where the decisions come from, when the run asks (`--approval ask`).
+fn asks<'t>(a: &Run, lines: Option<&'t Lines>) -> Option<ask::Waiting<'t>> {
+    lines
+        .filter(|_| a.request.approval == Approval::Ask)
+        .map(|input| ask::Waiting {
+            input,
+            timeout: a.approval_timeout,
+            marker: a.input_marker,
+        })
+}
+
+/// Where the answers to the calls of the page's tools come from.
+fn answers<'t>(a: &Run, input: &'t Lines) -> ask::Waiting<'t> {
+    ask::Waiting {
+        input,
+        timeout: a.tool_timeout,
+        marker: a.input_marker,
     }
 }
 

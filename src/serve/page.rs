@@ -106,8 +106,7 @@ impl Page {
             state_given: given.filter(|s| object(s)).map(str::to_owned),
             state_kept: state.clone().filter(|s| given.is_none() && object(s)),
             // Offered by the page's tools' route, where there is one.
-            state_tool: tools_refused(cli, ask, options).is_none()
-                && state.as_deref().is_some_and(object),
+            state_tool: state_taken(cli, ask, options) && state.as_deref().is_some_and(object),
             choices: choices(cli, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
@@ -129,21 +128,35 @@ impl Page {
 /// Why serve does not offer `cli` the page's tools with the run `options`
 /// (`ask`: `--approval ask` among them), if it does not. Codex takes them
 /// over its app-server and Qwen Code over its stream-json control layer,
-/// which `run` then picks; Copilot CLI and OpenCode in their stream mode;
-/// none of them over ACP.
+/// which `run` then picks; Copilot CLI and OpenCode in their stream mode
+/// and over ACP, Gemini CLI over ACP (which `run` then picks).
 pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
+    let how = transport(own_options(options));
     match cli.name() {
-        "qwen" if ask || transport(own_options(options)) == Some("acp") => Some(
+        "qwen" if ask || how == Some("acp") => Some(
             "qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp)".into(),
         ),
-        name @ ("copilot" | "opencode") if Takes::of(cli, ask, options).acp => Some(format!(
-            "{name} takes the page's tools in its stream mode only, not over ACP (--approval ask, --transport acp)"
-        )),
-        "claude" | "codex" | "qwen" | "copilot" | "opencode" => None,
+        "gemini" if how == Some("stream") => Some(
+            "gemini takes the page's tools over ACP only, not with --transport stream".into(),
+        ),
+        "claude" | "codex" | "qwen" | "copilot" | "opencode" | "gemini" => None,
         other => Some(format!(
-            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot and opencode can)"
+            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot, opencode and gemini can)"
         )),
     }
+}
+
+/// Whether the CLI takes the state's tool (by its page tools' route):
+/// not Gemini CLI, nor Copilot CLI and OpenCode over ACP, whose route
+/// streams no state yet.
+fn state_taken(cli: Dialect, ask: bool, options: &[String]) -> bool {
+    let over_acp = ask || transport(own_options(options)) == Some("acp");
+    tools_refused(cli, ask, options).is_none()
+        && match cli.name() {
+            "gemini" => false,
+            "copilot" | "opencode" => !over_acp,
+            _ => true,
+        }
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or

@@ -680,12 +680,17 @@ impl Acp {
             return;
         }
         let kind = u.kind.as_deref().unwrap_or("other");
-        let own = self.tool_name(id, u);
-        let name = match (&own, u.title.as_deref()) {
-            (Some(n), _) => n,
+        // The page's tools by the page's own name first (CopilotKit finds
+        // the handler by it), then the tool's own name where the agent tells
+        // it.
+        let page = page_tool(kind, u.title.as_deref(), em);
+        let own = if page.is_some() { None } else { self.tool_name(id, u) };
+        let name = match (page.as_deref(), own.as_deref(), u.title.as_deref()) {
+            (Some(p), _, _) => p,
+            (None, Some(n), _) => n,
             // OpenCode's `todowrite` (without its `initialize`): a tool the
             // tables know, of kind other.
-            (None, Some(t)) if kind == "other" && tools::canonical(t).name != t => t,
+            (None, None, Some(t)) if kind == "other" && tools::canonical(t).name != t => t,
             _ => kind,
         };
         let meta = [
@@ -831,9 +836,17 @@ impl Acp {
         if !em.in_run() {
             em.start_run(params.session_id.as_deref().or(self.session.get()), None);
         }
+        let mut page = false;
         if let (Some(c), Some(tid)) = (&call, call_id) {
             self.start_tool(tid, c, em);
-            Self::end_tool(tid, c.raw_input, em);
+            // A call of the page's tools is the page's to decide, not the
+            // user's (the run grants it): no approval_request. Without its
+            // input (Gemini CLI's), it is ended with the input it reaches
+            // the page with.
+            page = em.page_calls().any(|(p, _)| p == tid);
+            if c.raw_input.is_some() || !page {
+                Self::end_tool(tid, c.raw_input, em);
+            }
         }
         if let Some(p) = self.pending.last_mut() {
             p.tool_call_id.push_str(call_id.unwrap_or_default());
@@ -845,7 +858,7 @@ impl Acp {
             ("toolCall", params.tool_call.map(MetaValue::Json)),
             ("options", params.options.map(MetaValue::Json)),
         ];
-        if em.in_run() {
+        if em.in_run() && !page {
             em.custom("approval_request", MetaValue::Object(&fields));
         } else {
             raw(em, line);
@@ -1151,6 +1164,21 @@ fn agent_name(result: Option<&RawValue>) -> Option<String> {
 
 fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
+}
+
+/// The name the CLI gives a call of kind `other` titled `title`, when it
+/// is one of the page's tools ([`Emitter::is_page_tool`]): the title
+/// itself (Copilot CLI's `page-pick`, OpenCode's `page_pick`), or for
+/// Gemini CLI's title of an MCP server's tool, `pick (page MCP Server)`,
+/// the name its model calls it by, `mcp_page_pick`.
+fn page_tool(kind: &str, title: Option<&str>, em: &Emitter) -> Option<String> {
+    let title = title.filter(|_| kind == "other" && em.has_page_tools())?;
+    if em.is_page_tool(title) {
+        return Some(title.to_owned());
+    }
+    let (tool, server) = title.strip_suffix(" MCP Server)")?.split_once(" (")?;
+    let name = format!("mcp_{server}_{tool}");
+    em.is_page_tool(&name).then_some(name)
 }
 
 #[cfg(test)]

@@ -11,7 +11,11 @@
 // page's MCP server over HTTP: two calls answered together; then `serve
 // qwen`, whose model first selects the tools with Qwen Code's own
 // `tool_search` (a call of its own, with its result): two calls answered
-// together, and one with the 0.0.59 HttpAgent.
+// together, and one with the 0.0.59 HttpAgent; then over ACP, the page's
+// MCP server given in `session/new`: `serve gemini`, one call with either
+// HttpAgent and two calls (Gemini CLI makes them one at a time, a run
+// each), and `serve copilot` and `serve opencode` with `--transport acp`,
+// two calls answered together.
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
@@ -38,6 +42,11 @@ const cases = [
   { name: "opencode-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
   { name: "qwen-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" }, own: ["tool_search"] },
   { name: "qwen-one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59", own: ["tool_search"] },
+  { name: "gemini-one", tools: ["pick_branch"], answers: { pick_branch: "dev" } },
+  { name: "gemini-one-0.0", tools: ["pick_branch"], answers: { pick_branch: "dev" }, client: "0.0.59" },
+  { name: "gemini-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" }, rounds: [["pick_branch"], ["show_diff"]] },
+  { name: "copilot-acp-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
+  { name: "opencode-acp-two", tools: ["pick_branch", "show_diff"], answers: { pick_branch: "main", show_diff: "shown: 3 hunks" } },
 ];
 
 // The texts of the `tools/call` results the CLI was sent (Codex: the
@@ -61,42 +70,50 @@ async function one(c, url, sentFile) {
   const a = new clients[c.client || "1.0"]({ url, threadId: `thread-${c.name}` });
   const tools = c.tools.map(tool);
   a.addMessage({ id: `user-${c.name}`, role: "user", content: "Which branch?" });
-  const seen = [];
+  let seen = [];
   // Either client throws on an event its schema rejects.
   await a.runAgent({ runId: `${c.name}-1`, tools }, { onEvent: ({ event }) => seen.push(event) });
-  const end = seen[seen.length - 1];
-  // The CLI's own calls first (`own`), with their results; then the page's.
-  const own = c.own || [];
-  const all = seen.filter((e) => e.type === "TOOL_CALL_START");
-  // The page's calls in any order: a CLI that reaches the page's server
-  // over HTTP sends a turn's calls at once, and they are shown as they come.
-  const names = all.map((e) => e.toolCallName);
-  const named = JSON.stringify([...names.slice(0, own.length), ...names.slice(own.length).sort()]);
-  check(named === JSON.stringify([...own, ...[...c.tools].sort()]), `${c.name}: the calls are named by the page's tools: ${JSON.stringify(all)}`);
-  const starts = all.slice(own.length);
-  const pageIds = starts.map((e) => e.toolCallId);
-  check(!seen.some((e) => e.type === "TOOL_CALL_RESULT" && pageIds.includes(e.toolCallId)), `${c.name}: no result is streamed`);
-  check(end.type === "RUN_FINISHED", `${c.name}: the run finishes: ${JSON.stringify(end)}`);
-  if (v1) {
-    const ids = (end.outcome && end.outcome.pendingToolCallIds) || [];
-    check(end.outcome && end.outcome.type === "success" && JSON.stringify(ids) === JSON.stringify(starts.map((e) => e.toolCallId)), `${c.name}: the calls are pending: ${JSON.stringify(end)}`);
-  } else {
-    check(!end.outcome || end.outcome.pendingToolCallIds === undefined, `${c.name}: a 0.0 client gets a plain success: ${JSON.stringify(end)}`);
+  // A CLI that calls the page's tools one at a time (Gemini CLI) ends a run
+  // per call: a round each (`rounds`), else one round with all the calls.
+  const rounds = c.rounds || [c.tools];
+  for (const [r, round] of rounds.entries()) {
+    const end = seen[seen.length - 1];
+    // The CLI's own calls first (`own`), with their results; then the page's.
+    const own = r === 0 ? c.own || [] : [];
+    const all = seen.filter((e) => e.type === "TOOL_CALL_START");
+    // The page's calls in any order: a CLI that reaches the page's server
+    // over HTTP sends a turn's calls at once, and they are shown as they come.
+    const names = all.map((e) => e.toolCallName);
+    const named = JSON.stringify([...names.slice(0, own.length), ...names.slice(own.length).sort()]);
+    check(named === JSON.stringify([...own, ...[...round].sort()]), `${c.name}: the calls are named by the page's tools: ${JSON.stringify(all)}`);
+    const starts = all.slice(own.length);
+    const pageIds = starts.map((e) => e.toolCallId);
+    check(!seen.some((e) => e.type === "TOOL_CALL_RESULT" && pageIds.includes(e.toolCallId)), `${c.name}: no result is streamed`);
+    check(!seen.some((e) => e.type === "CUSTOM" && e.name.startsWith("approval_")), `${c.name}: the page is asked no approval of its own tool: ${JSON.stringify(seen)}`);
+    check(end.type === "RUN_FINISHED", `${c.name}: the run finishes: ${JSON.stringify(end)}`);
+    if (v1) {
+      const ids = (end.outcome && end.outcome.pendingToolCallIds) || [];
+      check(end.outcome && end.outcome.type === "success" && JSON.stringify(ids) === JSON.stringify(starts.map((e) => e.toolCallId)), `${c.name}: the calls are pending: ${JSON.stringify(end)}`);
+    } else {
+      check(!end.outcome || end.outcome.pendingToolCallIds === undefined, `${c.name}: a 0.0 client gets a plain success: ${JSON.stringify(end)}`);
+    }
+    // As CopilotKit's run handler does: every call of the page's tools in the
+    // agent's messages with no answer yet is run, and answered.
+    const calls = a.messages.flatMap((m) => m.toolCalls || []).filter((t) => !a.messages.some((m) => m.role === "tool" && m.toolCallId === t.id));
+    check(calls.length === round.length, `${c.name}: the agent holds the calls: ${JSON.stringify(a.messages)}`);
+    for (const call of calls) {
+      a.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: c.answers[call.function.name] });
+    }
+    check(results(sentFile, c.tools).length === (r === 0 ? 0 : rounds.slice(0, r).flat().length), `${c.name}: nothing answered before the follow-up`);
+    const next = [];
+    const runId = `${c.name}-${r + 2}`;
+    await a.runAgent({ runId, tools }, { onEvent: ({ event }) => next.push(event) });
+    check(next[0].type === "RUN_STARTED" && next[0].runId === runId, `${c.name}: the follow-up is the request's run`);
+    seen = next;
   }
-  // As CopilotKit's run handler does: every call of the page's tools in the
-  // agent's messages with no answer yet is run, and answered.
-  const calls = a.messages.flatMap((m) => m.toolCalls || []).filter((t) => !a.messages.some((m) => m.role === "tool" && m.toolCallId === t.id));
-  check(calls.length === c.tools.length, `${c.name}: the agent holds the calls: ${JSON.stringify(a.messages)}`);
-  for (const call of calls) {
-    a.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: c.answers[call.function.name] });
-  }
-  check(results(sentFile, c.tools).length === 0, `${c.name}: nothing answered before the follow-up`);
-  const next = [];
-  await a.runAgent({ runId: `${c.name}-2`, tools }, { onEvent: ({ event }) => next.push(event) });
-  check(next[0].type === "RUN_STARTED" && next[0].runId === `${c.name}-2`, `${c.name}: the follow-up is the request's run`);
-  const last = next[next.length - 1];
+  const last = seen[seen.length - 1];
   check(last.type === "RUN_FINISHED" && !(last.outcome && last.outcome.pendingToolCallIds), `${c.name}: the turn finishes: ${JSON.stringify(last)}`);
-  const text = next.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+  const text = seen.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
   const want = c.tools.map((t) => c.answers[t]);
   check(text === `The page answered: ${want.join("; ")}`, `${c.name}: the model's answer (the recording's): ${text}`);
   const got = results(sentFile, c.tools);

@@ -12,7 +12,15 @@ Driven by the environment:
                     waits for a line from the client (and is appended to
                     ACP_RECORDED=FILE, to compare with ACP_SENT), each agent
                     line is printed; the replay ends when the client stops
-                    sending
+                    sending. Given the page's MCP server in session/new (an
+                    `http` server), it initializes it and lists its tools,
+                    and before the line that shows a call of a page tool
+                    completed (Gemini CLI's `NAME (page MCP Server)`, Copilot
+                    CLI's `page-NAME`, OpenCode's `page_NAME`) it calls the
+                    tool with the recorded arguments (`tools/call`) and waits
+                    for the answer; a run of such lines calls them all at
+                    once. ACP_PAGE_SENT=FILE gets the tools listed, then each
+                    answer's JSON-RPC result with the tool's name (`tool`)
   ACP_ENV=FILE      write the value of OPENCODE_PERMISSION to FILE
   ACP_ARGV=FILE     write the arguments to FILE, one a line
   ACP_MODE=garbage  print a line that is not JSON-RPC and exit
@@ -41,7 +49,10 @@ more agent chunk after it, as Gemini CLI does.
 import json
 import os
 import sys
+import threading
 import time
+
+from mcp_http import rpc as page_rpc
 
 SENT = os.environ.get("ACP_SENT")
 
@@ -73,6 +84,86 @@ def chunk(session, text, kind="agent_message_chunk"):
 
 # Replay -------------------------------------------------------------------
 
+
+def page_sent(value):
+    path = os.environ.get("ACP_PAGE_SENT")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(value) + "\n")
+
+
+class Page:
+    """The page's MCP server as the agent reaches it, and the calls of its
+    tools the transcript shows (by toolCallId: title, arguments)."""
+
+    def __init__(self):
+        self.url = None
+        self.calls = {}
+
+    def given(self, msg):
+        """The client's session/new (or session/load): the server, if any."""
+        for s in ((msg or {}).get("params") or {}).get("mcpServers") or []:
+            if s.get("type") == "http" and s.get("name") == "page":
+                self.url = s["url"]
+                page_rpc(self.url, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                               "clientInfo": {"name": "acp-agent", "version": "1"}}})
+                page_rpc(self.url, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+                listed = page_rpc(self.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+                page_sent(listed["result"])
+
+    def seen(self, msg):
+        """Note a call's title and arguments, from an update or a permission
+        request."""
+        params = msg.get("params") or {}
+        call = params.get("toolCall") or params.get("update") or {}
+        cid = call.get("toolCallId")
+        if not cid:
+            return
+        title, args = self.calls.get(cid, (None, None))
+        title = title or call.get("title")
+        if call.get("rawInput"):
+            args = call["rawInput"]
+        elif args is None and msg.get("method") == "session/request_permission":
+            # Gemini CLI shows an MCP call's arguments as its content.
+            for c in call.get("content") or []:
+                try:
+                    args = json.loads(((c.get("content") or {}).get("text")) or "")
+                except ValueError:
+                    pass
+        self.calls[cid] = (title, args)
+
+    def tool(self, msg):
+        """The page's tool a completed update shows a call of, and its
+        arguments; None for any other line."""
+        u = (msg.get("params") or {}).get("update") or {}
+        if self.url is None or u.get("status") != "completed":
+            return None
+        title, args = self.calls.get(u.get("toolCallId"), (None, None))
+        title = title or ""
+        for prefix in ("page-", "page_"):
+            if title.startswith(prefix):
+                return title[len(prefix):], args or {}
+        if title.endswith(" (page MCP Server)"):
+            return title[: -len(" (page MCP Server)")], args or {}
+        return None
+
+    def call_all(self, tools):
+        """Call the tools at once, and wait for every answer."""
+        results = [None] * len(tools)
+
+        def one(i, name, args):
+            results[i] = page_rpc(self.url, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                                             "params": {"name": name, "arguments": args}})
+
+        threads = [threading.Thread(target=one, args=(i, n, a)) for i, (n, a) in enumerate(tools)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for (name, _), r in zip(tools, results):
+            page_sent(dict((r or {}).get("result") or {"error": (r or {}).get("error")}, tool=name))
+
 CLIENT_METHODS = {"initialize", "authenticate", "session/new", "session/load", "session/resume",
                   "session/prompt", "session/cancel", "session/set_mode", "session/set_model",
                   "session/set_config_option"}
@@ -83,9 +174,11 @@ def replay(path):
     answer by the side of the latest unanswered request with its id (an
     answer with a stopReason answers the client's prompt)."""
     pending = []  # (side, id), in order
+    page = Page()
     with open(path) as f:
         lines = [l for l in f.read().splitlines() if l.strip()]
-    for line in lines:
+    called = 0  # the lines whose page tools are called already
+    for n, line in enumerate(lines):
         msg = json.loads(line)
         if "method" in msg:
             side = "client" if msg["method"] in CLIENT_METHODS else "agent"
@@ -102,12 +195,25 @@ def replay(path):
                     break
             side = "agent" if asker == "client" else "client"
         if side == "client":
-            if read() is None:
+            got = read()
+            if got is None:
                 return
+            if got.get("method") in ("session/new", "session/load"):
+                page.given(got)
             if os.environ.get("ACP_RECORDED"):
                 with open(os.environ["ACP_RECORDED"], "a") as f:
                     f.write(line + "\n")
         else:
+            page.seen(msg)
+            if n >= called and page.tool(msg):
+                tools = []
+                for later in lines[n:]:
+                    tool = page.tool(json.loads(later))
+                    if tool is None:
+                        break
+                    tools.append(tool)
+                called = n + len(tools)
+                page.call_all(tools)
             send(msg)
     # The client closes its end once the prompt is answered.
     while read() is not None:

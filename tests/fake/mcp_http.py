@@ -129,4 +129,5 @@ def main():
         i = max(j, i + 1)
 
 
-main()
+if __name__ == "__main__":
+    main()

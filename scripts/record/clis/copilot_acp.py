@@ -15,6 +15,8 @@ from clis import copilot
 PACKAGE = copilot.PACKAGE
 BIN = copilot.BIN
 OUT = "acp/copilot-{version}"
+# The front end\'s tools: an MCP server over HTTP in `session/new` (acp.py).
+PAGE_TOOLS = True
 
 classify = copilot.classify
 reply = copilot.reply

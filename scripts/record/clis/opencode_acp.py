@@ -17,6 +17,8 @@ from clis import version as version_of
 PACKAGE = opencode.PACKAGE
 BIN = opencode.BIN
 OUT = "acp/opencode-{version}"
+# The front end\'s tools: an MCP server over HTTP in `session/new` (acp.py).
+PAGE_TOOLS = True
 
 classify = opencode.classify
 reply = opencode.reply
