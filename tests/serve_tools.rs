@@ -971,6 +971,32 @@ fn with_state(thread: &str, run: &str, state: Value, prompt: &str) -> Value {
     })
 }
 
+/// The key of the page's state that holds what the run used.
+const RUN_INFO: &str = "agui-translate";
+
+/// The STATE_SNAPSHOTs of a run (their place among its events, and their
+/// state without the run's information), each checked to hold what the
+/// run used.
+fn page_states(run: &[Value]) -> Vec<(usize, Value)> {
+    run.iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
+        .map(|(i, e)| {
+            let mut state = e["snapshot"].clone();
+            let info = state
+                .as_object_mut()
+                .and_then(|o| o.remove(RUN_INFO))
+                .unwrap_or_else(|| panic!("no run information: {e}"));
+            assert_eq!(info["approval"], "default", "{info}");
+            assert!(
+                info["cwd"].is_string() && !info["cwd"].as_str().unwrap().contains('/'),
+                "{info}"
+            );
+            (i, state)
+        })
+        .collect()
+}
+
 /// The prompt the CLI was sent (its first stdin line, a user message).
 fn prompt_sent(file: &Path) -> String {
     sent(file)[0]["message"]["content"][0]["text"]
@@ -1016,9 +1042,33 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
         .expect("with its result");
     assert_eq!(result["toolCallId"], STATE_CALL);
     let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
-    let snapshot = &one[at("STATE_SNAPSHOT")];
-    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
-    assert!(at("TOOL_CALL_END") < at("STATE_SNAPSHOT"));
+    // The page's state with what the run used after RUN_STARTED, the
+    // model's after its call, and again, with the run's usage, before
+    // RUN_FINISHED.
+    let states = page_states(&one);
+    let page: Vec<&Value> = states.iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        page,
+        [
+            &json!({"branch": "main"}),
+            &json!({"branch": "dev"}),
+            &json!({"branch": "dev"})
+        ],
+        "{one:?}"
+    );
+    assert_eq!(states[0].0, 1, "after RUN_STARTED: {one:?}");
+    assert!(at("TOOL_CALL_END") < states[1].0);
+    assert_eq!(states[2].0, one.len() - 2, "before RUN_FINISHED: {one:?}");
+    let usage = &one[states[2].0]["snapshot"][RUN_INFO]["usage"];
+    assert_eq!(usage, &last(&one)["usage"], "{one:?}");
+    assert!(!usage.as_array().unwrap().is_empty(), "{one:?}");
+    assert_eq!(one[1]["snapshot"][RUN_INFO]["usage"], json!([]));
+    // The thread keeps the page's state alone.
+    let kept = dir.join("claude").join("7473.state.json");
+    assert_eq!(
+        std::fs::read_to_string(&kept).unwrap(),
+        r#"{"branch":"dev"}"#
+    );
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(
         last(&one)["outcome"].get("pendingToolCallIds").is_none(),
@@ -1047,14 +1097,9 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     );
     // The page, which gave none, is told the thread's state as the run
     // starts, then the model's new one.
-    let states: Vec<(usize, &Value)> = two
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
-        .map(|(i, e)| (i, &e["snapshot"]))
-        .collect();
-    assert_eq!(states.len(), 2, "{two:?}");
-    assert_eq!(states[0].1, &json!({"branch": "dev"}));
+    let states = page_states(&two);
+    assert_eq!(states.len(), 3, "{two:?}");
+    assert_eq!(states[0].1, json!({"branch": "dev"}));
     let said = two
         .iter()
         .position(|e| e["type"] == "TEXT_MESSAGE_START")
@@ -1071,11 +1116,22 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     );
     let prompt = prompt_sent(&sent_file);
     assert!(prompt.contains(r#"{"branch":"qa"}"#), "{prompt}");
-    let told = three
-        .iter()
-        .filter(|e| e["type"] == "STATE_SNAPSHOT")
-        .count();
-    assert_eq!(told, 1, "only the model's: the page has its own");
+    let told = page_states(&three);
+    assert_eq!(told[0].1, json!({"branch": "qa"}), "{three:?}");
+    assert_eq!(told.len(), 3, "{three:?}");
+    // A page that sends back the state it was told, what the run used in
+    // it, gives no state of its own: the kept one stays, and the model is
+    // not told the run's information as the page's.
+    let told_back = three[told[2].0]["snapshot"].clone();
+    assert!(told_back.get(RUN_INFO).is_some());
+    let _ = std::fs::remove_file(&sent_file);
+    let back = json!({RUN_INFO: told_back[RUN_INFO].clone()});
+    post(&s.addr, &with_state("ts", "r5", back, "Again."));
+    let prompt = prompt_sent(&sent_file);
+    assert!(prompt.contains(r#"(JSON): {"branch":"dev"}"#), "{prompt}");
+    assert!(!prompt.contains(RUN_INFO), "{prompt}");
+    let kept = std::fs::read_to_string(dir.join("claude").join("7473.state.json")).unwrap();
+    assert_eq!(kept, r#"{"branch":"dev"}"#);
     // A thread with no state is offered no such tool.
     drop(s);
     let _ = std::fs::remove_file(&argv);
@@ -1112,11 +1168,16 @@ fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0]["name"], "ag_ui_update_state");
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["state"]));
-    let snapshot = one
-        .iter()
-        .find(|e| e["type"] == "STATE_SNAPSHOT")
-        .expect("the new state is streamed");
-    assert_eq!(snapshot["snapshot"], json!({"branch": "dev"}));
+    let states: Vec<Value> = page_states(&one).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        states,
+        [
+            json!({"branch": "main"}),
+            json!({"branch": "dev"}),
+            json!({"branch": "dev"})
+        ],
+        "the new state is streamed: {one:?}"
+    );
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(last(&one)["outcome"].get("pendingToolCallIds").is_none());
     let answer = sent(&sent_file)
