@@ -950,7 +950,18 @@ mod tests {
         assert_eq!(given.state_kept, None, "the page has it");
         assert!(given.state_tool);
         assert!(given.prompt("Hi".into()).contains(r#"(JSON): {"page":2}"#));
-        for empty in [r#""state":{}"#, r#""state":null"#, r#""context":[]"#] {
+        // What the run used, sent back by the page, is not its state.
+        let back = check(
+            r#"{"threadId":"t","state":{"page":2,"agui-translate":{"model":null}}}"#,
+            "claude",
+        );
+        assert_eq!(back.state_given.as_deref(), Some(r#"{"page":2}"#));
+        for empty in [
+            r#""state":{}"#,
+            r#""state":null"#,
+            r#""context":[]"#,
+            r#""state":{"agui-translate":{"usage":[]}}"#,
+        ] {
             let page = check(&format!(r#"{{"threadId":"t",{empty}}}"#), "codex");
             assert_eq!(page.state_given, None, "{empty}");
             assert_eq!(page.state_kept.as_deref(), Some(r#"{"kept":1}"#));
