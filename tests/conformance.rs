@@ -1048,7 +1048,8 @@ fn http_agent_gets_its_thread_back() {
 /// A page reloaded mid-run (`tests/conformance/rejoin.cjs`): an HttpAgent
 /// run is aborted while the CLI still writes, and a fresh HttpAgent on the
 /// same thread that sends no message rejoins it within the rejoin grace,
-/// getting the rest of the run, which the official verifier passes.
+/// getting the rest of the run, which the official verifier passes; with
+/// the 1.0 client and with 0.0.59.
 #[test]
 fn http_agent_rejoins_a_run_after_a_reload() {
     if skipped("http_agent_rejoins_a_run_after_a_reload") {
@@ -1056,27 +1057,33 @@ fn http_agent_rejoins_a_run_after_a_reload() {
     }
     let dir = root().join("tests/conformance");
     ensure_packages(&dir);
-    let gate = std::env::temp_dir().join(format!("agui-rejoin-node-{}", std::process::id()));
-    let _ = std::fs::remove_file(&gate);
     let text = root().join("testdata/gemini/0.61.0/text.jsonl");
-    let server = common::serve(
-        "gemini",
-        &["--token", "t0ken", "--rejoin-grace", "30s"],
-        &[
-            ("FAKE_REPLAY", &text),
-            ("FAKE_LINES", Path::new("4")),
-            ("FAKE_GATE", &gate),
-        ],
-    );
-    node_says_ok(
-        "AG-UI rejoin",
-        Command::new("node")
-            .arg(dir.join("rejoin.cjs"))
-            .arg(format!("http://{}/agent", server.addr))
-            .arg("t0ken")
-            .arg(&gate),
-    );
-    let _ = std::fs::remove_file(&gate);
+    // The 1.0 client, and 0.0.59 (CopilotKit's pin), each on a server of
+    // its own.
+    for release in ["1.0", "0.0"] {
+        let gate =
+            std::env::temp_dir().join(format!("agui-rejoin-node-{release}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&gate);
+        let server = common::serve(
+            "gemini",
+            &["--token", "t0ken", "--rejoin-grace", "30s"],
+            &[
+                ("FAKE_REPLAY", &text),
+                ("FAKE_LINES", Path::new("4")),
+                ("FAKE_GATE", &gate),
+            ],
+        );
+        node_says_ok(
+            &format!("AG-UI rejoin ({release})"),
+            Command::new("node")
+                .arg(dir.join("rejoin.cjs"))
+                .arg(format!("http://{}/agent", server.addr))
+                .arg("t0ken")
+                .arg(&gate)
+                .arg(release),
+        );
+        let _ = std::fs::remove_file(&gate);
+    }
 }
 
 /// `serve claude -- --approval ask` with the official 1.0 HttpAgent
@@ -1293,7 +1300,12 @@ fn chromium() -> Option<PathBuf> {
 /// read one, by a plain fetch, a blind one or the official HttpAgent; a page
 /// from an origin given with `--allow-origin` runs one end to end with the
 /// HttpAgent, sending a header of its own, and approves a tool call that
-/// `serve claude -- --approval ask` interrupts its run for. Skipped, saying so, where
+/// `serve claude -- --approval ask` interrupts its run for; reloaded after
+/// two turns, it shows both; reloaded during a long run (a stand-in that
+/// writes the start of its answer, waits, then writes the rest a line at a
+/// time), it shows the text so far and the rest as it comes, ending in one
+/// RUN_FINISHED, and a second tab on the thread gets the same events.
+/// Skipped, saying so, where
 /// Chromium is not installed, unless `AGUI_NO_SKIP=1` (as in CI).
 #[test]
 fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
@@ -1336,6 +1348,19 @@ fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
         &["--approval", "ask"],
         &[("FAKE_CONTROL", &root().join("tests/ask/approve.jsonl"))],
     );
+    // A long run, for a page reloaded during it.
+    let gate = std::env::temp_dir().join(format!("agui-browser-gate-{}", std::process::id()));
+    let _ = std::fs::remove_file(&gate);
+    let long = common::serve(
+        "gemini",
+        &["--allow-origin", &origin, "--rejoin-grace", "30s"],
+        &[
+            ("FAKE_REPLAY", &text),
+            ("FAKE_LINES", Path::new("4")),
+            ("FAKE_GATE", &gate),
+            ("FAKE_PACE", Path::new("0.1")),
+        ],
+    );
     let out = Command::new("node")
         .arg(dir.join("browser.cjs"))
         .arg(format!("http://{}/agent", server.addr))
@@ -1343,9 +1368,12 @@ fn only_pages_from_allowed_origins_reach_serve_in_a_browser() {
         .arg(&argv)
         .arg(&browser)
         .arg(format!("http://{}/agent", asking.addr))
+        .arg(format!("http://{}/agent", long.addr))
+        .arg(&gate)
         .output()
         .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
     let _ = std::fs::remove_file(&argv);
+    let _ = std::fs::remove_file(&gate);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && text.trim() == "OK",
@@ -1586,8 +1614,10 @@ fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Ser
 /// official 1.0 HttpAgent and the 0.0.59 one
 /// (`tests/conformance/state.cjs`): the model changes the state through
 /// serve's own tool, the run streams it as STATE_SNAPSHOT before it ends,
-/// and each agent's state is the model's. The stand-ins replay the real
-/// CLIs calling the state's tool (`testdata/*/*/state-update.jsonl`).
+/// and each agent's state is the model's, with what the run used under
+/// `agui-translate`, which the thread's kept state does not hold. The
+/// stand-ins replay the real CLIs calling the state's tool
+/// (`testdata/*/*/state-update.jsonl`).
 #[test]
 fn http_agent_takes_the_state_the_model_changed() {
     if skipped("http_agent_takes_the_state_the_model_changed") {
@@ -1608,19 +1638,44 @@ fn http_agent_takes_the_state_the_model_changed() {
         ("qwen", "qwen/0.24.4", "FAKE_CONTROL"),
     ] {
         let replay = root().join(format!("testdata/{recording}/state-update.jsonl"));
-        let two: Vec<_> = (0..2)
-            .map(|_| common::serve_run(cli, &[], &[], &[(var, &replay)]))
-            .collect();
+        let mut urls = Vec::new();
+        let mut files = Vec::new();
+        for version in ["1.0", "0.0.59"] {
+            let state_dir = std::env::temp_dir().join(format!(
+                "agui-state-node-{cli}-{version}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&state_dir);
+            let s = common::serve_run(
+                cli,
+                &["--state-dir", state_dir.to_str().unwrap()],
+                &[],
+                &[(var, &replay)],
+            );
+            urls.push(format!("http://{}/agent", s.addr));
+            // The thread's state file: its id in hexadecimal.
+            let stem: String = format!("thread-state-{cli}-{version}")
+                .bytes()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            files.push(state_dir.join(cli).join(format!("{stem}.state.json")));
+            servers.push((s, state_dir));
+        }
         args.push(format!(
-            "{cli}=http://{}/agent,http://{}/agent",
-            two[0].addr, two[1].addr
+            "{cli}={},{},{},{}",
+            urls[0],
+            urls[1],
+            files[0].display(),
+            files[1].display()
         ));
-        servers.extend(two);
     }
     node_says_ok(
         "AG-UI conformance",
         Command::new("node").arg(dir.join("state.cjs")).args(&args),
     );
+    for (_, state_dir) in &servers {
+        let _ = std::fs::remove_dir_all(state_dir);
+    }
 }
 
 /// The states of each case of [`http_agent_applies_the_state_deltas`]: a

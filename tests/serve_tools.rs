@@ -982,6 +982,32 @@ fn with_state(thread: &str, run: &str, state: Value, prompt: &str) -> Value {
     })
 }
 
+/// The key of the page's state that holds what the run used.
+const RUN_INFO: &str = "agui-translate";
+
+/// The STATE_SNAPSHOTs of a run (their place among its events, and their
+/// state without the run's information), each checked to hold what the
+/// run used.
+fn page_states(run: &[Value]) -> Vec<(usize, Value)> {
+    run.iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
+        .map(|(i, e)| {
+            let mut state = e["snapshot"].clone();
+            let info = state
+                .as_object_mut()
+                .and_then(|o| o.remove(RUN_INFO))
+                .unwrap_or_else(|| panic!("no run information: {e}"));
+            assert_eq!(info["approval"], "default", "{info}");
+            assert!(
+                info["cwd"].is_string() && !info["cwd"].as_str().unwrap().contains('/'),
+                "{info}"
+            );
+            (i, state)
+        })
+        .collect()
+}
+
 /// The prompt the CLI was sent (its first stdin line, a user message).
 fn prompt_sent(file: &Path) -> String {
     sent(file)[0]["message"]["content"][0]["text"]
@@ -1027,9 +1053,27 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
         .expect("with its result");
     assert_eq!(result["toolCallId"], STATE_CALL);
     let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
-    let snapshot = &one[at("STATE_SNAPSHOT")];
-    assert_eq!(snapshot["snapshot"], model_state());
-    assert!(at("TOOL_CALL_END") < at("STATE_SNAPSHOT"));
+    // The page's state with what the run used after RUN_STARTED, the
+    // model's after its call; what the run used again, with the run's
+    // usage, just before RUN_FINISHED (a delta of that key alone).
+    let states = page_states(&one);
+    let page: Vec<&Value> = states.iter().map(|(_, s)| s).collect();
+    assert_eq!(page, [&json!({"branch": "main"}), &model_state()], "{one:?}");
+    assert_eq!(states[0].0, 1, "after RUN_STARTED: {one:?}");
+    assert!(at("TOOL_CALL_END") < states[1].0);
+    let delta = &one[one.len() - 2];
+    assert_eq!(delta["type"], "STATE_DELTA", "before RUN_FINISHED: {one:?}");
+    assert_eq!(delta["delta"].as_array().unwrap().len(), 1, "{delta}");
+    assert_eq!(delta["delta"][0]["op"], "add", "{delta}");
+    assert_eq!(delta["delta"][0]["path"], format!("/{RUN_INFO}"), "{delta}");
+    let usage = &delta["delta"][0]["value"]["usage"];
+    assert_eq!(usage, &last(&one)["usage"], "{one:?}");
+    assert!(!usage.as_array().unwrap().is_empty(), "{one:?}");
+    assert_eq!(one[1]["snapshot"][RUN_INFO]["usage"], json!([]));
+    // The thread keeps the page's state alone.
+    let kept = dir.join("claude").join("7473.state.json");
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    assert_eq!(kept, model_state());
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(
         last(&one)["outcome"].get("pendingToolCallIds").is_none(),
@@ -1058,14 +1102,9 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     );
     // The page, which gave none, is told the thread's state as the run
     // starts, then the model's new one.
-    let states: Vec<(usize, &Value)> = two
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e["type"] == "STATE_SNAPSHOT")
-        .map(|(i, e)| (i, &e["snapshot"]))
-        .collect();
+    let states = page_states(&two);
     assert_eq!(states.len(), 2, "{two:?}");
-    assert_eq!(states[0].1, &model_state());
+    assert_eq!(states[0].1, model_state());
     let said = two
         .iter()
         .position(|e| e["type"] == "TEXT_MESSAGE_START")
@@ -1082,11 +1121,22 @@ fn the_model_changes_the_page_s_state_and_the_thread_keeps_it_across_a_restart()
     );
     let prompt = prompt_sent(&sent_file);
     assert!(prompt.contains(r#"{"branch":"qa"}"#), "{prompt}");
-    let told = three
-        .iter()
-        .filter(|e| e["type"] == "STATE_SNAPSHOT")
-        .count();
-    assert_eq!(told, 1, "only the model's: the page has its own");
+    let told = page_states(&three);
+    assert_eq!(told[0].1, json!({"branch": "qa"}), "{three:?}");
+    assert_eq!(told.len(), 2, "{three:?}");
+    // A page that sends back the state it was told, what the run used in
+    // it, gives no state of its own: the kept one stays, and the model is
+    // not told the run's information as the page's.
+    let told_back = three[told[1].0]["snapshot"].clone();
+    assert!(told_back.get(RUN_INFO).is_some());
+    let _ = std::fs::remove_file(&sent_file);
+    let back = json!({RUN_INFO: told_back[RUN_INFO].clone()});
+    post(&s.addr, &with_state("ts", "r5", back, "Again."));
+    let prompt = prompt_sent(&sent_file);
+    assert!(prompt.contains(r#"(JSON): {"branch":"dev","files""#), "{prompt}");
+    assert!(!prompt.contains(RUN_INFO), "{prompt}");
+    let kept = std::fs::read_to_string(dir.join("claude").join("7473.state.json")).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&kept).unwrap(), model_state());
     // A thread with no state is offered no such tool.
     drop(s);
     let _ = std::fs::remove_file(&argv);
@@ -1121,11 +1171,12 @@ fn codex_changes_the_state_through_a_dynamic_tool_answered_at_once() {
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0]["name"], "ag_ui_update_state");
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["state"]));
-    let snapshot = one
-        .iter()
-        .find(|e| e["type"] == "STATE_SNAPSHOT")
-        .expect("the new state is streamed");
-    assert_eq!(snapshot["snapshot"], model_state());
+    let states: Vec<Value> = page_states(&one).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        states,
+        [json!({"branch": "main"}), model_state()],
+        "the new state is streamed: {one:?}"
+    );
     assert_eq!(last(&one)["type"], "RUN_FINISHED", "{one:?}");
     assert!(last(&one)["outcome"].get("pendingToolCallIds").is_none());
     let answer = sent(&sent_file)

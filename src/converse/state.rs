@@ -25,6 +25,11 @@ pub const TOOL: &str = "ag_ui_update_state";
 /// The largest state (bytes of JSON).
 pub const MAX_STATE: usize = 64 * 1024;
 
+/// The key of the state under which `serve` tells the page what the run
+/// used: the page's and the model's state never hold it (see
+/// [`without_run_info`]).
+pub const RUN_INFO_KEY: &str = "agui-translate";
+
 /// The tool, as the CLI is offered it.
 pub fn tool() -> PageTool {
     let schema = serde_json::json!({
@@ -102,8 +107,9 @@ impl State {
             .filter(|s| s.get().trim_start().starts_with('{'))
             .ok_or(usage)?;
         // Compact, so that the size is the state's own.
-        let value: serde_json::Value =
+        let mut value: serde_json::Value =
             serde_json::from_str(state.get()).map_err(|e| format!("{TOOL}: {e}"))?;
+        without_run_info(&mut value);
         let compact = serde_json::to_string(&value).expect("serializable");
         if compact.len() > MAX_STATE {
             return Err(format!(
@@ -117,6 +123,14 @@ impl State {
     /// The state changed since the last call, to be streamed.
     pub fn take_unsent(&mut self) -> Option<Box<RawValue>> {
         self.unsent.take()
+    }
+}
+
+/// Takes [`RUN_INFO_KEY`] out of a new state: what the run used is
+/// `serve`'s to say, and is not kept as the page's state.
+fn without_run_info(state: &mut serde_json::Value) {
+    if let Some(o) = state.as_object_mut() {
+        o.remove(RUN_INFO_KEY);
     }
 }
 
@@ -149,6 +163,15 @@ mod tests {
             r#"{"branch":"dev","n":[1,2]}"#
         );
         assert!(s.take_unsent().is_none());
+        // The run's information is serve's: the model cannot set it.
+        let (_, error) = s.update(Some(&raw(
+            r#"{"state": {"branch": "main", "agui-translate": {"model": "x"}}}"#,
+        )));
+        assert!(!error);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            r#"{"branch":"main"}"#
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

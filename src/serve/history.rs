@@ -48,6 +48,10 @@ pub(super) struct Recorder {
     after_start: Vec<u8>,
     /// The user's message the run answers (its id and words), if any.
     user: Option<(String, String)>,
+    /// Events seen so far.
+    events: usize,
+    /// What the run used, published in the page's state.
+    info: Option<crate::serve::page::RunInfo>,
 }
 
 impl Recorder {
@@ -74,38 +78,71 @@ impl Recorder {
         self.after_start = events;
     }
 
-    /// Takes the next bytes of the run's stream; `Some((at, events))` when
-    /// `events` go between `bytes[..at]` and the rest.
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Option<(usize, Vec<u8>)> {
-        if self.full {
-            return None;
-        }
+    /// Publishes what the run used in the page's state (`info`): its
+    /// snapshot goes after the run's first event (after those of
+    /// [`Recorder::after_start`]), the model's state is merged with it, and
+    /// it is sent again, with the run's usage, as a STATE_DELTA before each
+    /// RUN_FINISHED.
+    pub(super) fn run_info(&mut self, info: crate::serve::page::RunInfo) {
+        self.after_start.extend_from_slice(&info.snapshot());
+        self.info = Some(info);
+    }
+
+    /// Takes the next bytes of the run's stream and gives back the whole
+    /// events among them, to send: with those of
+    /// [`Recorder::after_start`] after the first, and the run's
+    /// information ([`Recorder::run_info`]) in the state.
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
         self.seen += bytes.len();
         let before = self.pending.len();
-        self.pending.extend_from_slice(bytes);
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.extend_from_slice(bytes);
+        let mut out = Vec::with_capacity(pending.len());
         // Only the new bytes (and the one before them) can hold an event's end.
         let mut from = before.saturating_sub(1);
-        let mut insert = None;
-        while let Some(end) = memchr::memmem::find(&self.pending[from..], b"\n\n").map(|e| from + e)
-        {
-            if insert.is_none() && !self.after_start.is_empty() {
-                let at = (end + 2).saturating_sub(before);
-                insert = Some((at, std::mem::take(&mut self.after_start)));
-            }
-            let block: Vec<u8> = self.pending.drain(..end + 2).collect();
-            for line in block.split(|&b| b == b'\n') {
-                if let Some(data) = line.strip_prefix(b"data: ") {
-                    if let Ok(event) = serde_json::from_slice::<Value>(data) {
-                        self.apply(&event);
-                    }
-                }
-            }
-            from = 0;
+        let mut done = 0;
+        while let Some(end) = memchr::memmem::find(&pending[from..], b"\n\n").map(|e| from + e) {
+            self.event(&pending[done..end + 2], &mut out);
+            done = end + 2;
+            from = done;
         }
-        if self.pending.len() > MAX_HISTORY || self.seen > MAX_RUN_EVENTS {
+        pending.drain(..done);
+        self.pending = pending;
+        if self.seen > MAX_RUN_EVENTS {
             self.full = true;
         }
-        insert
+        out
+    }
+
+    /// One whole event of the run (`block`), recorded and added to `out`
+    /// as it is to be sent.
+    fn event(&mut self, block: &[u8], out: &mut Vec<u8>) {
+        // The writer puts the type first.
+        let is = |ty: &[u8]| block.starts_with(b"data: {\"type\":") && block[14..].starts_with(ty);
+        match &mut self.info {
+            Some(info) if is(b"\"STATE_SNAPSHOT\"") => {
+                out.extend_from_slice(&info.model_state(block))
+            }
+            Some(info) if is(b"\"RUN_FINISHED\"") => {
+                out.extend_from_slice(&info.finished(block));
+                out.extend_from_slice(block);
+            }
+            _ => out.extend_from_slice(block),
+        }
+        self.events += 1;
+        if self.events == 1 {
+            out.append(&mut self.after_start);
+        }
+        if self.full {
+            return;
+        }
+        for line in block.split(|&b| b == b'\n') {
+            if let Some(data) = line.strip_prefix(b"data: ") {
+                if let Ok(event) = serde_json::from_slice::<Value>(data) {
+                    self.apply(&event);
+                }
+            }
+        }
     }
 
     fn apply(&mut self, e: &Value) {

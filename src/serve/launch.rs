@@ -242,13 +242,25 @@ fn stream_turn(
     let mut said = crate::serve::history::Recorder::for_request(input);
     let mut after_start =
         crate::serve::history::for_reloaded(shared, input, input.last_user_content());
-    if let Some(state) = &request.state_kept {
+    let page_state = request.state_given.as_deref();
+    let info = crate::serve::page::RunInfo::new(
+        input,
+        page_state.or(request.state_kept.as_deref()),
+        &request.choices,
+        &shared.run_options,
+    );
+    if let (None, Some(state)) = (&info, &request.state_kept) {
         // A page that gives no state is told the thread's.
         after_start.extend_from_slice(
             format!("data: {{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{state}}}\n\n").as_bytes(),
         );
     }
     said.after_start(after_start);
+    if let Some(info) = info {
+        // The page's state (or the thread's, when the page gives none)
+        // with what the run used.
+        said.run_info(info);
+    }
     w.said = Box::new(said);
     let pid = w.child.id();
     let Waiting { stdout, said, .. } = &mut w;
@@ -527,9 +539,9 @@ pub(super) fn stream_run(
     stream_run_or(conn, run, out, cors, marker, &[], &mut |b| said.feed(b))
 }
 
-/// What sees each piece of a run's stream before it is sent, and may put
-/// events in it: `Some((at, events))` sends `events` after `piece[..at]`.
-type Tee<'a> = dyn FnMut(&[u8]) -> Option<(usize, Vec<u8>)> + 'a;
+/// What sees each piece of a run's stream before it is sent, and gives
+/// back what to send: its whole events, some changed, some added.
+type Tee<'a> = dyn FnMut(&[u8]) -> Vec<u8> + 'a;
 
 /// [`stream_run`], sending `if_empty` when the run writes nothing at all,
 /// each piece through `tee`, then through `live` (which gives each event
@@ -551,12 +563,7 @@ fn stream_run_or(
     let done = Arc::new(AtomicBool::new(false));
     let watcher = watch_for_hangup(conn, (pid, live), &done);
     let mut send = |bytes: &[u8]| {
-        // What `tee` puts in (after the run's first event) goes in here.
-        let (at, extra) = tee(bytes).unwrap_or((bytes.len(), Vec::new()));
-        let at = at.min(bytes.len());
-        let mut framed = live.frame(&bytes[..at]);
-        framed.extend_from_slice(&live.frame(&extra));
-        framed.extend_from_slice(&live.frame(&bytes[at..]));
+        let framed = live.frame(&tee(bytes));
         if !gone && !framed.is_empty() && write_within(conn, &framed, STALL_TIMEOUT).is_err() {
             // The rest of the run is read and not sent here, so that it
             // can end (and its readers that rejoined it still get it).

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::converse::mcp::{self, Text, MAX_ANSWER};
+use crate::converse::state::RUN_INFO_KEY;
 use crate::dialect::request::{attachment_refused, files_pick_acp, media_types, MEDIA_TYPES};
 use crate::dialect::Dialect;
 use crate::serve::input::{id_ok, RunAgentInput};
@@ -95,6 +96,7 @@ impl Page {
             answer_text(id, *content)?;
         }
         let given = given_state(input.state)?;
+        let given = given.as_deref();
         let state = match given {
             Some(s) => Some(s.to_owned()),
             None => kept(),
@@ -190,7 +192,7 @@ fn answer_text(id: &str, content: Option<&RawValue>) -> Result<String, String> {
 /// The state the page gives, when it is not empty (`null`, `{}`, `[]`
 /// and `""` give none: the thread's kept state stays). `Err` when it is
 /// larger than [`MAX_STATE`].
-fn given_state(state: Option<&RawValue>) -> Result<Option<&str>, String> {
+fn given_state(state: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, String> {
     let state = state
         .map(|s| s.get().trim())
         .filter(|s| !matches!(*s, "null" | "{}" | "[]" | "\"\""));
@@ -199,7 +201,25 @@ fn given_state(state: Option<&RawValue>) -> Result<Option<&str>, String> {
             return Err(format!("state: {} bytes, more than {MAX_STATE}", s.len()));
         }
     }
-    Ok(state)
+    Ok(state.map(without_run_info).filter(|s| s != "{}"))
+}
+
+/// A page's state without the run's information that serve put in it
+/// ([`RUN_INFO_KEY`]): the page sends back the state it was given, and
+/// what the run used is neither kept for the thread nor told to the model
+/// as the page's.
+fn without_run_info(state: &str) -> Cow<'_, str> {
+    let quoted = format!("\"{RUN_INFO_KEY}\"");
+    if !state.starts_with('{') || !state.contains(&quoted) {
+        return Cow::Borrowed(state);
+    }
+    match serde_json::from_str::<serde_json::Value>(state) {
+        Ok(serde_json::Value::Object(mut o)) => {
+            o.remove(RUN_INFO_KEY);
+            Cow::Owned(serde_json::Value::Object(o).to_string())
+        }
+        _ => Cow::Borrowed(state),
+    }
 }
 
 /// The block told to the model before the prompt: each context entry on a
@@ -475,13 +495,19 @@ fn own_options(options: &[String]) -> &[String] {
 
 /// `--transport`'s value among the run options, if given.
 fn transport(own: &[String]) -> Option<&str> {
-    own.iter()
-        .enumerate()
-        .find_map(|(i, o)| match o.strip_prefix("--transport=") {
+    option_value(own, "--transport")
+}
+
+/// The value of the option `name` (`--name VALUE` or `--name=VALUE`)
+/// among the run options proper `own`, if given.
+fn option_value<'a>(own: &'a [String], name: &str) -> Option<&'a str> {
+    own.iter().enumerate().find_map(|(i, o)| {
+        match o.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
             Some(v) => Some(v),
-            None if o == "--transport" => own.get(i + 1).map(String::as_str),
+            None if o == name => own.get(i + 1).map(String::as_str),
             None => None,
-        })
+        }
+    })
 }
 
 /// A value as a refusal shows it: its first 64 characters.
@@ -776,6 +802,116 @@ pub(super) fn attach_args(
     Ok(args)
 }
 
+/// What a run used (its model, approval mode, working directory, and its
+/// usage once it has finished), published to the page in its state under
+/// [`RUN_INFO_KEY`], merged with the page's own state: a `STATE_SNAPSHOT`
+/// after the run's `RUN_STARTED`, and a `STATE_DELTA` of that key alone
+/// before each `RUN_FINISHED`. The
+/// model's new state (its `STATE_SNAPSHOT`) is merged with it as well, so
+/// that the page's state always holds both.
+pub(super) struct RunInfo {
+    /// The page's state (a JSON object), without the run's information.
+    state: serde_json::Map<String, serde_json::Value>,
+    /// What the run used.
+    info: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunInfo {
+    /// The information of the run of `input` (checked as `page`) on a
+    /// server of the run `options`; none when the page's state is not a
+    /// JSON object (a list, a string: there is no key to put it under).
+    pub(super) fn new(
+        input: &RunAgentInput,
+        page_state: Option<&str>,
+        choices: &Choices,
+        options: &[String],
+    ) -> Option<RunInfo> {
+        use serde_json::Value;
+        let state = match page_state {
+            Some(s) => serde_json::from_str::<Value>(s).ok()?,
+            // A state the page gave that is not an object, and not empty.
+            None if given_state(input.state).ok()?.is_some() => return None,
+            None => Value::Object(serde_json::Map::new()),
+        };
+        let Value::Object(mut state) = state else {
+            return None;
+        };
+        state.remove(RUN_INFO_KEY);
+        let own = own_options(options);
+        let model = choices
+            .model
+            .as_deref()
+            .or_else(|| option_value(own, "--model"))
+            .or_else(|| option_value(own, "-m"));
+        // The directory's name, not its path: the page is told no place on
+        // the server's machine.
+        let cwd = option_value(own, "--cwd")
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let mut info = serde_json::Map::new();
+        info.insert("model".into(), model.into());
+        let approval = option_value(own, "--approval").unwrap_or("default");
+        info.insert("approval".into(), approval.into());
+        info.insert("cwd".into(), cwd.into());
+        info.insert("usage".into(), Value::Array(Vec::new()));
+        Some(RunInfo { state, info })
+    }
+
+    /// The `STATE_SNAPSHOT` of the page's state with the run's information.
+    pub(super) fn snapshot(&self) -> Vec<u8> {
+        let mut all = self.state.clone();
+        all.insert(
+            RUN_INFO_KEY.into(),
+            serde_json::Value::Object(self.info.clone()),
+        );
+        let all = serde_json::Value::Object(all);
+        // The type first, as the writer puts it.
+        format!("data: {{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{all}}}\n\n").into_bytes()
+    }
+
+    /// The model's `STATE_SNAPSHOT` (`event`, a whole SSE event), its state
+    /// now the page's: the event to send instead, with the run's
+    /// information merged in.
+    pub(super) fn model_state(&mut self, event: &[u8]) -> Vec<u8> {
+        let Some(serde_json::Value::Object(mut state)) =
+            event_data(event).map(|mut e| e["snapshot"].take())
+        else {
+            return event.to_vec();
+        };
+        state.remove(RUN_INFO_KEY);
+        self.state = state;
+        self.snapshot()
+    }
+
+    /// A `RUN_FINISHED` (`event`): its usage taken, the `STATE_DELTA` to
+    /// send before it, which replaces what the run used and nothing else
+    /// (the model's own state may have come as deltas the server does not
+    /// follow).
+    pub(super) fn finished(&mut self, event: &[u8]) -> Vec<u8> {
+        if let Some(usage) = event_data(event).map(|mut e| e["usage"].take()) {
+            if usage.is_array() {
+                self.info.insert("usage".into(), usage);
+            }
+        }
+        let delta = serde_json::json!([{
+            "op": "add",
+            "path": format!("/{RUN_INFO_KEY}"),
+            "value": serde_json::Value::Object(self.info.clone()),
+        }]);
+        // The type first, as the writer puts it.
+        format!("data: {{\"type\":\"STATE_DELTA\",\"delta\":{delta}}}\n\n").into_bytes()
+    }
+}
+
+/// The JSON of an SSE event's `data:` line.
+fn event_data(event: &[u8]) -> Option<serde_json::Value> {
+    let data = event
+        .split(|&b| b == b'\n')
+        .find_map(|l| l.strip_prefix(b"data: "))?;
+    serde_json::from_slice(data).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -833,7 +969,18 @@ mod tests {
         assert_eq!(given.state_kept, None, "the page has it");
         assert!(given.state_tool);
         assert!(given.prompt("Hi".into()).contains(r#"(JSON): {"page":2}"#));
-        for empty in [r#""state":{}"#, r#""state":null"#, r#""context":[]"#] {
+        // What the run used, sent back by the page, is not its state.
+        let back = check(
+            r#"{"threadId":"t","state":{"page":2,"agui-translate":{"model":null}}}"#,
+            "claude",
+        );
+        assert_eq!(back.state_given.as_deref(), Some(r#"{"page":2}"#));
+        for empty in [
+            r#""state":{}"#,
+            r#""state":null"#,
+            r#""context":[]"#,
+            r#""state":{"agui-translate":{"usage":[]}}"#,
+        ] {
             let page = check(&format!(r#"{{"threadId":"t",{empty}}}"#), "codex");
             assert_eq!(page.state_given, None, "{empty}");
             assert_eq!(page.state_kept.as_deref(), Some(r#"{"kept":1}"#));

@@ -4,12 +4,17 @@
 // from an origin given with --allow-origin runs one end to end with the
 // official @ag-ui/client HttpAgent (bundled for the browser by esbuild),
 // approves a tool call from that page, and, reloaded after two turns,
-// shows both turns again (the thread's history).
+// shows both turns again (the thread's history). A page reloaded during a
+// long run shows the run's text so far, then the rest as it comes, ending
+// in one RUN_FINISHED; a second tab on the same thread reads the same run
+// and gets the same events.
 //
-//   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE CHROMIUM [ASK_URL]
+//   node browser.cjs SERVER_URL ALLOWED_PORT ARGV_FILE CHROMIUM [ASK_URL [LONG_URL GATE]]
 //
 // ASK_URL, if given, serves `claude -- --approval ask` (allowing the same
 // origin) with a stand-in CLI that asks before running a command.
+// LONG_URL, if given, serves a stand-in CLI that writes the start of its
+// answer, waits for the file GATE to exist, then writes the rest slowly.
 //
 // SERVER_URL serves a stand-in CLI that writes its arguments to ARGV_FILE
 // when it runs, and allows the origin http://localhost:ALLOWED_PORT. The
@@ -22,7 +27,8 @@ const path = require("path");
 const esbuild = require("esbuild");
 const { chromium } = require("playwright-core");
 
-const [serverUrl, allowedPort, argvFile, executable = "/usr/bin/chromium", askUrl] = process.argv.slice(2);
+const [serverUrl, allowedPort, argvFile, executable = "/usr/bin/chromium", askUrl, longUrl, gate] =
+  process.argv.slice(2);
 const problems = [];
 const check = (ok, what) => {
   if (!ok) problems.push(what.slice(0, 300));
@@ -165,6 +171,94 @@ async function comeBack(serverUrl) {
   return `users: ${users.join("|")} answers: ${answers}`;
 }
 
+// What a chat page does with a run (in the page): on the thread
+// `threadId`, it sends `message` if given (else it asks for the thread, as
+// a reloaded page does), and shows the answer's text as it comes, in a
+// <pre>; window.events holds the events, each with the time it came, and
+// window.done says how the run ended.
+function follow([url, threadId, message]) {
+  const agent = new window.HttpAgent({ url, threadId });
+  if (message) agent.addMessage({ id: "mid-m1", role: "user", content: message });
+  const out = document.body.appendChild(document.createElement("pre"));
+  window.said = out;
+  window.events = [];
+  const answers = new Set();
+  window.done = agent
+    .runAgent(message ? { runId: "mid-run" } : {}, {
+      onEvent: ({ event }) => {
+        window.events.push({ event, at: Date.now() });
+        if (event.type === "TEXT_MESSAGE_START" && event.role === "assistant") answers.add(event.messageId);
+        if (event.type === "TEXT_MESSAGE_CONTENT" && answers.has(event.messageId)) out.textContent += event.delta;
+      },
+    })
+    .then(
+      () => agent.messages.filter((m) => m.role === "assistant").map((m) => m.content).join(""),
+      (e) => `threw: ${e.message}`,
+    );
+}
+
+// A page reloaded during a long run, and a second tab on its thread: both
+// show the text so far while the run waits, then the rest as it comes, and
+// get the same events, one RUN_FINISHED last.
+async function reloadMidRun(browser) {
+  const origin = `http://localhost:${allowedPort}/`;
+  const open = async (page) => {
+    await page.goto(origin);
+    await page.waitForFunction(() => typeof window.HttpAgent === "function");
+  };
+  const shown = (page, text) =>
+    page
+      .waitForFunction((t) => window.said && window.said.textContent.includes(t), text, { timeout: 20000 })
+      .catch(async (e) => {
+        const what = await page.evaluate(() =>
+          Promise.race([window.done, new Promise((r) => setTimeout(() => r("going"), 100))]).then((d) => [
+            d,
+            window.said && window.said.textContent,
+            window.events,
+          ]),
+        );
+        throw new Error(`${e.message}: ${JSON.stringify(text)} not shown: ${JSON.stringify(what)}`);
+      });
+  const tab = await browser.newPage();
+  await open(tab);
+  await tab.evaluate(follow, [longUrl, "browser-mid", "Say hello in several languages."]);
+  await shown(tab, "Héllo wörld");
+  await tab.reload();
+  await tab.waitForFunction(() => typeof window.HttpAgent === "function");
+  await tab.evaluate(follow, [longUrl, "browser-mid"]);
+  const other = await browser.newPage();
+  await open(other);
+  await other.evaluate(follow, [longUrl, "browser-mid"]);
+  const tabs = [tab, other];
+  for (const t of tabs) await shown(t, "Héllo wörld — “quoted” a");
+  const early = await Promise.all(tabs.map((t) => t.evaluate(() => window.events.map((e) => e.event.type))));
+  for (const types of early) {
+    check(types[0] === "RUN_STARTED" && !types.includes("RUN_FINISHED"), `before the rest came: ${types}`);
+  }
+  const opened = Date.now();
+  fs.writeFileSync(gate, "");
+  const answers = await Promise.all(tabs.map((t) => t.evaluate(() => window.done)));
+  const seen = await Promise.all(tabs.map((t) => t.evaluate(() => window.events)));
+  for (const [i, answer] of answers.entries()) {
+    const which = i === 0 ? "the reloaded page" : "the second tab";
+    check(answer.startsWith("Héllo wörld — “quoted” a") && answer.endsWith("🇫🇷."), `${which}'s answer: ${answer}`);
+    const shownText = await tabs[i].evaluate(() => window.said.textContent);
+    check(shownText === answer, `${which} shows ${JSON.stringify(shownText)}, not its answer`);
+    const types = seen[i].map((e) => e.event.type);
+    check(types.filter((t) => t === "RUN_FINISHED").length === 1, `${which}: one RUN_FINISHED: ${types}`);
+    check(types[types.length - 1] === "RUN_FINISHED" && !types.includes("RUN_ERROR"), `${which}: ${types}`);
+    check(seen[i][0].event.runId === "mid-run", `${which} read another run: ${JSON.stringify(seen[i][0])}`);
+    // The rest came as the CLI wrote it, a line at a time, not at the end.
+    const rest = seen[i].filter((e) => e.event.type === "TEXT_MESSAGE_CONTENT" && e.at >= opened);
+    const spread = rest.length > 1 ? rest[rest.length - 1].at - rest[0].at : 0;
+    check(rest.length >= 5 && spread >= 400, `${which}: the rest came at once (${rest.length} pieces in ${spread} ms)`);
+  }
+  const same = (e) => JSON.stringify(e.map((x) => x.event));
+  check(same(seen[0]) === same(seen[1]), "the two tabs got different events");
+  await tab.close();
+  await other.close();
+}
+
 async function visit(browser, origin) {
   const page = await browser.newPage();
   await page.goto(`${origin}/`);
@@ -224,6 +318,7 @@ async function main() {
       back === "users: First turn.|Second turn. answers: 2",
       `the reloaded page's thread (${before} messages before): ${back}`,
     );
+    if (longUrl) await reloadMidRun(browser);
   } finally {
     await browser.close();
     foreign.close();

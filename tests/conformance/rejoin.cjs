@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// A page reloaded mid-run, with the official @ag-ui/client 1.0 HttpAgent: a
+// A page reloaded mid-run, with the official @ag-ui/client HttpAgent (1.0,
+// or 0.0.59, CopilotKit's pin, with the client given as 0.0): a
 // run is aborted while the CLI still writes (the page's connection closes),
 // and a fresh agent on the same threadId that sends no message rejoins it
 // within the server's rejoin grace: it gets the run from its RUN_STARTED to
@@ -7,7 +8,7 @@
 // enforceEvents, transformChunks and verifyEvents, and the events it saw pass
 // them again on their own.
 //
-//   node rejoin.cjs URL TOKEN GATE
+//   node rejoin.cjs URL TOKEN GATE [1.0|0.0]
 //
 // The CLI behind URL writes the start of its answer and waits for the file
 // GATE to exist before it writes the rest. Prints what failed and exits 1,
@@ -16,9 +17,8 @@
 const fs = require("fs");
 const { from, lastValueFrom } = require("rxjs");
 const { toArray } = require("rxjs/operators");
-const client = require("@ag-ui/client");
-
-const [url, token, gate] = process.argv.slice(2);
+const [url, token, gate, release = "1.0"] = process.argv.slice(2);
+const client = require(release === "0.0" ? "@ag-ui/client-0.0" : "@ag-ui/client");
 const headers = { Authorization: `Bearer ${token}` };
 const problems = [];
 const check = (ok, what) => {
@@ -80,7 +80,8 @@ async function main() {
   // The events the rejoined agent saw, through the official checks again.
   try {
     const out = await lastValueFrom(
-      from(seen).pipe(client.enforceEvents(), client.transformChunks(), client.verifyEvents(), toArray()),
+      // 0.0.59 has no enforceEvents: its transformChunks and verifyEvents.
+      from(seen).pipe(...(client.enforceEvents ? [client.enforceEvents()] : []), client.transformChunks(), client.verifyEvents(), toArray()),
     );
     check(out.length > 0, "the verifier passed no event");
   } catch (e) {

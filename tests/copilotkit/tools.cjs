@@ -119,7 +119,11 @@ async function state() {
   check(errors.length === 0, `state: no errors: ${errors.join("; ")}`);
   check(runs === 1, `state: one run, no follow-up: ${runs}`);
   check(ran.length === 0, `state: no handler ran: ${JSON.stringify(ran)}`);
-  check(JSON.stringify(agent.state) === '{"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"a/b":1,"pane":"diff"}}', `state: the agent's state is the model's: ${JSON.stringify(agent.state)}`);
+  // The model's state, and what the run used under serve's own key.
+  const { "agui-translate": info, ...own } = agent.state;
+  const canon = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+  check(canon(own) === '{"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"a/b":1,"pane":"diff"}}', `state: the agent's state is the model's: ${JSON.stringify(agent.state)}`);
+  check(info && Array.isArray(info.usage) && info.usage.length > 0, `state: with what the run used: ${JSON.stringify(agent.state)}`);
 }
 
 main().catch((e) => {
