@@ -534,7 +534,50 @@ enum RunState {
 #[derive(Clone, Default)]
 struct Context {
     timestamp: Option<i64>,
+    /// `timestamp` as written after an event, made once per line (a line
+    /// gives several events).
+    stamp: Stamp,
     subagent: Option<Arc<str>>,
+}
+
+/// `,"timestamp":N`, the bytes of a timestamp's member.
+#[derive(Clone, Copy)]
+struct Stamp {
+    bytes: [u8; 34],
+    len: u8,
+}
+
+impl Default for Stamp {
+    fn default() -> Self {
+        Stamp {
+            bytes: [0; 34],
+            len: 0,
+        }
+    }
+}
+
+impl Stamp {
+    const KEY: &[u8] = b",\"timestamp\":";
+
+    fn of(ts: i64) -> Self {
+        let mut s = Stamp::default();
+        let mut n = Self::KEY.len();
+        s.bytes[..n].copy_from_slice(Self::KEY);
+        if ts < 0 {
+            s.bytes[n] = b'-';
+            n += 1;
+        }
+        let mut digits = [0u8; 20];
+        let at = wire::u64_digits(&mut digits, ts.unsigned_abs());
+        let digits = &digits[at..];
+        s.bytes[n..n + digits.len()].copy_from_slice(digits);
+        s.len = (n + digits.len()) as u8;
+        s
+    }
+
+    fn get(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 #[derive(Clone)]
@@ -898,6 +941,9 @@ impl Emitter {
     /// The integer-millisecond timestamp put on the events that follow.
     pub fn set_timestamp(&mut self, ts: Option<i64>) {
         self.ctx.timestamp = ts;
+        if let Some(ts) = ts {
+            self.ctx.stamp = Stamp::of(ts);
+        }
     }
 
     /// The subagent the events that follow belong to, as set last.
@@ -1927,9 +1973,8 @@ impl Emitter {
                 (true, wire::Kept::default())
             }
         };
-        if let Some(ts) = self.ctx.timestamp {
-            out.extend_from_slice(b",\"timestamp\":");
-            wire::i64_(out, ts);
+        if self.ctx.timestamp.is_some() {
+            out.extend_from_slice(self.ctx.stamp.get());
         }
         if let Some(sub) = &self.ctx.subagent {
             if attributable {
@@ -2038,6 +2083,17 @@ impl<'e, 'a> From<&'e Event<'a>> for Body<'e, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_is_written_as_its_number() {
+        for ts in [0, 5, -5, 1_764_000_000_123, i64::MIN, i64::MAX] {
+            let stamp = Stamp::of(ts);
+            assert_eq!(
+                std::str::from_utf8(stamp.get()).unwrap(),
+                format!(",\"timestamp\":{ts}")
+            );
+        }
+    }
 
     fn lines(em: &Emitter) -> Vec<serde_json::Value> {
         std::str::from_utf8(em.output())

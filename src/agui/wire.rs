@@ -785,14 +785,20 @@ const ESCAPE: [u8; 256] = {
 };
 
 /// `s` as a JSON string literal (the escapes serde_json writes). Text
-/// rarely needs an escape: eight bytes are checked at a time, and runs
-/// that need none are copied whole.
+/// rarely needs an escape: eight bytes are checked at a time, and a string
+/// that needs none (ids, names, most short values) is copied whole; else
+/// the runs that need none are.
 pub(super) fn string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    let Some(first) = first_escape_word(bytes) else {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    };
     let mut start = 0;
-    let mut i = 0;
+    let mut i = first;
     while i < bytes.len() {
         if let Some(word) = bytes.get(i..i + 8) {
             if !needs_escape(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
@@ -824,6 +830,26 @@ pub(super) fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Where the first eight bytes of `bytes` (from a multiple of eight) that
+/// hold a byte to escape start; None if no byte needs one. The last bytes
+/// are checked padded with spaces, which need none.
+#[inline]
+fn first_escape_word(bytes: &[u8]) -> Option<usize> {
+    let mut words = bytes.chunks_exact(8);
+    for (k, word) in (&mut words).enumerate() {
+        if needs_escape(u64::from_le_bytes(word.try_into().expect("eight bytes"))) {
+            return Some(k * 8);
+        }
+    }
+    let rest = words.remainder();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut tail = [b' '; 8];
+    tail[..rest.len()].copy_from_slice(rest);
+    needs_escape(u64::from_le_bytes(tail)).then_some(bytes.len() - rest.len())
+}
+
 /// Whether any of the eight bytes of `w` is a control character, `"` or
 /// `\` (bytes of 0x80 and above never are).
 #[inline]
@@ -845,25 +871,43 @@ const DIGITS: &[u8; 200] = b"\
     6061626364656667686970717273747576777879\
     8081828384858687888990919293949596979899";
 
-/// `n` in decimal, two digits at a time.
-pub(super) fn u64_(out: &mut Vec<u8>, mut n: u64) {
+/// `n` in decimal.
+pub(super) fn u64_(out: &mut Vec<u8>, n: u64) {
     let mut buf = [0u8; 20];
+    let at = u64_digits(&mut buf, n);
+    out.extend_from_slice(&buf[at..]);
+}
+
+/// `n`'s decimal digits written at the end of `buf`, four at a time (a
+/// timestamp in milliseconds has 13): where they start.
+pub(super) fn u64_digits(buf: &mut [u8; 20], mut n: u64) -> usize {
     let mut i = buf.len();
-    while n >= 100 {
-        let d = (n % 100) as usize * 2;
-        n /= 100;
+    let mut pair = |i: usize, d: usize| {
+        buf[i] = DIGITS[d * 2];
+        buf[i + 1] = DIGITS[d * 2 + 1];
+    };
+    while n >= 10_000 {
+        let r = (n % 10_000) as usize;
+        n /= 10_000;
+        i -= 4;
+        pair(i, r / 100);
+        pair(i + 2, r % 100);
+    }
+    // Below 10,000 now.
+    let mut n = n as usize;
+    if n >= 100 {
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGITS[d..d + 2]);
+        pair(i, n % 100);
+        n /= 100;
     }
     if n >= 10 {
-        let d = n as usize * 2;
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&DIGITS[d..d + 2]);
+        pair(i, n);
     } else {
         i -= 1;
         buf[i] = b'0' + n as u8;
     }
-    out.extend_from_slice(&buf[i..]);
+    i
 }
 
 /// `n` in decimal.
@@ -927,6 +971,14 @@ mod tests {
             99,
             100,
             101,
+            999,
+            1000,
+            9999,
+            10_000,
+            10_001,
+            99_999,
+            100_000,
+            1_000_000,
             1234567890,
             1_764_000_000_123,
             -1,

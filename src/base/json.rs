@@ -169,6 +169,27 @@ pub fn parse_into<'a, T: Deserialize<'a>>(
     }
 }
 
+/// `bytes` as text if they are UTF-8, as [`std::str::from_utf8`] says, the
+/// ASCII start of a line (most of a record, often all of it) passed over 32
+/// bytes at a time first.
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    let mut ascii = 0;
+    for block in bytes.chunks_exact(32) {
+        let mut any = 0u64;
+        for word in block.chunks_exact(8) {
+            any |= u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        }
+        if any & 0x8080_8080_8080_8080 != 0 {
+            break;
+        }
+        ascii += 32;
+    }
+    std::str::from_utf8(&bytes[ascii..]).ok()?;
+    // SAFETY: `bytes[..ascii]` is ASCII, and the rest, which starts after
+    // an ASCII byte (at a character's start), is UTF-8: so is the whole.
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+}
+
 /// For `Option<Cow<str>>` fields: `#[serde(borrow, default, deserialize_with
 /// = "json::opt_str")]`. The string is borrowed from the line unless it holds
 /// escapes; serde's own `Option<Cow<str>>` always copies it.
@@ -565,6 +586,34 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text is UTF-8 exactly when `std::str::from_utf8` says so, whatever
+    /// the place of a character beyond ASCII or of a bad byte: in the ASCII
+    /// start passed over 32 bytes at a time, at its end, or after it.
+    #[test]
+    fn utf8_as_the_standard_library_says() {
+        let odd: [&[u8]; 8] = [
+            "é".as_bytes(),
+            "☃".as_bytes(),
+            "🚀".as_bytes(),
+            b"\x80",
+            b"\xc3",
+            b"\xe2\x98",
+            b"\xf0\x9f\x9a",
+            b"\xc0\xaf",
+        ];
+        for len in [0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 100] {
+            let plain = vec![b'a'; len];
+            assert_eq!(utf8(&plain), std::str::from_utf8(&plain).ok());
+            for bytes in odd {
+                for at in 0..=len {
+                    let mut line = plain.clone();
+                    line.splice(at..at, bytes.iter().copied());
+                    assert_eq!(utf8(&line), std::str::from_utf8(&line).ok(), "{line:?}");
+                }
+            }
+        }
+    }
 
     /// The first quote or backslash is found wherever it stands, in short
     /// text and long, next to bytes of every value.

@@ -2029,6 +2029,10 @@ impl Claude {
         let usage = self.usage(rec);
         let result = record_json(line);
         let subtype = rec.subtype.as_deref().unwrap_or("success");
+        if subtype == "success" && rec.is_error != Some(true) {
+            return em.finish_run(result, None, &usage);
+        }
+        // A failure: its text and errors are read only now.
         let text = rec.result.map(text_of);
         let mut errors: Vec<String> = rec
             .errors
@@ -2049,7 +2053,6 @@ impl Claude {
             s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
         };
         match subtype {
-            "success" if rec.is_error != Some(true) => em.finish_run(result, None, &usage),
             _ if subtype == "error_max_turns" || reason == "max_turns" => {
                 let msg = errors
                     .first()

@@ -114,7 +114,7 @@ impl<'a> Line<'a> {
     fn new(bytes: &'a [u8]) -> Self {
         Line {
             bytes,
-            text: std::str::from_utf8(bytes).ok(),
+            text: json::utf8(bytes),
         }
     }
 
