@@ -273,7 +273,7 @@ fn stream_turn(
         &mut out,
         cors,
         talks,
-        failed,
+        &mut || failed.to_vec(),
         &mut tee,
     );
     drop(live);
@@ -468,19 +468,6 @@ pub(super) fn answer_error(
     write_within(conn, &error_events(shared, input, why, code), STALL_TIMEOUT)
 }
 
-/// A response that is one run ending in RUN_FINISHED, made here (no CLI
-/// is started).
-pub(super) fn answer_finished(
-    conn: &mut TcpStream,
-    shared: &Shared,
-    input: &RunAgentInput,
-    cors: &str,
-) -> io::Result<()> {
-    write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
-    let run = made_run(shared, input, |em| em.finish_run(None, None, &[]));
-    write_within(conn, &run, STALL_TIMEOUT)
-}
-
 /// A response of `events` made here (no CLI is started).
 pub(super) fn answer_events(conn: &mut TcpStream, cors: &str, events: &[u8]) -> io::Result<()> {
     write_within(conn, sse_head(cors).as_bytes(), STALL_TIMEOUT)?;
@@ -488,7 +475,12 @@ pub(super) fn answer_events(conn: &mut TcpStream, cors: &str, events: &[u8]) -> 
 }
 
 /// One run of `input` ending in RUN_ERROR, as server-sent events.
-fn error_events(shared: &Shared, input: &RunAgentInput, why: &str, code: &str) -> Vec<u8> {
+pub(super) fn error_events(
+    shared: &Shared,
+    input: &RunAgentInput,
+    why: &str,
+    code: &str,
+) -> Vec<u8> {
     made_run(shared, input, |em| em.fail_run(why, code, &[], None))
 }
 
@@ -535,15 +527,19 @@ pub(super) fn stream_run(
     cors: &str,
     marker: bool,
     said: &mut crate::serve::history::Recorder,
+    if_empty: &mut dyn FnMut() -> Vec<u8>,
 ) -> Streamed {
-    stream_run_or(conn, run, out, cors, marker, &[], &mut |b| said.feed(b))
+    stream_run_or(conn, run, out, cors, marker, if_empty, &mut |b| {
+        said.feed(b)
+    })
 }
 
 /// What sees each piece of a run's stream before it is sent, and gives
 /// back what to send: its whole events, some changed, some added.
 type Tee<'a> = dyn FnMut(&[u8]) -> Vec<u8> + 'a;
 
-/// [`stream_run`], sending `if_empty` when the run writes nothing at all,
+/// [`stream_run`], sending what `if_empty` gives when the run writes
+/// nothing at all,
 /// each piece through `tee`, then through `live` (which gives each event
 /// its `id:` and keeps it for readers that rejoin the run).
 fn stream_run_or(
@@ -552,7 +548,7 @@ fn stream_run_or(
     out: &mut dyn Read,
     cors: &str,
     marker: bool,
-    if_empty: &[u8],
+    if_empty: &mut dyn FnMut() -> Vec<u8>,
     tee: &mut Tee<'_>,
 ) -> Streamed {
     let mut empty = true;
@@ -611,7 +607,7 @@ fn stream_run_or(
     }
     send(&held);
     if empty {
-        send(if_empty);
+        send(&if_empty());
     }
     // The watcher ends when the connection is shut down, after the run's
     // session is kept (see `serve_one`).

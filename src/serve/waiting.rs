@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::agui::code;
 use crate::serve::input::{id_ok, RunAgentInput, MAX_ID};
-use crate::serve::launch::{answer_error, answer_finished, stream_run, terminate};
+use crate::serve::launch::{answer_events, error_events, made_run, stream_run, terminate};
 use crate::serve::listen::MAX_RUNS;
 use crate::serve::Shared;
 
@@ -104,8 +104,28 @@ pub(super) fn resume_run(
         return;
     }
     let live = crate::serve::history::Live::start(shared, &input.thread_id, None);
-    let Waiting { stdout, said, .. } = &mut w;
-    let streamed = stream_run(conn, (pid, &live.live), stdout, cors, true, said);
+    let Waiting {
+        stdout,
+        said,
+        child,
+        ..
+    } = &mut w;
+    // A run that took the line as it was ending (its timeout just passed)
+    // writes nothing: the response says why it is gone.
+    let mut if_gone = || {
+        let gone = Gone::of(child.wait().ok());
+        remember_gone(shared, &input.thread_id, gone);
+        gone_events(shared, input, gone)
+    };
+    let streamed = stream_run(
+        conn,
+        (pid, &live.live),
+        stdout,
+        cors,
+        true,
+        said,
+        &mut if_gone,
+    );
     drop(live);
     settle(shared, &input.thread_id, w, streamed, Some(slot));
 }
@@ -174,10 +194,16 @@ pub(super) fn answer_gone(
     cors: &str,
     gone: Gone,
 ) {
+    let _ = answer_events(conn, cors, &gone_events(shared, input, gone));
+}
+
+/// The run that answers a request whose waiting run is `gone`, as
+/// server-sent events: RUN_ERROR saying why, or RUN_FINISHED for a
+/// request that cancels every decision.
+fn gone_events(shared: &Shared, input: &RunAgentInput, gone: Gone) -> Vec<u8> {
     if cancels_all(input) {
         forget_gone(shared, &input.thread_id);
-        let _ = answer_finished(conn, shared, input, cors);
-        return;
+        return made_run(shared, input, |em| em.finish_run(None, None, &[]));
     }
     let (why, code) = match gone {
         Gone::Expired if input.resume.is_none() && crate::serve::page::answers_calls(input) => (
@@ -197,7 +223,7 @@ pub(super) fn answer_gone(
             code::INTERRUPT_EXPIRED,
         ),
     };
-    let _ = answer_error(conn, shared, input, cors, why, code);
+    error_events(shared, input, why, code)
 }
 
 /// Whether the request's `resume` has entries, each `cancelled`.
