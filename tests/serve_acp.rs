@@ -280,6 +280,12 @@ fn a_kept_agent_that_died_is_replaced() {
     let first = starts(&started)[0];
     // SAFETY: the test agent's own process id, alive.
     unsafe { libc::kill(first as i32, libc::SIGKILL) };
+    // Dead before the next turn comes (its output closed), not as it comes.
+    common::until(
+        "the kept agent dead",
+        std::time::Duration::from_secs(10),
+        || !alive(first),
+    );
     let two = post(&s.addr, &input("th", "r2", "say hello again"));
     answered(&two, "r2");
     assert_eq!(starts(&started).len(), 2);

@@ -618,9 +618,7 @@ impl<'a> Session<'a> {
                     (Ok(CONFIG), Stage::Choosing(loaded)) => {
                         self.go(loaded, agent_in).map(|()| None)
                     }
-                    (Ok(id), Stage::Prompting) if id == self.prompt_id => {
-                        Ok(Some(End::TurnEnded))
-                    }
+                    (Ok(id), Stage::Prompting) if id == self.prompt_id => Ok(Some(End::TurnEnded)),
                     _ => Ok(None),
                 }
             }

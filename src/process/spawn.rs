@@ -477,7 +477,7 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
         "gemini" if option == "--state-file" => anyhow::bail!(
-            "--state-file: gemini cannot take the state's tool yet"
+            "--state-file: gemini cannot take the state's tool yet; only claude, codex, qwen, copilot and opencode can"
         ),
         name @ ("copilot" | "opencode")
             if option == "--state-file"

@@ -684,7 +684,11 @@ impl Acp {
         // the handler by it), then the tool's own name where the agent tells
         // it.
         let page = page_tool(kind, u.title.as_deref(), em);
-        let own = if page.is_some() { None } else { self.tool_name(id, u) };
+        let own = if page.is_some() {
+            None
+        } else {
+            self.tool_name(id, u)
+        };
         let name = match (page.as_deref(), own.as_deref(), u.title.as_deref()) {
             (Some(p), _, _) => p,
             (None, Some(n), _) => n,
