@@ -91,13 +91,19 @@ fn until(r: &mut BufReader<TcpStream>, ty: &str) -> serde_json::Value {
 /// A server whose CLI writes its first records, its process id to
 /// `pid_file`, and then hangs (until a signal).
 fn hanging_server(pid_file: &Path) -> common::Server {
+    hanging_after(pid_file, "2", &[])
+}
+
+/// [`hanging_server`] with the server's `args`, its CLI hanging after
+/// `lines` records.
+fn hanging_after(pid_file: &Path, lines: &str, args: &[&str]) -> common::Server {
     let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
     serve(
         "gemini",
-        &[],
+        args,
         &[
             ("FAKE_REPLAY", &recording),
-            ("FAKE_LINES", Path::new("2")),
+            ("FAKE_LINES", Path::new(lines)),
             ("FAKE_PID", pid_file),
             ("FAKE_HANG", Path::new("60")),
         ],
@@ -2191,17 +2197,7 @@ fn a_page_reloaded_mid_run_gets_the_rest_of_it() {
 fn a_run_no_one_comes_back_to_ends_after_the_grace() {
     let pid_file = tmp("grace-pid");
     let _ = std::fs::remove_file(&pid_file);
-    let recording = root().join("testdata/gemini/0.61.0/text.jsonl");
-    let server = serve(
-        "gemini",
-        &["--rejoin-grace", "2s"],
-        &[
-            ("FAKE_REPLAY", &recording),
-            ("FAKE_LINES", Path::new("3")),
-            ("FAKE_PID", &pid_file),
-            ("FAKE_HANG", Path::new("60")),
-        ],
-    );
+    let server = hanging_after(&pid_file, "3", &["--rejoin-grace", "2s"]);
     let (code, mut own) = post(&server.addr, &body("tn", "r1", "Hello"), None);
     assert_eq!(code, 200);
     until(&mut own, "TEXT_MESSAGE_CONTENT");
@@ -2237,19 +2233,7 @@ fn a_run_no_one_comes_back_to_ends_after_the_grace() {
 fn a_new_message_ends_the_run_no_one_reads() {
     let pid_file = tmp("take-over-pid");
     let _ = std::fs::remove_file(&pid_file);
-    let server = serve(
-        "gemini",
-        &["--rejoin-grace", "60s"],
-        &[
-            (
-                "FAKE_REPLAY",
-                &root().join("testdata/gemini/0.61.0/text.jsonl"),
-            ),
-            ("FAKE_LINES", Path::new("3")),
-            ("FAKE_PID", &pid_file),
-            ("FAKE_HANG", Path::new("60")),
-        ],
-    );
+    let server = hanging_after(&pid_file, "3", &["--rejoin-grace", "60s"]);
     let (code, mut own) = post(&server.addr, &body("tt", "r1", "Hello"), None);
     assert_eq!(code, 200);
     until(&mut own, "RUN_STARTED");

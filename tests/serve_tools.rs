@@ -92,6 +92,26 @@ fn sent(file: &Path) -> Vec<Value> {
 }
 
 /// The `tools/call` results the CLI was sent.
+/// The follow-up that answers both `calls` ("main", then "shown: 3
+/// hunks"): its run finishes, and the CLI got both answers, in order.
+fn both_answered(
+    addr: &str,
+    (thread, run): (&str, &str),
+    tools: &[&str],
+    calls: [&str; 2],
+    sent_file: &Path,
+) -> Vec<Value> {
+    let answers = [(calls[0], "main"), (calls[1], "shown: 3 hunks")];
+    let (_, two) = post(addr, &follow_up(thread, run, tools, &answers));
+    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
+    let got: Vec<Value> = results(sent_file)
+        .iter()
+        .map(|r| r["content"][0]["text"].clone())
+        .collect();
+    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
+    two
+}
+
 fn results(file: &Path) -> Vec<Value> {
     sent(file)
         .into_iter()
@@ -295,21 +315,13 @@ fn qwen_s_two_calls_are_answered_together() {
         last(&one)["outcome"]["pendingToolCallIds"],
         json!([QWEN_CALL_A, QWEN_CALL_B])
     );
-    let (_, two) = post(
+    let two = both_answered(
         &s.addr,
-        &follow_up(
-            "q2",
-            "r2",
-            &tools,
-            &[(QWEN_CALL_A, "main"), (QWEN_CALL_B, "shown: 3 hunks")],
-        ),
+        ("q2", "r2"),
+        &tools,
+        [QWEN_CALL_A, QWEN_CALL_B],
+        &sent_file,
     );
-    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
-    let got: Vec<Value> = results(&sent_file)
-        .iter()
-        .map(|r| r["content"][0]["text"].clone())
-        .collect();
-    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
     assert_valid(&[&one, &two]);
 }
 
@@ -377,21 +389,7 @@ fn two_calls_are_answered_together() {
     assert_eq!(last(&partial)["type"], "RUN_ERROR");
     assert_eq!(last(&partial)["code"], "invalid_tool_result");
     assert!(results(&sent_file).is_empty());
-    let (_, two) = post(
-        &s.addr,
-        &follow_up(
-            "t2",
-            "r3",
-            &tools,
-            &[(CALL_A, "main"), (CALL_B, "shown: 3 hunks")],
-        ),
-    );
-    assert_eq!(last(&two)["type"], "RUN_FINISHED", "{two:?}");
-    let got: Vec<Value> = results(&sent_file)
-        .iter()
-        .map(|r| r["content"][0]["text"].clone())
-        .collect();
-    assert_eq!(got, [json!("main"), json!("shown: 3 hunks")]);
+    let two = both_answered(&s.addr, ("t2", "r3"), &tools, [CALL_A, CALL_B], &sent_file);
     assert_valid(&[&one, &partial, &two]);
 }
 

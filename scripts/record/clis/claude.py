@@ -287,12 +287,12 @@ def _decision(answer, request):
     return {"behavior": "allow", "updatedInput": tool_input}
 
 
-def converse(proc, ctx, engine, stdout_file, deadline):
-    """Be the CLI's host until its `result` (or the deadline); returns what
-    the host wrote."""
+def converse(proc, ctx, engine, stdout_file, deadline, host=None):
+    """Be the CLI's host (`host`, Claude Code's by default) until its
+    `result` (or the deadline); returns what the host wrote."""
     pipe = stdio.Pipe(proc, stdout_file)
     try:
-        _host(pipe, ctx, deadline)
+        (host or _host)(pipe, ctx, deadline)
     finally:
         sent = pipe.end(deadline)
     return sent

@@ -22,7 +22,6 @@ import queue
 import sys
 import time
 
-import stdio
 from clis import chat
 from clis import claude
 from clis import version as version_of
@@ -210,12 +209,7 @@ DENIED = ("this run asks no approvals: qwen's tools that need one are denied "
 def converse(proc, ctx, engine, stdout_file, deadline):
     """Be the CLI's host until its `result` (or the deadline); returns what
     the host wrote."""
-    pipe = stdio.Pipe(proc, stdout_file)
-    try:
-        _host(pipe, ctx, deadline)
-    finally:
-        sent = pipe.end(deadline)
-    return sent
+    return claude.converse(proc, ctx, engine, stdout_file, deadline, host=_host)
 
 
 def _host(pipe, ctx, deadline):
