@@ -18,6 +18,7 @@
 // written to SENT_FILE. Prints what failed and exits 1, or prints
 // OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const fs = require("fs");
 const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
 
@@ -148,14 +149,7 @@ async function one(c, url, sentFile) {
 
 async function main() {
   for (const [i, c] of cases.entries()) await one(c, args[2 * i], args[2 * i + 1]);
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

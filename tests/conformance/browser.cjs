@@ -21,6 +21,7 @@
 // foreign page is served from http://127.0.0.1 on another port. Prints
 // what failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const fs = require("fs");
 const http = require("http");
 const path = require("path");
@@ -324,14 +325,7 @@ async function main() {
     foreign.close();
     allowed.close();
   }
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

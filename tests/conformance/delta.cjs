@@ -11,6 +11,7 @@
 // CASES.json: [{"name", "sse", "states": [...], "deltas": N}]. Prints what
 // failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const http = require("http");
 const { readFileSync } = require("fs");
 const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
@@ -61,14 +62,7 @@ async function main() {
     }
   }
   server.close();
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

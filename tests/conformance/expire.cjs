@@ -10,6 +10,7 @@
 //
 // Prints what failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const { HttpAgent } = require("@ag-ui/client");
 
 const [url] = process.argv.slice(2);
@@ -58,14 +59,7 @@ async function main() {
   check(next.length > 0 && next[0].type === "RUN_STARTED" && next[0].runId === "expire-4", `the next message runs: ${JSON.stringify(next[0])}`);
   check(next[next.length - 1].type === "RUN_FINISHED", `and its run finishes: ${JSON.stringify(next[next.length - 1])}`);
 
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

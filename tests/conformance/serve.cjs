@@ -10,6 +10,7 @@
 // want `Authorization: Bearer TOKEN`. Prints what failed and exits 1, or
 // prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const fs = require("fs");
 const { HttpAgent } = require("@ag-ui/client");
 
@@ -93,14 +94,7 @@ async function main() {
   for (let i = 0; i < 400 && alive(pid); i++) await sleep(50);
   check(!alive(pid), "the CLI outlived the aborted run");
 
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

@@ -14,6 +14,7 @@
 // Each server's stand-in CLI replays the real CLI calling the state's tool
 // with {"state": STATE}. Prints what failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const fs = require("fs");
 const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
 
@@ -73,14 +74,7 @@ async function main() {
     await one(cli, "1.0", one0, file0);
     await one(cli, "0.0.59", zero0, file1);
   }
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

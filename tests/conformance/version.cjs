@@ -9,6 +9,7 @@
 //
 // Prints what failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("./verdict.cjs");
 const problems = [];
 const check = (ok, what) => {
   if (!ok) problems.push(what);
@@ -43,14 +44,7 @@ async function main() {
   check(results.some((e) => Array.isArray(e.content)), "1.0: no result with content parts (the 1.0 shape)");
   check(now.seen.some((e) => e.type === "RUN_FINISHED"), "1.0: no RUN_FINISHED");
 
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

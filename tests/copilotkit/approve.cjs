@@ -14,6 +14,7 @@
 //
 // Prints what failed and exits 1, or prints OK.
 "use strict";
+const { report, run } = require("../conformance/verdict.cjs");
 const { CopilotKitCore, ɵInterruptState: InterruptState } = require("@copilotkit/core");
 const { HttpAgent } = require("@ag-ui/client");
 
@@ -73,14 +74,7 @@ async function main() {
   await one("deny", denyUrl, { approved: false }, (c) => c.includes("denied"));
   // The stand-in CLI replays a denial for a cancel too.
   await one("cancel", cancelUrl, "cancel", (c) => c.includes("denied"));
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);

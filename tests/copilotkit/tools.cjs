@@ -18,6 +18,7 @@
 // replays it calling the state's tool. Prints what failed and exits 1, or
 // prints OK.
 "use strict";
+const { report, run } = require("../conformance/verdict.cjs");
 const fs = require("fs");
 const { CopilotKitCore } = require("@copilotkit/core");
 const { HttpAgent } = require("@ag-ui/client");
@@ -94,11 +95,7 @@ async function main() {
   const lastMessage = agent.messages[agent.messages.length - 1];
   check(lastMessage.role === "assistant" && lastMessage.content === "The page answered: dev", `the thread ends with the model's answer: ${JSON.stringify(lastMessage)}`);
   await state();
-  if (problems.length) {
-    console.log(`FAIL ${problems.join("\nFAIL ")}`);
-    process.exit(1);
-  }
-  console.log("OK");
+  report(problems);
 }
 
 // The model changes the state: CopilotKit takes it, and runs nothing.
@@ -126,7 +123,4 @@ async function state() {
   check(info && Array.isArray(info.usage) && info.usage.length > 0, `state: with what the run used: ${JSON.stringify(agent.state)}`);
 }
 
-main().catch((e) => {
-  console.log(`FAIL ${e.stack || e}`);
-  process.exit(1);
-});
+run(main);
