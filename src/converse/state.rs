@@ -53,11 +53,18 @@ pub fn tool() -> PageTool {
     }
 }
 
+/// The most inputs of calls kept until they are shown
+/// ([`State::take_inputs`]).
+const MAX_INPUTS: usize = 16;
+
 /// The thread's state, kept in its file.
 pub struct State {
     file: PathBuf,
     /// A new state not streamed yet.
     unsent: Option<Box<RawValue>>,
+    /// The arguments of the calls since they were last taken (`None`: a
+    /// call without), the newest [`MAX_INPUTS`].
+    inputs: Vec<Option<Box<RawValue>>>,
 }
 
 impl State {
@@ -66,12 +73,17 @@ impl State {
         State {
             file: file.to_owned(),
             unsent: None,
+            inputs: Vec::new(),
         }
     }
 
     /// A call of [`TOOL`] with `arguments`: the text of its result, and
     /// whether it is an error (nothing changed).
     pub fn update(&mut self, arguments: Option<&RawValue>) -> (String, bool) {
+        if self.inputs.len() >= MAX_INPUTS {
+            self.inputs.remove(0);
+        }
+        self.inputs.push(arguments.map(ToOwned::to_owned));
         match self.new_state(arguments) {
             Ok(state) => {
                 if let Err(e) = crate::base::files::write_atomic(&self.file, state.get().as_bytes())
@@ -123,6 +135,13 @@ impl State {
     /// The state changed since the last call, to be streamed.
     pub fn take_unsent(&mut self) -> Option<Box<RawValue>> {
         self.unsent.take()
+    }
+
+    /// The arguments of the calls since this was last asked, oldest first:
+    /// the input of a call the stream shows without one (Gemini CLI's over
+    /// ACP, see [`crate::agui::Emitter::own_call_input`]).
+    pub fn take_inputs(&mut self) -> Vec<Option<Box<RawValue>>> {
+        std::mem::take(&mut self.inputs)
     }
 }
 
