@@ -2,9 +2,11 @@
 //! by the model: a tool of this program's own, [`TOOL`], offered beside
 //! the page's tools (in the MCP server of [`crate::converse::mcp`], over
 //! the control layer for Claude Code and Qwen Code and over HTTP
-//! ([`crate::converse::mcphttp`]) for Copilot CLI and OpenCode, and among
-//! Codex's dynamic tools) when the run is given the thread's state file
-//! (`--state-file`). A call is answered at once, here, and never goes
+//! ([`crate::converse::mcphttp`]) for Copilot CLI and OpenCode in their
+//! JSON modes and for Gemini CLI, Copilot CLI and OpenCode over ACP, and
+//! among Codex's dynamic tools) when the run is given the thread's state
+//! file (`--state-file`); which route takes it is decided by
+//! [`crate::dialect::request::state_tool_refused`]. A call is answered at once, here, and never goes
 //! to the page: its arguments' `state`, a JSON object of at most
 //! [`MAX_STATE`] bytes, becomes the state, written to the file (where
 //! `serve` keeps it for the thread's next runs) and streamed as
