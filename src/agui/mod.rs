@@ -2260,6 +2260,29 @@ mod tests {
     }
 
     #[test]
+    fn an_own_call_shown_without_its_input_gets_the_one_it_came_with() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("mcp_page_", Vec::new());
+        em.set_own_tool("ag_ui_update_state");
+        // No call open: nothing to give the input to.
+        assert!(!em.own_call_input(None));
+        em.tool_start("g1", "mcp_page_ag_ui_update_state", None);
+        em.tool_start("x", "other", None);
+        assert!(em.is_own_call("g1") && !em.is_own_call("x"));
+        let args = RawValue::from_string(r#"{"state":{"a":1}}"#.into()).unwrap();
+        assert!(em.own_call_input(Some(&args)));
+        assert!(!em.is_open("g1") && em.is_open("x"));
+        // Ended: a second input finds no call.
+        assert!(!em.own_call_input(Some(&args)));
+        let args: Vec<String> = lines(&em)
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_ARGS")
+            .map(|e| e["delta"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(args, [r#"{"state":{"a":1}}"#]);
+    }
+
+    #[test]
     fn events_outside_a_run_start_one() {
         let mut em = Emitter::new(Format::Ndjson, None, None);
         em.text_content("m1", "hi");
