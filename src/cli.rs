@@ -1028,7 +1028,7 @@ pub struct RunArgs {
 
     /// Where the thread's shared state is kept: the model may change it
     /// through a tool of this program's own, offered beside the page's
-    /// tools (claude, codex, qwen, copilot, opencode), each change written
+    /// tools (claude, codex, qwen, copilot, opencode, gemini), each change written
     /// there and streamed as STATE_SNAPSHOT (or STATE_DELTA). How `serve`
     /// keeps a page's state.
     #[arg(long, value_name = "FILE", hide = true)]

@@ -1610,14 +1610,15 @@ fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Ser
 }
 
 /// `serve` with the page's state, for each CLI that takes the state's tool
-/// (Claude Code, Codex, Copilot CLI, OpenCode, Qwen Code), driven by the
+/// (Claude Code, Codex, Copilot CLI, OpenCode, Qwen Code; Gemini CLI,
+/// Copilot CLI and OpenCode over ACP), driven by the
 /// official 1.0 HttpAgent and the 0.0.59 one
 /// (`tests/conformance/state.cjs`): the model changes the state through
 /// serve's own tool, the run streams it as STATE_SNAPSHOT before it ends,
 /// and each agent's state is the model's, with what the run used under
 /// `agui-translate`, which the thread's kept state does not hold. The
 /// stand-ins replay the real CLIs calling the state's tool
-/// (`testdata/*/*/state-update.jsonl`).
+/// (`testdata/*/*/state-update.jsonl`, `testdata/acp/*/state-update.jsonl`).
 #[test]
 fn http_agent_takes_the_state_the_model_changed() {
     if skipped("http_agent_takes_the_state_the_model_changed") {
@@ -1630,31 +1631,74 @@ fn http_agent_takes_the_state_the_model_changed() {
         r#"{"branch":"dev","files":["src/lib.rs","a/b~c.rs"],"view":{"pane":"diff","a/b":1}}"#
             .to_owned(),
     ];
-    for (cli, recording, var) in [
-        ("claude", "claude/2.1.332", "FAKE_CONTROL"),
-        ("codex", "codex-app-server/0.169.0", "FAKE_SERVER"),
-        ("copilot", "copilot/1.0.102", "FAKE_MCP_HTTP"),
-        ("opencode", "opencode/1.18.33", "FAKE_MCP_HTTP"),
-        ("qwen", "qwen/0.24.4", "FAKE_CONTROL"),
+    // (what the client calls it, the CLI, its recording, the stand-in's
+    // variable for it, the run options)
+    let acp = ["--transport", "acp"];
+    for (name, cli, recording, var, run_args) in [
+        (
+            "claude",
+            "claude",
+            "claude/2.1.332",
+            "FAKE_CONTROL",
+            &[][..],
+        ),
+        (
+            "codex",
+            "codex",
+            "codex-app-server/0.169.0",
+            "FAKE_SERVER",
+            &[],
+        ),
+        (
+            "copilot",
+            "copilot",
+            "copilot/1.0.102",
+            "FAKE_MCP_HTTP",
+            &[],
+        ),
+        (
+            "opencode",
+            "opencode",
+            "opencode/1.18.33",
+            "FAKE_MCP_HTTP",
+            &[],
+        ),
+        ("qwen", "qwen", "qwen/0.24.4", "FAKE_CONTROL", &[]),
+        ("gemini", "gemini", "acp/gemini-0.61.0", "ACP_REPLAY", &[]),
+        (
+            "copilot-acp",
+            "copilot",
+            "acp/copilot-1.0.102",
+            "ACP_REPLAY",
+            &acp,
+        ),
+        (
+            "opencode-acp",
+            "opencode",
+            "acp/opencode-1.18.33",
+            "ACP_REPLAY",
+            &acp,
+        ),
     ] {
         let replay = root().join(format!("testdata/{recording}/state-update.jsonl"));
         let mut urls = Vec::new();
         let mut files = Vec::new();
         for version in ["1.0", "0.0.59"] {
             let state_dir = std::env::temp_dir().join(format!(
-                "agui-state-node-{cli}-{version}-{}",
+                "agui-state-node-{name}-{version}-{}",
                 std::process::id()
             ));
             let _ = std::fs::remove_dir_all(&state_dir);
+            let fake_acp = Path::new(if var == "ACP_REPLAY" { "1" } else { "" });
             let s = common::serve_run(
                 cli,
                 &["--state-dir", state_dir.to_str().unwrap()],
-                &[],
-                &[(var, &replay)],
+                run_args,
+                &[(var, &replay), ("FAKE_ACP", fake_acp)],
             );
             urls.push(format!("http://{}/agent", s.addr));
             // The thread's state file: its id in hexadecimal.
-            let stem: String = format!("thread-state-{cli}-{version}")
+            let stem: String = format!("thread-state-{name}-{version}")
                 .bytes()
                 .map(|b| format!("{b:02x}"))
                 .collect();
@@ -1662,7 +1706,7 @@ fn http_agent_takes_the_state_the_model_changed() {
             servers.push((s, state_dir));
         }
         args.push(format!(
-            "{cli}={},{},{},{}",
+            "{name}={},{},{},{}",
             urls[0],
             urls[1],
             files[0].display(),

@@ -749,10 +749,15 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         "{err}"
     );
     let state = tmp("gemini-state.json");
-    let err = refused(&["--state-file", state.to_str().unwrap()]);
+    let err = refused(&[
+        "--state-file",
+        state.to_str().unwrap(),
+        "--transport",
+        "stream",
+    ]);
     assert!(
         err.contains(
-            "--state-file: gemini cannot take the state's tool yet; only claude, codex, qwen, copilot and opencode can"
+            "--state-file: gemini takes the state's tool over ACP only, not with --transport stream"
         ),
         "{err}"
     );
@@ -762,7 +767,47 @@ fn a_cli_without_a_route_for_the_page_s_tools_says_so() {
         "gemini",
         &[("FAKE_REPLAY", &recording)],
         &["--transport", "stream"],
+        &first("t8", &["pick_branch", "show_diff"]),
         "serve: gemini takes the page's tools over ACP only, not with --transport stream: the run goes on without its 2 tools",
+    );
+    // A state is told the model, which is not offered the state's tool.
+    serve_says_without_tools(
+        "gemini",
+        &[("FAKE_REPLAY", &recording)],
+        &["--transport", "stream"],
+        &with_state("t9", "r1", json!({"branch": "main"}), "Hi"),
+        "serve: gemini takes the state's tool over ACP only, not with --transport stream: the model is told the state but cannot change it",
+    );
+}
+
+/// Qwen Code over ACP has no route for the state's tool either: `run`
+/// refuses `--state-file` in one line, and `serve` tells the model the
+/// state without the tool, its stderr saying why.
+#[test]
+fn qwen_over_acp_is_told_the_state_and_offered_no_tool() {
+    let state = tmp("qwen-acp-state.json");
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .args(["run", "qwen", "--transport", "acp", "--cli"])
+        .arg(root().join("tests/fake/cli"))
+        .arg("--state-file")
+        .arg(&state)
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "agui-translate: --state-file: qwen takes the state's tool on its stream-json control layer only, not over ACP (--transport acp, --approval ask)"
+    );
+    serve_says_without_tools(
+        "qwen",
+        &[("FAKE_ACP", Path::new("1"))],
+        &["--approval", "ask"],
+        &with_state("q9", "r1", json!({"branch": "main"}), "Hi"),
+        "serve: qwen takes the state's tool on its stream-json control layer only, not over ACP (--transport acp, --approval ask): the model is told the state but cannot change it",
     );
 }
 
@@ -775,13 +820,20 @@ fn qwen_over_acp_runs_without_the_page_s_tools_and_says_why() {
         "qwen",
         &[("FAKE_ACP", Path::new("1"))],
         &["--approval", "ask"],
+        &first("t8", &["pick_branch", "show_diff"]),
         "serve: qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp): the run goes on without its 2 tools",
     );
 }
 
-/// `serve CLI` with `run_args` and the stand-in's `env`: a request with
-/// two tools finishes its run, and the server's stderr holds `want`.
-fn serve_says_without_tools(cli: &str, env: &[(&str, &Path)], run_args: &[&str], want: &str) {
+/// `serve CLI` with `run_args` and the stand-in's `env`: the request
+/// `body` finishes its run, and the server's stderr holds `want`.
+fn serve_says_without_tools(
+    cli: &str,
+    env: &[(&str, &Path)],
+    run_args: &[&str],
+    body: &Value,
+    want: &str,
+) {
     let mut server = std::process::Command::new(BIN);
     server.env_clear().env("PATH", "/usr/bin:/bin");
     for (k, v) in env {
@@ -818,14 +870,12 @@ fn serve_says_without_tools(cli: &str, env: &[(&str, &Path)], run_args: &[&str],
         .trim()
         .trim_end_matches('/')
         .to_owned();
-    let (status, events) = post(&addr, &first("t8", &["pick_branch", "show_diff"]));
+    let (status, events) = post(&addr, body);
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     assert_eq!(last(&events)["type"], "RUN_FINISHED", "{events:?}");
     // The next lines of its stderr: a warning (--no-token), then the notice.
     line.clear();
-    while !line.contains("page's tools")
-        && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0
-    {}
+    while !line.contains(want) && std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0 {}
     assert!(line.contains(want), "{line}");
     // SAFETY: the server's own process id, not yet waited for.
     unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
@@ -1278,6 +1328,131 @@ fn copilot_opencode_and_qwen_change_the_state_by_the_page_s_route() {
         assert!(
             last(&one)["outcome"].get("pendingToolCallIds").is_none(),
             "{cli}: nothing pending: {one:?}"
+        );
+        assert_valid(&[&one]);
+    }
+}
+
+/// The ACP recordings of Gemini CLI 0.61.0, Copilot CLI 1.0.102 and
+/// OpenCode 1.18.33 calling the state's tool, each with the run options
+/// that have `serve` speak ACP with it (Gemini CLI: none, `auto` picks ACP
+/// for the page's route), and the version its stand-in says it is.
+const ACP_STATE: [(&str, &str, &[&str]); 3] = [
+    ("gemini", "0.61.0", &[]),
+    ("copilot", "1.0.102", &["--transport", "acp"]),
+    ("opencode", "1.18.33", &["--transport", "acp"]),
+];
+
+/// `serve gemini`, and `serve copilot` and `serve opencode` over ACP, offer
+/// the state's tool by the page's route there (the loopback MCP server in
+/// `session/new`, started for the state alone), each stand-in replaying
+/// the real CLI calling it over ACP: Gemini CLI's permission request for it
+/// is granted by the run though the policy is the default (no
+/// approval_request), the call is shown by the tool's own name with the
+/// input it reached the server with and the result the CLI got, answered
+/// at once (never pending), and the new state streamed before the result
+/// and the run's end.
+#[test]
+fn gemini_copilot_and_opencode_change_the_state_over_acp() {
+    for (cli, version, run_args) in ACP_STATE {
+        let (sent_file, page) = (
+            tmp(&format!("{cli}-acp-state-sent")),
+            tmp(&format!("{cli}-acp-state-page")),
+        );
+        let _ = std::fs::remove_file(&page);
+        let replay = root().join(format!("testdata/acp/{cli}-{version}/state-update.jsonl"));
+        let s = common::serve_run(
+            cli,
+            &[],
+            run_args,
+            &[
+                ("FAKE_ACP", Path::new("1")),
+                ("ACP_VERSION", Path::new(version)),
+                ("ACP_REPLAY", &replay),
+                ("ACP_SENT", &sent_file),
+                ("ACP_PAGE_SENT", &page),
+            ],
+        );
+        let (status, one) = post(
+            &s.addr,
+            &with_state(
+                &format!("{cli}-as"),
+                "r1",
+                json!({"branch": "main"}),
+                "Use dev.",
+            ),
+        );
+        assert!(status.starts_with("HTTP/1.1 200"), "{cli}: {status}");
+        let opened = sent(&sent_file)
+            .into_iter()
+            .find(|m| m["method"] == "session/new")
+            .unwrap_or_else(|| panic!("{cli}: no session/new"));
+        assert_eq!(opened["params"]["mcpServers"][0]["name"], "page", "{cli}");
+        // The server listed the state's tool alone, and answered its call.
+        let page = sent(&page);
+        let names: Vec<&Value> = page[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["name"])
+            .collect();
+        assert_eq!(names, [&json!("ag_ui_update_state")], "{cli}");
+        assert_eq!(page[1]["tool"], "ag_ui_update_state", "{cli}: {page:?}");
+        assert_eq!(
+            page[1]["content"][0]["text"], "The application's state is now the one given.",
+            "{cli}: {page:?}"
+        );
+        assert!(
+            !one.iter().any(|e| e["type"] == "CUSTOM"),
+            "{cli}: the page is asked no approval: {one:?}"
+        );
+        let at = |t: &str| one.iter().position(|e| e["type"] == t).unwrap();
+        let start = &one[at("TOOL_CALL_START")];
+        assert_eq!(start["toolCallName"], "ag_ui_update_state", "{cli}");
+        let args = &one[at("TOOL_CALL_ARGS")]["delta"];
+        let args: Value = serde_json::from_str(args.as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"state": model_state()}), "{cli}");
+        let result = &one[at("TOOL_CALL_RESULT")];
+        assert_eq!(result["toolCallId"], start["toolCallId"], "{cli}");
+        assert_eq!(
+            result["content"], "The application's state is now the one given.",
+            "{cli}"
+        );
+        // The page's state as the run starts, then the model's.
+        let states = page_states(&one);
+        let page_s: Vec<&Value> = states.iter().map(|(_, s)| s).collect();
+        assert_eq!(
+            page_s,
+            [&json!({"branch": "main"}), &model_state()],
+            "{cli}: {one:?}"
+        );
+        assert!(at("TOOL_CALL_END") < states[1].0, "{cli}: {one:?}");
+        assert!(states[1].0 < at("TOOL_CALL_RESULT"), "{cli}: {one:?}");
+        assert_eq!(last(&one)["type"], "RUN_FINISHED", "{cli}: {one:?}");
+        assert!(
+            last(&one)["outcome"].get("pendingToolCallIds").is_none(),
+            "{cli}: nothing pending: {one:?}"
+        );
+        if cli == "gemini" {
+            let granted = sent(&sent_file)
+                .into_iter()
+                .find(|m| m["id"] == 0 && m["result"].is_object())
+                .expect("the permission answered");
+            assert_eq!(
+                granted["result"]["outcome"],
+                json!({"outcome": "selected", "optionId": "proceed_once"})
+            );
+        }
+        let text: String = one
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .map(|e| e["delta"].as_str().unwrap())
+            .collect();
+        assert!(
+            text.ends_with(
+                "I will change the state.The application answered: The application's state is now the one given."
+            ),
+            "{cli}: {text}"
         );
         assert_valid(&[&one]);
     }

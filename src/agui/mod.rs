@@ -668,6 +668,8 @@ pub struct Emitter {
     state_sent: Option<serde_json::Value>,
     /// The page's tool calls started, oldest first (id, the page's name).
     page_calls: std::collections::VecDeque<(String, String)>,
+    /// The calls of this program's own tool started, oldest first.
+    own_calls: std::collections::VecDeque<String>,
     /// The page's tool calls shown before the CLI's stream showed them
     /// (their names, oldest first): see [`Emitter::announce_page_call`].
     page_announced: std::collections::VecDeque<String>,
@@ -734,6 +736,7 @@ impl Emitter {
             state_sent: None,
             page_names: Vec::new(),
             page_calls: std::collections::VecDeque::new(),
+            own_calls: std::collections::VecDeque::new(),
             page_announced: std::collections::VecDeque::new(),
         }
     }
@@ -909,6 +912,26 @@ impl Emitter {
         self.page_calls
             .iter()
             .map(|(id, name)| (id.as_str(), name.as_str()))
+    }
+
+    /// Whether `id` is a call of this program's own tool
+    /// ([`Emitter::set_own_tool`]); at most [`PAGE_CALLS`] are remembered.
+    pub fn is_own_call(&self, id: &str) -> bool {
+        self.own_calls.iter().any(|c| c == id)
+    }
+
+    /// The input a call of this program's own tool came with, `args`, for
+    /// the oldest such call still open (shown without its input: Gemini
+    /// CLI's over ACP): its arguments, and it ends. False when no such call
+    /// is open.
+    pub fn own_call_input(&mut self, args: Option<&RawValue>) -> bool {
+        let open = self.own_calls.iter().find(|c| self.is_open(c)).cloned();
+        let Some(id) = open else {
+            return false;
+        };
+        self.tool_args_given(&id, args);
+        self.tool_end(&id);
+        true
     }
 
     /// The session id the input gave last, even when `--thread-id` replaces
@@ -1549,6 +1572,12 @@ impl Emitter {
             .page_prefix
             .and_then(|p| name.strip_prefix(p))
             .filter(|n| self.own_tool == Some(*n));
+        if own.is_some() {
+            if self.own_calls.len() >= PAGE_CALLS {
+                self.own_calls.pop_front();
+            }
+            self.own_calls.push_back(id.to_owned());
+        }
         let name = page.or(own).unwrap_or(name);
         let (tool_call_name, extra) = match self.tool_names {
             _ if page.is_some() || own.is_some() => (name, [None, None, None]),
@@ -2228,6 +2257,29 @@ mod tests {
         assert_eq!(names, ["ag_ui_update_state", "pick", "other"]);
         let page: Vec<&str> = em.page_calls().map(|(id, _)| id).collect();
         assert_eq!(page, ["c2"], "only the page's call is the page's");
+    }
+
+    #[test]
+    fn an_own_call_shown_without_its_input_gets_the_one_it_came_with() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("mcp_page_", Vec::new());
+        em.set_own_tool("ag_ui_update_state");
+        // No call open: nothing to give the input to.
+        assert!(!em.own_call_input(None));
+        em.tool_start("g1", "mcp_page_ag_ui_update_state", None);
+        em.tool_start("x", "other", None);
+        assert!(em.is_own_call("g1") && !em.is_own_call("x"));
+        let args = RawValue::from_string(r#"{"state":{"a":1}}"#.into()).unwrap();
+        assert!(em.own_call_input(Some(&args)));
+        assert!(!em.is_open("g1") && em.is_open("x"));
+        // Ended: a second input finds no call.
+        assert!(!em.own_call_input(Some(&args)));
+        let args: Vec<String> = lines(&em)
+            .iter()
+            .filter(|e| e["type"] == "TOOL_CALL_ARGS")
+            .map(|e| e["delta"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(args, [r#"{"state":{"a":1}}"#]);
     }
 
     #[test]

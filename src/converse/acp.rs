@@ -29,7 +29,10 @@
 //! page's MCP server over HTTP ([`crate::converse::mcphttp`]), for an agent
 //! whose `initialize` answer says `mcpCapabilities.http`; a permission
 //! request for a call of them is granted whatever the policy (the page
-//! decides), and the calls end the run pending ([`mcp::wait`]).
+//! decides), and the calls end the run pending ([`mcp::wait`]). So is one
+//! for a call of the state's tool ([`crate::converse::state`]), served by
+//! the same server and answered there at once: the state it changed is
+//! streamed before the agent's next line is translated.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Write};
@@ -842,7 +845,7 @@ impl<'a> Session<'a> {
             what,
         };
         let page = call.tool_call_id.as_deref();
-        if page.is_some_and(|c| em.page_calls().any(|(p, _)| p == c)) {
+        if page.is_some_and(|c| em.page_calls().any(|(p, _)| p == c) || em.is_own_call(c)) {
             return self.grant_page_call(agent_in, &asked);
         }
         if self.opts.ask.is_some() {
@@ -1100,6 +1103,11 @@ impl Asker for Session<'_> {
             self.react(msg.as_ref().expect("parsed"), agent_in, em)?;
             return Ok(false);
         }
+        if let Some((route, _)) = &self.opts.page {
+            // What the state's calls changed comes before what the agent
+            // says after them.
+            route.show_state(em);
+        }
         translate_line(line.clone(), &mut self.line, tr, em);
         let Some(msg) = msg else {
             return Ok(false);
@@ -1211,6 +1219,10 @@ impl Session<'_> {
         let Some((route, w)) = self.opts.page.as_mut() else {
             return Ok(None);
         };
+        if route.show_state(em) {
+            em.drain_to(out)?;
+            out.flush()?;
+        }
         route.collect();
         if route.calls().shown_not_come(em) || !route.calls().due() {
             return Ok(None);

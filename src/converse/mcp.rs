@@ -293,6 +293,15 @@ impl Server {
         self.state.as_mut()?.take_unsent()
     }
 
+    /// The arguments of the calls of [`state::TOOL`] since this was last
+    /// asked, oldest first.
+    pub fn take_state_inputs(&mut self) -> Vec<Option<Box<RawValue>>> {
+        self.state
+            .as_mut()
+            .map(State::take_inputs)
+            .unwrap_or_default()
+    }
+
     /// The tools offered: the page's, and [`state::TOOL`] when the state
     /// is.
     pub fn tools(&self) -> &[PageTool] {

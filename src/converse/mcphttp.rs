@@ -350,6 +350,31 @@ impl Route {
             .take_state()
     }
 
+    /// The calls of the state's tool since this was last asked (answered
+    /// at once by the connection's thread), shown: each one's input given
+    /// to the call the stream shows open without it
+    /// ([`Emitter::own_call_input`]: Gemini CLI's over ACP; an input no
+    /// such call waits for is the stream's own already), then the state
+    /// they changed streamed. Whether there were any.
+    pub fn show_state(&self, em: &mut Emitter) -> bool {
+        let (inputs, state) = {
+            let mut server = self
+                .shared
+                .server
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (server.take_state_inputs(), server.take_state())
+        };
+        let any = !inputs.is_empty() || state.is_some();
+        for input in inputs {
+            em.own_call_input(input.as_deref());
+        }
+        if let Some(state) = state {
+            em.state_update(&state);
+        }
+        any
+    }
+
     /// The URL the CLI is given: it holds the secret.
     pub fn url(&self) -> &str {
         &self.url

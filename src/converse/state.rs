@@ -2,9 +2,11 @@
 //! by the model: a tool of this program's own, [`TOOL`], offered beside
 //! the page's tools (in the MCP server of [`crate::converse::mcp`], over
 //! the control layer for Claude Code and Qwen Code and over HTTP
-//! ([`crate::converse::mcphttp`]) for Copilot CLI and OpenCode, and among
-//! Codex's dynamic tools) when the run is given the thread's state file
-//! (`--state-file`). A call is answered at once, here, and never goes
+//! ([`crate::converse::mcphttp`]) for Copilot CLI and OpenCode in their
+//! JSON modes and for Gemini CLI, Copilot CLI and OpenCode over ACP, and
+//! among Codex's dynamic tools) when the run is given the thread's state
+//! file (`--state-file`); which route takes it is decided by
+//! [`crate::dialect::request::state_tool_refused`]. A call is answered at once, here, and never goes
 //! to the page: its arguments' `state`, a JSON object of at most
 //! [`MAX_STATE`] bytes, becomes the state, written to the file (where
 //! `serve` keeps it for the thread's next runs) and streamed as
@@ -53,11 +55,18 @@ pub fn tool() -> PageTool {
     }
 }
 
+/// The most inputs of calls kept until they are shown
+/// ([`State::take_inputs`]).
+const MAX_INPUTS: usize = 16;
+
 /// The thread's state, kept in its file.
 pub struct State {
     file: PathBuf,
     /// A new state not streamed yet.
     unsent: Option<Box<RawValue>>,
+    /// The arguments of the calls since they were last taken (`None`: a
+    /// call without), the newest [`MAX_INPUTS`].
+    inputs: Vec<Option<Box<RawValue>>>,
 }
 
 impl State {
@@ -66,12 +75,17 @@ impl State {
         State {
             file: file.to_owned(),
             unsent: None,
+            inputs: Vec::new(),
         }
     }
 
     /// A call of [`TOOL`] with `arguments`: the text of its result, and
     /// whether it is an error (nothing changed).
     pub fn update(&mut self, arguments: Option<&RawValue>) -> (String, bool) {
+        if self.inputs.len() >= MAX_INPUTS {
+            self.inputs.remove(0);
+        }
+        self.inputs.push(arguments.map(ToOwned::to_owned));
         match self.new_state(arguments) {
             Ok(state) => {
                 if let Err(e) = crate::base::files::write_atomic(&self.file, state.get().as_bytes())
@@ -123,6 +137,13 @@ impl State {
     /// The state changed since the last call, to be streamed.
     pub fn take_unsent(&mut self) -> Option<Box<RawValue>> {
         self.unsent.take()
+    }
+
+    /// The arguments of the calls since this was last asked, oldest first:
+    /// the input of a call the stream shows without one (Gemini CLI's over
+    /// ACP, see [`crate::agui::Emitter::own_call_input`]).
+    pub fn take_inputs(&mut self) -> Vec<Option<Box<RawValue>>> {
+        std::mem::take(&mut self.inputs)
     }
 }
 

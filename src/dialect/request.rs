@@ -154,6 +154,37 @@ pub fn files_pick_acp(cli: &str) -> bool {
 /// The name of the MCP server that serves the page's tools to a CLI.
 pub const PAGE_SERVER: &str = "page";
 
+/// Why a run of `cli` (its name) over `transport` (`ask`: with
+/// `--approval ask`, which picks the Agent Client Protocol for the CLIs
+/// that speak it) cannot offer the model the state's tool, the one through
+/// which it changes the page's shared state (`run --state-file`, `serve`
+/// given a state), if it cannot. The tool goes by the page's tools' route:
+/// Claude Code's control layer, Codex's app-server, Qwen Code's
+/// stream-json control layer, the loopback MCP server of Copilot CLI and
+/// OpenCode (in their JSON modes and over ACP, given in `session/new`) and
+/// of Gemini CLI (over ACP, which `run` then picks). The one place this is
+/// decided: `serve` offers the tool where `run` takes it.
+pub fn state_tool_refused(cli: &str, transport: Transport, ask: bool) -> Option<String> {
+    let acp = ask || transport == Transport::Acp;
+    match cli {
+        "claude" | "copilot" | "opencode" => None,
+        "qwen" if acp => Some(
+            "qwen takes the state's tool on its stream-json control layer only, not over ACP (--transport acp, --approval ask)".into(),
+        ),
+        "codex" if transport == Transport::Exec => Some(
+            "codex takes the state's tool over its app-server only, not with --transport exec"
+                .into(),
+        ),
+        "gemini" if transport == Transport::Stream => {
+            Some("gemini takes the state's tool over ACP only, not with --transport stream".into())
+        }
+        "qwen" | "codex" | "gemini" => None,
+        other => Some(format!(
+            "{other} cannot take the state's tool yet (claude, codex, qwen, copilot, opencode and gemini can)"
+        )),
+    }
+}
+
 /// How long Qwen Code waits for its host to answer an SDK MCP server's
 /// request (a call of the page's tools): its control layer's own limit,
 /// which no option changes. After it, the call fails inside the CLI
@@ -286,6 +317,40 @@ mod tests {
             .unwrap_err()
             .contains("png, jpg, gif, webp, pdf"));
         assert!(of("noext").is_err());
+    }
+
+    #[test]
+    fn the_state_s_tool_goes_where_the_page_s_route_streams_it() {
+        use Transport::*;
+        for (cli, transport, ask, taken) in [
+            ("claude", Auto, true, true),
+            ("codex", Auto, false, true),
+            ("codex", AppServer, true, true),
+            ("codex", Exec, false, false),
+            ("qwen", Auto, false, true),
+            ("qwen", Stream, false, true),
+            ("qwen", Acp, false, false),
+            ("qwen", Auto, true, false),
+            ("copilot", Stream, false, true),
+            ("copilot", Acp, false, true),
+            ("copilot", Auto, true, true),
+            ("opencode", Auto, false, true),
+            ("opencode", Acp, true, true),
+            ("gemini", Auto, false, true),
+            ("gemini", Acp, true, true),
+            ("gemini", Stream, false, false),
+            ("acp", Auto, false, false),
+        ] {
+            let why = state_tool_refused(cli, transport, ask);
+            assert_eq!(
+                why.is_none(),
+                taken,
+                "{cli} {transport:?} ask {ask}: {why:?}"
+            );
+            if let Some(why) = why {
+                assert!(why.starts_with(cli) && !why.contains('\n'), "{why}");
+            }
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::converse::appserver;
 use crate::converse::ask;
 use crate::converse::control;
 use crate::dialect::request::{
-    attachment_refused, files_pick_acp, Approval, RunRequest, Transport,
+    attachment_refused, files_pick_acp, state_tool_refused, Approval, RunRequest, Transport,
 };
 use crate::dialect::{AcpStart, Client, Dialect};
 use crate::process::redact::Redactor;
@@ -442,12 +442,13 @@ fn acp_agent(
 /// offers them to the CLI, with the tool that changes the state
 /// (`--state-file`); refused for a CLI that cannot take them.
 fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
-    for (given, option) in [
-        (a.page_tools.is_some(), "--page-tools"),
-        (a.state_file.is_some(), "--state-file"),
-    ] {
-        if given {
-            tools_taken(a, option)?;
+    if a.page_tools.is_some() {
+        tools_taken(a, "--page-tools")?;
+    }
+    if a.state_file.is_some() {
+        let ask = a.request.approval == Approval::Ask;
+        if let Some(why) = state_tool_refused(a.cli.name(), a.transport, ask) {
+            anyhow::bail!("--state-file: {why}");
         }
     }
     let server = match &a.page_tools {
@@ -476,17 +477,6 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "codex" => anyhow::bail!(
             "{option}: codex takes tools from the page over its app-server only, not with --codex-transport exec"
         ),
-        "gemini" if option == "--state-file" => anyhow::bail!(
-            "--state-file: gemini cannot take the state's tool yet; only claude, codex, qwen, copilot and opencode can"
-        ),
-        name @ ("copilot" | "opencode")
-            if option == "--state-file"
-                && (a.transport == Transport::Acp || a.request.approval == Approval::Ask) =>
-        {
-            anyhow::bail!(
-                "--state-file: {name} takes the state's tool in its stream mode only, not over ACP (--transport acp, --approval ask)"
-            )
-        }
         "gemini" if a.transport == Transport::Stream => anyhow::bail!(
             "--page-tools: gemini takes tools from the page over ACP only, not with --transport stream"
         ),

@@ -20,7 +20,9 @@ use serde_json::value::RawValue;
 
 use crate::converse::mcp::{self, Text, MAX_ANSWER};
 use crate::converse::state::RUN_INFO_KEY;
-use crate::dialect::request::{attachment_refused, files_pick_acp, media_types, MEDIA_TYPES};
+use crate::dialect::request::{
+    attachment_refused, files_pick_acp, media_types, state_tool_refused, Transport, MEDIA_TYPES,
+};
 use crate::dialect::Dialect;
 use crate::serve::input::{id_ok, RunAgentInput};
 
@@ -108,7 +110,7 @@ impl Page {
             state_given: given.filter(|s| object(s)).map(str::to_owned),
             state_kept: state.clone().filter(|s| given.is_none() && object(s)),
             // Offered by the page's tools' route, where there is one.
-            state_tool: state_taken(cli, ask, options) && state.as_deref().is_some_and(object),
+            state_tool: state.as_deref().is_some_and(object) && state_offered(cli, ask, options),
             choices: choices(cli, options, input.forwarded_props)?,
             attachments: attachments(
                 input.last_user_content(),
@@ -148,17 +150,29 @@ pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Opti
     }
 }
 
-/// Whether the CLI takes the state's tool (by its page tools' route):
-/// not Gemini CLI, nor Copilot CLI and OpenCode over ACP, whose route
-/// streams no state yet.
-fn state_taken(cli: Dialect, ask: bool, options: &[String]) -> bool {
-    let over_acp = ask || transport(own_options(options)) == Some("acp");
-    tools_refused(cli, ask, options).is_none()
-        && match cli.name() {
-            "gemini" => false,
-            "copilot" | "opencode" => !over_acp,
-            _ => true,
-        }
+/// Whether the CLI is offered the state's tool; if not, the one line on
+/// stderr that says why (the model is told the state all the same).
+fn state_offered(cli: Dialect, ask: bool, options: &[String]) -> bool {
+    let Some(why) = state_refused(cli, ask, options) else {
+        return true;
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "agui-translate: serve: {why}: the model is told the state but cannot change it"
+    );
+    false
+}
+
+/// Why the CLI is not offered the state's tool with the run `options`
+/// (`ask`: `--approval ask` among them), if it is not: as `run
+/// --state-file` decides ([`state_tool_refused`]).
+fn state_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
+    let own = own_options(options);
+    let how = transport(own).or_else(|| option_value(own, "--codex-transport"));
+    let how = how
+        .and_then(|t| clap::ValueEnum::from_str(t, false).ok())
+        .unwrap_or(Transport::Auto);
+    state_tool_refused(cli.name(), how, ask)
 }
 
 /// The text of the answer to tool call `id`: its content (a string, or
@@ -987,10 +1001,29 @@ mod tests {
             assert!(page.state_tool, "{empty}: the kept state");
             assert!(page.prompt("Hi".into()).contains(r#"(JSON): {"kept":1}"#));
         }
-        // A CLI that takes no tools is told the state, and offered no tool.
+        // Gemini CLI takes it over ACP, as the other CLIs by their routes.
         let gemini = check(r#"{"threadId":"t","state":{"page":2}}"#, "gemini");
-        assert!(!gemini.state_tool);
-        assert_eq!(gemini.state_given.as_deref(), Some(r#"{"page":2}"#));
+        assert!(gemini.state_tool);
+        // A route that takes no tools is told the state, and offered no
+        // tool: Qwen Code over ACP, Gemini CLI in its stream mode.
+        let state = r#"{"threadId":"t","state":{"page":2}}"#;
+        for (cli, ask, options) in [
+            ("qwen", true, &[][..]),
+            ("gemini", false, &["--transport=stream".to_owned()][..]),
+        ] {
+            let page = Page::check(
+                &input(state),
+                Dialect::named(cli).unwrap(),
+                ask,
+                options,
+                MAX_FILE,
+                kept,
+            )
+            .unwrap();
+            assert!(!page.state_tool, "{cli}");
+            assert_eq!(page.state_given.as_deref(), Some(r#"{"page":2}"#));
+            assert!(page.prompt("Hi".into()).contains(r#"(JSON): {"page":2}"#));
+        }
         // A state that is not an object is told, neither kept nor changed.
         let list = check(r#"{"threadId":"t","state":[1,2]}"#, "claude");
         assert!(!list.state_tool && list.state_given.is_none());

@@ -843,11 +843,11 @@ impl Acp {
         let mut page = false;
         if let (Some(c), Some(tid)) = (&call, call_id) {
             self.start_tool(tid, c, em);
-            // A call of the page's tools is the page's to decide, not the
-            // user's (the run grants it): no approval_request. Without its
-            // input (Gemini CLI's), it is ended with the input it reaches
-            // the page with.
-            page = em.page_calls().any(|(p, _)| p == tid);
+            // A call of the page's tools (or the state's) is the page's to
+            // decide, not the user's (the run grants it): no
+            // approval_request. Without its input (Gemini CLI's), it is
+            // ended with the input it reaches the page's server with.
+            page = em.page_calls().any(|(p, _)| p == tid) || em.is_own_call(tid);
             if c.raw_input.is_some() || !page {
                 Self::end_tool(tid, c.raw_input, em);
             }
@@ -1170,19 +1170,24 @@ fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
 }
 
-/// The name the CLI gives a call of kind `other` titled `title`, when it
-/// is one of the page's tools ([`Emitter::is_page_tool`]): the title
-/// itself (Copilot CLI's `page-pick`, OpenCode's `page_pick`), or for
-/// Gemini CLI's title of an MCP server's tool, `pick (page MCP Server)`,
-/// the name its model calls it by, `mcp_page_pick`.
+/// The name the CLI gives a call titled `title`, when it is one of the
+/// tools the page's route serves ([`Emitter::is_served_tool`]: the page's,
+/// and the state's): the title itself (Copilot CLI's `page-pick`,
+/// OpenCode's `page_pick`), of whatever kind the agent guessed (Copilot
+/// CLI calls `page-ag_ui_update_state` an `edit`), or for Gemini CLI's
+/// title of an MCP server's tool of kind `other`, `pick (page MCP
+/// Server)`, the name its model calls it by, `mcp_page_pick`.
 fn page_tool(kind: &str, title: Option<&str>, em: &Emitter) -> Option<String> {
-    let title = title.filter(|_| kind == "other" && em.has_page_tools())?;
-    if em.is_page_tool(title) {
+    let title = title.filter(|_| em.has_page_tools())?;
+    if em.is_served_tool(title) {
         return Some(title.to_owned());
+    }
+    if kind != "other" {
+        return None;
     }
     let (tool, server) = title.strip_suffix(" MCP Server)")?.split_once(" (")?;
     let name = format!("mcp_{server}_{tool}");
-    em.is_page_tool(&name).then_some(name)
+    em.is_served_tool(&name).then_some(name)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 // serve with the page's state, driven by the official 1.0 HttpAgent and
 // the 0.0.59 one (CopilotKit's pin), for each CLI that takes the state's
-// tool: the page sends a state, the
+// tool, by each of its routes (Copilot CLI and OpenCode in their JSON modes
+// and over ACP, named copilot-acp and opencode-acp): the page sends a
+// state, the
 // model changes it through serve's own tool, the run streams the new state
 // as STATE_SNAPSHOT, and the agent's state is the model's when the run has
 // ended (either client throws on an event its schema or its verifier
