@@ -317,6 +317,19 @@ SCENARIOS = [
         page_answers=["dev"],
     ),
     Scenario(
+        "page-tool-approval",
+        "Write out.txt, then ask me which branch.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="Now I will ask you.", calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page", "approval"},
+        answers=[allow()],
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
         "page-tool-late",
         "Which branch should I work on?",
         [
