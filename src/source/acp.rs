@@ -683,12 +683,9 @@ impl Acp {
         // The page's tools by the page's own name first (CopilotKit finds
         // the handler by it), then the tool's own name where the agent tells
         // it.
-        let page = page_tool(kind, u.title.as_deref(), em);
-        let own = if page.is_some() {
-            None
-        } else {
-            self.tool_name(id, u)
-        };
+        let own = self.tool_name(id, u);
+        let page = page_tool(kind, u.title.as_deref(), own.as_deref(), em);
+        let own = own.filter(|_| page.is_none());
         let name = match (page.as_deref(), own.as_deref(), u.title.as_deref()) {
             (Some(p), _, _) => p,
             (None, Some(n), _) => n,
@@ -741,6 +738,16 @@ impl Acp {
         }
     }
 
+    /// Whether `u` first shows a call of Qwen Code's `tool_call` bridge
+    /// (pending, with no input yet), which does not say which tool it calls
+    /// until its permission request or its next update (`_meta.toolName`,
+    /// such as the page's `mcp__page__pick`): it starts then, named by it.
+    fn bridge_unnamed(&self, id: &str, u: &Update) -> bool {
+        u.status.as_deref() == Some("pending")
+            && u.raw_input.is_none_or(|r| r.get().trim() == "{}")
+            && self.tool_name(id, u).as_deref() == Some("tool_call")
+    }
+
     /// Its arguments (`rawInput`, or none) and its end, if it is still open.
     fn end_tool(id: &str, raw_input: Option<&RawValue>, em: &mut Emitter) {
         if em.is_open(id) {
@@ -756,6 +763,10 @@ impl Acp {
         let Some(id) = u.tool_call_id.as_deref() else {
             return Err(LineError::Shape("a tool call without toolCallId".into()));
         };
+        if !em.tool_started(id) && self.bridge_unnamed(id, u) {
+            // Named once it says which tool it calls: not started yet.
+            return Ok(false);
+        }
         let mut made = !em.tool_started(id);
         self.start_tool(id, u, em);
         // A pending call's `rawInput` may be partial (OpenCode's holds the
@@ -1170,19 +1181,38 @@ fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
 }
 
-/// The name the CLI gives a call of kind `other` titled `title`, when it
-/// is one of the page's tools ([`Emitter::is_page_tool`]): the title
-/// itself (Copilot CLI's `page-pick`, OpenCode's `page_pick`), or for
-/// Gemini CLI's title of an MCP server's tool, `pick (page MCP Server)`,
-/// the name its model calls it by, `mcp_page_pick`.
-fn page_tool(kind: &str, title: Option<&str>, em: &Emitter) -> Option<String> {
-    let title = title.filter(|_| kind == "other" && em.has_page_tools())?;
-    if em.is_page_tool(title) {
-        return Some(title.to_owned());
+/// The name the CLI gives a call, when it is one of the page's tools
+/// ([`Emitter::is_page_tool`]): the tool's `own` name (Qwen Code's
+/// `_meta.toolName`, `mcp__page__pick`), or for a call of kind `other`
+/// titled `title`, the title itself (Copilot CLI's `page-pick`, OpenCode's
+/// `page_pick`), or for Gemini CLI's title of an MCP server's tool, `pick
+/// (page MCP Server)`, the name its model calls it by, `mcp_page_pick`.
+/// An agent of `run acp`, whose names are not known (the page's tools
+/// known by their own names), is read the same ways: a name with one of
+/// those prefixes, or a title in that form, names the page's tool.
+fn page_tool(kind: &str, title: Option<&str>, own: Option<&str>, em: &Emitter) -> Option<String> {
+    if !em.has_page_tools() {
+        return None;
     }
-    let (tool, server) = title.strip_suffix(" MCP Server)")?.split_once(" (")?;
+    let title = title.filter(|_| kind == "other");
+    for name in [own, title].into_iter().flatten() {
+        let bare = ["mcp__page__", "mcp_page_", "page-", "page_"]
+            .iter()
+            .find_map(|p| name.strip_prefix(p));
+        if let Some(n) = [Some(name), bare]
+            .into_iter()
+            .flatten()
+            .find(|n| em.is_page_tool(n))
+        {
+            return Some(n.to_owned());
+        }
+    }
+    let (tool, server) = title?.strip_suffix(" MCP Server)")?.split_once(" (")?;
     let name = format!("mcp_{server}_{tool}");
-    em.is_page_tool(&name).then_some(name)
+    if em.is_page_tool(&name) {
+        return Some(name);
+    }
+    (server == "page" && em.is_page_tool(tool)).then(|| tool.to_owned())
 }
 
 #[cfg(test)]
