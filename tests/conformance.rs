@@ -1588,18 +1588,18 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
 /// where a call of the page's tools is answered after an approval of the
 /// CLI's own call, in one turn (`--approval ask`), with either client.
 const APPROVED: [(&str, &str); 12] = [
-    ("claude-approved", "page-tool-approval"),
-    ("claude-approved-0.0", "page-tool-approval"),
-    ("codex-approved", "page-tool-approval"),
-    ("codex-approved-0.0", "page-tool-approval"),
-    ("gemini-approved", "page-tool-approval"),
-    ("gemini-approved-0.0", "page-tool-approval"),
-    ("copilot-acp-approved", "page-tool-approval"),
-    ("copilot-acp-approved-0.0", "page-tool-approval"),
-    ("opencode-acp-approved", "page-tool-approval"),
-    ("opencode-acp-approved-0.0", "page-tool-approval"),
-    ("qwen-acp-approved", "page-tool-approval"),
-    ("qwen-acp-approved-0.0", "page-tool-approval"),
+    ("claude-approved", "approval-page-tool"),
+    ("claude-approved-0.0", "approval-page-tool"),
+    ("codex-approved", "approval-page-tool"),
+    ("codex-approved-0.0", "approval-page-tool"),
+    ("gemini-approved", "approval-page-tool"),
+    ("gemini-approved-0.0", "approval-page-tool"),
+    ("copilot-acp-approved", "approval-page-tool"),
+    ("copilot-acp-approved-0.0", "approval-page-tool"),
+    ("opencode-acp-approved", "approval-page-tool"),
+    ("opencode-acp-approved-0.0", "approval-page-tool"),
+    ("qwen-acp-approved", "approval-page-tool"),
+    ("qwen-acp-approved-0.0", "approval-page-tool"),
 ];
 
 /// For a case of [`http_agent_answers_the_page_s_tool_calls_through_serve`]

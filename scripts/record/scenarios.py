@@ -317,7 +317,7 @@ SCENARIOS = [
         page_answers=["dev"],
     ),
     Scenario(
-        "page-tool-approval",
+        "approval-page-tool",
         "Write out.txt, then ask me which branch.",
         [
             turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),

@@ -24,7 +24,7 @@
 // its result, then the model calls the page's tool and the resumed run ends
 // with that call pending; the page answers it and the turn ends (Claude
 // Code, Codex's app-server, and over ACP Gemini CLI, Copilot CLI, OpenCode
-// and Qwen Code, the real CLIs' page-tool-approval recordings).
+// and Qwen Code, the real CLIs' approval-page-tool recordings).
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
