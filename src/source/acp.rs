@@ -1269,6 +1269,74 @@ mod tests {
         assert_eq!(end["result"]["stopReason"], "end_turn");
     }
 
+    /// Qwen Code's `tool_call` bridge shows its call pending with no input
+    /// before it says which tool it calls: the call starts once its
+    /// permission request names it (`_meta.toolName`), not as `tool_call`;
+    /// a bridge call refused before it names any tool is still shown.
+    #[test]
+    fn a_bridge_call_starts_once_it_names_its_tool() {
+        let bridge = |id: &str| {
+            update(&format!(
+                r#"{{"sessionUpdate":"tool_call","toolCallId":"{id}","status":"pending","title":"ToolCall","kind":"other","rawInput":{{}},"_meta":{{"toolName":"tool_call"}}}}"#
+            ))
+        };
+        let ask = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"b1","status":"pending","title":"{\"branches\":[\"main\"]}","kind":"read","rawInput":{"branches":["main"]},"_meta":{"toolName":"mcp__page__pick"}},"options":[{"optionId":"proceed_once","kind":"allow_once","name":"Allow"}]}}"#;
+        let refused = update(
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"b2","status":"failed","content":[{"type":"content","content":{"type":"text","text":"not registered"}}],"_meta":{"toolName":"tool_call"}}"#,
+        );
+        let out = translate(&[PROMPT, &bridge("b1"), ask, &bridge("b2"), &refused]);
+        let starts: Vec<(&str, &str)> = of_type(&out, "TOOL_CALL_START")
+            .iter()
+            .map(|s| {
+                (
+                    s["toolCallId"].as_str().unwrap(),
+                    s["toolCallName"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(starts, [("b1", "mcp__page__pick"), ("b2", "tool_call")]);
+        assert_eq!(
+            of_type(&out, "TOOL_CALL_ARGS")[0]["delta"],
+            r#"{"branches":["main"]}"#
+        );
+    }
+
+    /// The page's tools are told by the names the agents give them; with
+    /// no prefix known (an agent of `run acp`), by any of those spellings.
+    #[test]
+    fn the_page_s_tools_are_told_by_each_agent_s_spelling() {
+        use crate::agui::{Emitter, Format};
+        let mut known = Emitter::new(Format::Ndjson, None, None);
+        known.set_page_tools("page-", vec!["pick".into()]);
+        let mut any = Emitter::new(Format::Ndjson, None, None);
+        any.set_page_tools("", vec!["pick".into()]);
+        let tool = |em: &Emitter, kind: &str, title: &str, own: Option<&str>| {
+            super::page_tool(kind, Some(title), own, em)
+        };
+        assert_eq!(
+            tool(&known, "other", "page-pick", None).as_deref(),
+            Some("page-pick")
+        );
+        assert_eq!(tool(&known, "other", "page_pick", None), None);
+        assert_eq!(tool(&known, "execute", "page-pick", None), None);
+        for (kind, title, own) in [
+            ("other", "page-pick", None),
+            ("other", "page_pick", None),
+            ("other", "mcp_page_pick", None),
+            ("other", "pick (page MCP Server)", None),
+            ("read", "{}", Some("mcp__page__pick")),
+            ("other", "pick", None),
+        ] {
+            assert_eq!(
+                tool(&any, kind, title, own).as_deref(),
+                Some("pick"),
+                "{title}"
+            );
+        }
+        assert_eq!(tool(&any, "other", "pick (other MCP Server)", None), None);
+        assert_eq!(tool(&any, "other", "page-show", None), None);
+    }
+
     /// A call is named by the tool's own name where the agent tells it:
     /// OpenCode's first title (known by its `initialize` answer; its command
     /// titled by the command is `bash`), Qwen Code's `_meta.toolName`, Gemini
