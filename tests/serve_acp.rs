@@ -595,31 +595,34 @@ fn gemini_s_call_the_page_does_not_answer_in_time_gets_an_error() {
 }
 
 /// An agent whose `initialize` answer does not say it reaches MCP servers
-/// over HTTP cannot take the page's tools: the run ends in an error that
-/// says so, and no prompt is sent.
+/// over HTTP cannot take the page's tools (Gemini CLI, or any agent of
+/// `serve acp`): the run ends in an error that says so in one line, and no
+/// prompt is sent.
 #[test]
 fn an_agent_without_mcp_over_http_cannot_take_the_page_s_tools() {
-    let sent_file = tmp("nohttp-sent");
-    let _ = std::fs::remove_file(&sent_file);
-    let s = common::serve_run(
-        "gemini",
-        &[],
-        &[],
-        &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
-    );
-    let one = post(&s.addr, &with_tools(input("tn", "r1", "say hello")));
-    let end = one.last().unwrap();
-    assert_eq!(end["type"], "RUN_ERROR", "{one:?}");
-    assert!(
-        end["message"]
-            .as_str()
-            .unwrap()
-            .contains("Gemini CLI cannot reach the page's tools (its initialize answer has no mcpCapabilities.http)"),
-        "{end}"
-    );
-    assert!(!sent(&sent_file)
-        .iter()
-        .any(|m| m["method"] == "session/prompt"));
+    for (cli, who) in [("gemini", "Gemini CLI"), ("acp", "the ACP agent")] {
+        let sent_file = tmp(&format!("{cli}-nohttp-sent"));
+        let _ = std::fs::remove_file(&sent_file);
+        let s = common::serve_run(
+            cli,
+            &[],
+            &[],
+            &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
+        );
+        let one = post(&s.addr, &with_tools(input("tn", "r1", "say hello")));
+        let end = one.last().unwrap();
+        assert_eq!(end["type"], "RUN_ERROR", "{one:?}");
+        let message = end["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(who)
+                && message.contains(" cannot reach the page's tools (its initialize answer has no mcpCapabilities.http): the run was not started")
+                && !message.contains('\n'),
+            "{end}"
+        );
+        assert!(!sent(&sent_file)
+            .iter()
+            .any(|m| m["method"] == "session/prompt"));
+    }
 }
 
 /// The id Qwen Code 0.24.4 gives its call of the page's tool (through its
@@ -652,33 +655,6 @@ fn qwen_over_acp_takes_the_page_s_tools_over_http() {
 #[test]
 fn an_acp_agent_that_reaches_mcp_over_http_takes_the_page_s_tools() {
     takes_the_page_s_tools_over_http("acp", &[], "ta");
-}
-
-/// An agent of `serve acp` whose `initialize` answer does not say it
-/// reaches MCP servers over HTTP: the run ends in an error that says why in
-/// one line, and no prompt is sent.
-#[test]
-fn an_acp_agent_without_mcp_over_http_is_told_why() {
-    let sent_file = tmp("acp-nohttp-sent");
-    let _ = std::fs::remove_file(&sent_file);
-    let s = common::serve_run(
-        "acp",
-        &[],
-        &[],
-        &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
-    );
-    let one = post(&s.addr, &with_tools(input("tx", "r1", "say hello")));
-    let end = one.last().unwrap();
-    assert_eq!(end["type"], "RUN_ERROR", "{one:?}");
-    let message = end["message"].as_str().unwrap();
-    assert!(
-        message.contains("cannot reach the page's tools (its initialize answer has no mcpCapabilities.http): the run was not started"),
-        "{end}"
-    );
-    assert!(!message.contains('\n'), "{message}");
-    assert!(!sent(&sent_file)
-        .iter()
-        .any(|m| m["method"] == "session/prompt"));
 }
 
 /// `serve CLI` with `run_args`, the stand-in replaying Qwen Code 0.24.4's

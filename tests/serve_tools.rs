@@ -1277,36 +1277,55 @@ fn copilot_opencode_and_qwen_change_the_state_by_the_page_s_route() {
 /// open): the exit status, how long the call waited, the run's stderr and
 /// the results the CLI was sent.
 fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Value>) {
-    let (file, sent_file) = (
-        tmp(&format!("qwen-late-{timeout}.json")),
-        tmp(&format!("qwen-late-{timeout}-sent")),
+    let sent_file = tmp(&format!("qwen-late-{timeout}-sent"));
+    let replay = root().join("testdata/qwen/0.24.4/page-tool.jsonl");
+    let (status, waited, err) = unanswered(
+        "qwen",
+        &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent_file)],
+        &["--tool-timeout", timeout],
+        false,
     );
+    (status, waited, err, results(&sent_file))
+}
+
+/// `run CLI --page-tools` (one tool) with `args` and the stand-in's `env`,
+/// the page never answering: with `close`, its input ends once the call is
+/// pending, else it is kept open until the run ends. The exit status, how
+/// long the run went on once the call was pending, and its stderr.
+fn unanswered(
+    cli: &str,
+    env: &[(&str, &Path)],
+    args: &[&str],
+    close: bool,
+) -> (i32, std::time::Duration, String) {
+    let file = tmp(&format!("{cli}-unanswered-{}.json", args.join("")));
     std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env(
-            "FAKE_CONTROL",
-            root().join("testdata/qwen/0.24.4/page-tool.jsonl"),
-        )
-        .env("FAKE_SENT", &sent_file)
-        .args(["run", "qwen", "--cli"])
+    let mut c = std::process::Command::new(BIN);
+    c.env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c
+        .args(["run", cli, "--cli"])
         .arg(root().join("tests/fake/cli"))
         .arg("--page-tools")
         .arg(&file)
-        .args(["--tool-timeout", timeout])
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "Which branch?").unwrap();
+    let mut stdin = Some(child.stdin.take().unwrap());
+    writeln!(stdin.as_mut().unwrap(), "Which branch?").unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("pendingToolCallIds") {
         line.clear();
         assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    if close {
+        stdin = None;
     }
     let pending = std::time::Instant::now();
     let mut rest = String::new();
@@ -1321,7 +1340,7 @@ fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Valu
         .read_to_string(&mut err)
         .unwrap();
     let status = child.wait().unwrap().code().unwrap_or(-1);
-    (status, waited, err, results(&sent_file))
+    (status, waited, err)
 }
 
 /// Qwen Code gives up on a call of an SDK MCP server after 30 s (measured
@@ -1366,46 +1385,9 @@ fn qwen_s_calls_wait_at_most_25_s_for_the_page() {
 /// the ACP recording `recording` (under testdata/acp): the run's stderr
 /// once the call is pending and the input has ended.
 fn acp_run_stderr(cli: &str, recording: &str, args: &[&str]) -> String {
-    let file = tmp(&format!("{cli}-acp-tools.json"));
-    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("FAKE_ACP", "1")
-        .env(
-            "ACP_REPLAY",
-            root().join(format!("testdata/acp/{recording}.jsonl")),
-        )
-        .args(["run", cli, "--cli"])
-        .arg(root().join("tests/fake/cli"))
-        .arg("--page-tools")
-        .arg(&file)
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "Which branch?").unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("pendingToolCallIds") {
-        line.clear();
-        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
-    }
-    drop(stdin);
-    let mut rest = String::new();
-    out.read_to_string(&mut rest).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    child.wait().unwrap();
-    err
+    let replay = root().join(format!("testdata/acp/{recording}.jsonl"));
+    let env = [("FAKE_ACP", Path::new("1")), ("ACP_REPLAY", &replay)];
+    unanswered(cli, &env, args, true).2
 }
 
 /// `run acp --page-tools FILE -- COMMAND`: an agent whose `initialize`
