@@ -463,6 +463,24 @@ fn with_recording(
     )
 }
 
+/// The client's `session/new` (its lines in `sent`) names the page's MCP
+/// server, over HTTP on the loopback address.
+fn page_server_given(sent_file: &Path) {
+    let session_new = sent(sent_file)
+        .into_iter()
+        .find(|m| m["method"] == "session/new")
+        .unwrap();
+    let server = &session_new["params"]["mcpServers"][0];
+    assert_eq!(
+        (&server["type"], &server["name"]),
+        (&json!("http"), &json!("page"))
+    );
+    assert!(server["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+}
+
 fn with_tools(mut input: Value) -> Value {
     input["tools"] = json!([{"name": "pick_branch", "description": "Pick a branch.",
         "parameters": {"type": "object", "properties": {"branches": {"type": "array"}}}}]);
@@ -507,19 +525,7 @@ fn gemini_s_permission_for_the_page_s_tool_is_granted_without_an_interrupt() {
     let args = one.iter().find(|e| e["type"] == "TOOL_CALL_ARGS").unwrap();
     let args: Value = serde_json::from_str(args["delta"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"branches": ["main", "dev"]}));
-    let session_new = sent(&sent_file)
-        .into_iter()
-        .find(|m| m["method"] == "session/new")
-        .unwrap();
-    let server = &session_new["params"]["mcpServers"][0];
-    assert_eq!(
-        (&server["type"], &server["name"]),
-        (&json!("http"), &json!("page"))
-    );
-    assert!(server["url"]
-        .as_str()
-        .unwrap()
-        .starts_with("http://127.0.0.1:"));
+    page_server_given(&sent_file);
     let granted = sent(&sent_file)
         .into_iter()
         .find(|m| m["id"] == 0 && m["result"].is_object())
@@ -683,15 +689,7 @@ fn takes_the_page_s_tools_over_http(cli: &str, run_args: &[&str], thread: &str) 
         !one.iter().any(|e| e["type"] == "CUSTOM"),
         "the page is asked no approval: {one:?}"
     );
-    let session_new = sent(&sent_file)
-        .into_iter()
-        .find(|m| m["method"] == "session/new")
-        .unwrap();
-    let server = &session_new["params"]["mcpServers"][0];
-    assert_eq!(
-        (&server["type"], &server["name"]),
-        (&json!("http"), &json!("page"))
-    );
+    page_server_given(&sent_file);
     let granted = sent(&sent_file)
         .into_iter()
         .find(|m| m["id"] == 1 && m["result"].is_object())
