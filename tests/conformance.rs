@@ -1545,7 +1545,12 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     ]
     .into_iter()
     .chain(APPROVED.iter().copied())
-    {
+    .chain([
+        ("claude-together", "approval-page-tool-together"),
+        ("codex-together", "approval-page-tool-together"),
+        ("copilot-acp-together", "approval-page-tool-together"),
+        ("opencode-acp-together", "approval-page-tool-together"),
+    ]) {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
         if let Some(server) = acp_tools_server(name, replay, &sent) {
@@ -1565,7 +1570,7 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
             _ => ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL"),
         };
         let replay = root().join(dir).join(format!("{replay}.jsonl"));
-        let run_args: &[&str] = if name.contains("-approved") {
+        let run_args: &[&str] = if name.contains("-approved") || name.contains("-together") {
             &["--approval", "ask"]
         } else {
             &[]
@@ -1608,7 +1613,7 @@ const APPROVED: [(&str, &str); 12] = [
 /// tools over HTTP and writes their results to `sent`, with the client's
 /// lines (an `…-approved…` case: with `--approval ask`).
 fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Server> {
-    let ask = name.contains("-approved");
+    let ask = name.contains("-approved") || name.contains("-together");
     let (cli, version, run_args): (_, _, &[&str]) = match name.split('-').collect::<Vec<_>>()[..] {
         ["gemini", ..] if ask => ("gemini", "0.61.0", &["--approval", "ask"]),
         ["gemini", ..] => ("gemini", "0.61.0", &[]),

@@ -45,7 +45,7 @@ import stdio
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
              "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two",
-             "approval-page-tool",
+             "approval-page-tool", "approval-page-tool-together",
              "image"}
 
 # How long after the model served a turn marked "CANCEL" the client cancels.

@@ -24,7 +24,11 @@
 // its result, then the model calls the page's tool and the resumed run ends
 // with that call pending; the page answers it and the turn ends (Claude
 // Code, Codex's app-server, and over ACP Gemini CLI, Copilot CLI, OpenCode
-// and Qwen Code, the real CLIs' approval-page-tool recordings).
+// and Qwen Code, the real CLIs' approval-page-tool recordings). And an
+// approval and a page's call pending at once, the model having called both
+// together: each is a run of its own, in the order the CLI asks (Claude
+// Code, Codex's app-server, Copilot CLI and OpenCode over ACP,
+// approval-page-tool-together).
 //
 //   node tools.cjs URL SENT_FILE [URL SENT_FILE]...
 //
@@ -67,6 +71,12 @@ for (const [cli, own] of [["claude", []], ["codex", []], ["gemini", []], ["copil
     const name = `${cli}-approved${client ? "-0.0" : ""}`;
     cases.push({ name, tools: ["pick_branch"], answers: { pick_branch: "dev" }, client, own, approve: cli.split("-")[0] });
   }
+}
+// An approval and a call of the page's tools pending in one turn at once
+// (approval-page-tool-together: the model calls both together), either
+// first: each is a run of its own, in the order the CLI asks.
+for (const cli of ["claude", "codex", "copilot-acp", "opencode-acp"]) {
+  cases.push({ name: `${cli}-together`, tools: ["pick_branch"], answers: { pick_branch: "dev" }, together: cli.split("-")[0] });
 }
 
 // The texts of the `tools/call` results the CLI was sent (Codex: the
@@ -176,8 +186,50 @@ async function one(c, url, sentFile) {
   check(JSON.stringify(got) === JSON.stringify(want), `${c.name}: the CLI got ${JSON.stringify(got)}, not ${JSON.stringify(want)}`);
 }
 
+// The turn of a `together` case: each run ends in the interrupt for the
+// CLI's command (approved) or with the page's call pending (answered),
+// until the turn finishes; each is asked once.
+async function together(c, url, sentFile) {
+  const a = new clients["1.0"]({ url, threadId: `thread-${c.name}` });
+  const tools = c.tools.map(tool);
+  a.addMessage({ id: `user-${c.name}`, role: "user", content: "Which branch?" });
+  let seen = [];
+  await a.runAgent({ runId: `${c.name}-1`, tools }, { onEvent: ({ event }) => seen.push(event) });
+  const rounds = [];
+  let text = "";
+  for (let r = 2; r < 6; r++) {
+    text += seen.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").map((e) => e.delta).join("");
+    const end = seen[seen.length - 1];
+    const o = end.type === "RUN_FINISHED" && end.outcome;
+    const next = { runId: `${c.name}-${r}`, tools };
+    if (o && o.type === "interrupt") {
+      check(a.pendingInterrupts.length === 1 && !o.pendingToolCallIds, `${c.name}: one interrupt, alone: ${JSON.stringify(end)}`);
+      const it = a.pendingInterrupts[0];
+      rounds.push("approval");
+      next.resume = [{ interruptId: it.id, status: "resolved", payload: { approved: true } }];
+      seen = [];
+      await a.runAgent(next, { onEvent: ({ event }) => seen.push(event) });
+      check(approved(c.together, sentFile, it), `${c.name}: the CLI was told to run the call`);
+    } else if (o && o.pendingToolCallIds) {
+      rounds.push("page");
+      const calls = a.messages.flatMap((m) => m.toolCalls || []).filter((t) => o.pendingToolCallIds.includes(t.id));
+      check(calls.length === 1 && calls[0].function.name === "pick_branch", `${c.name}: the page's call is pending: ${JSON.stringify(end)}`);
+      for (const call of calls) a.addMessage({ id: `answer-${call.id}`, role: "tool", toolCallId: call.id, content: "dev" });
+      seen = [];
+      await a.runAgent(next, { onEvent: ({ event }) => seen.push(event) });
+    } else {
+      check(end.type === "RUN_FINISHED", `${c.name}: the turn finishes: ${JSON.stringify(end)}`);
+      break;
+    }
+    check(seen[0].type === "RUN_STARTED" && seen[0].runId === next.runId, `${c.name}: each run is its request's`);
+  }
+  check(JSON.stringify([...rounds].sort()) === JSON.stringify(["approval", "page"]), `${c.name}: one approval and one page call: ${rounds}`);
+  check(text.includes("The page answered:") && text.endsWith("dev"), `${c.name}: the model's answer (the recording's): ${text}`);
+  check(JSON.stringify(results(sentFile, c.tools)) === JSON.stringify(["dev"]), `${c.name}: the CLI got ${JSON.stringify(results(sentFile, c.tools))}`);
+}
+
 async function main() {
-  for (const [i, c] of cases.entries()) await one(c, args[2 * i], args[2 * i + 1]);
+  for (const [i, c] of cases.entries()) await (c.together ? together : one)(c, args[2 * i], args[2 * i + 1]);
   report(problems);
 }
 
