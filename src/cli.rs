@@ -950,7 +950,8 @@ pub struct RunArgs {
     pub start_timeout: std::time::Duration,
 
     /// Offer the CLI the tools of a front end (claude, codex, qwen,
-    /// copilot, opencode, gemini): FILE holds an AG-UI `tools` array (`[{name, description,
+    /// copilot, opencode, gemini, and an ACP agent that reaches MCP servers
+    /// over HTTP): FILE holds an AG-UI `tools` array (`[{name, description,
     /// parameters}]`). A call of one
     /// ends the run with the call pending (`pendingToolCallIds`), and the
     /// next input line answers it (`{"runId", "toolResults":
@@ -976,7 +977,9 @@ pub struct RunArgs {
 
     /// With `--page-tools`: how long a call waits for its answer before it
     /// is answered with an error the model reads and the CLI is stopped
-    /// (exit status 3).
+    /// (exit status 3). Cut to 25s for Qwen Code on its control layer and
+    /// to 9m for Gemini CLI and Qwen Code over ACP, which give up on a call
+    /// sooner than that on their own (30s, 10m).
     #[arg(
         long,
         value_name = "DURATION",

@@ -531,13 +531,15 @@ fn every_recorded_tool_has_a_canonical_name() {
             if v["type"] == "TOOL_CALL_START" {
                 seen += 1;
                 let name = v["toolCallName"].as_str().unwrap();
-                // A front end's own tool (the page-* scenarios), and the
-                // tool through which the model changes its state
-                // (state-update), keep their names: the front end's
-                // vocabulary.
+                // A front end's own tool (the page-* scenarios and
+                // approval-page-tool), and the tool through which the model
+                // changes its state (state-update), keep their names: the
+                // front end's vocabulary.
                 let page = path.file_name().is_some_and(|f| {
                     let f = f.to_string_lossy();
-                    f.starts_with("page-") || f.starts_with("state-")
+                    ["page-", "approval-page-", "state-"]
+                        .iter()
+                        .any(|p| f.starts_with(p))
                 }) && v["metadata"]["nativeName"] == name;
                 assert!(
                     page || known.contains(&name),

@@ -1540,7 +1540,17 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
         ("gemini-two", "page-tools-two"),
         ("copilot-acp-two", "page-tools-two"),
         ("opencode-acp-two", "page-tools-two"),
-    ] {
+        ("qwen-acp-one", "page-tool"),
+        ("qwen-acp-two", "page-tools-two"),
+    ]
+    .into_iter()
+    .chain(APPROVED.iter().copied())
+    .chain([
+        ("claude-together", "approval-page-tool-together"),
+        ("codex-together", "approval-page-tool-together"),
+        ("copilot-acp-together", "approval-page-tool-together"),
+        ("opencode-acp-together", "approval-page-tool-together"),
+    ]) {
         let sent = std::env::temp_dir().join(format!("agui-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&sent);
         if let Some(server) = acp_tools_server(name, replay, &sent) {
@@ -1560,7 +1570,12 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
             _ => ("claude", "testdata/claude/2.1.332", "FAKE_CONTROL"),
         };
         let replay = root().join(dir).join(format!("{replay}.jsonl"));
-        let server = common::serve_run(cli, &[], &[], &[(var, &replay), ("FAKE_SENT", &sent)]);
+        let run_args: &[&str] = if name.contains("-approved") || name.contains("-together") {
+            &["--approval", "ask"]
+        } else {
+            &[]
+        };
+        let server = common::serve_run(cli, &[], run_args, &[(var, &replay), ("FAKE_SENT", &sent)]);
         args.push(std::ffi::OsString::from(format!(
             "http://{}/agent",
             server.addr
@@ -1574,21 +1589,46 @@ fn http_agent_answers_the_page_s_tool_calls_through_serve() {
     );
 }
 
+/// The cases of [`http_agent_answers_the_page_s_tool_calls_through_serve`]
+/// where a call of the page's tools is answered after an approval of the
+/// CLI's own call, in one turn (`--approval ask`), with either client.
+const APPROVED: [(&str, &str); 12] = [
+    ("claude-approved", "approval-page-tool"),
+    ("claude-approved-0.0", "approval-page-tool"),
+    ("codex-approved", "approval-page-tool"),
+    ("codex-approved-0.0", "approval-page-tool"),
+    ("gemini-approved", "approval-page-tool"),
+    ("gemini-approved-0.0", "approval-page-tool"),
+    ("copilot-acp-approved", "approval-page-tool"),
+    ("copilot-acp-approved-0.0", "approval-page-tool"),
+    ("opencode-acp-approved", "approval-page-tool"),
+    ("opencode-acp-approved-0.0", "approval-page-tool"),
+    ("qwen-acp-approved", "approval-page-tool"),
+    ("qwen-acp-approved-0.0", "approval-page-tool"),
+];
+
 /// For a case of [`http_agent_answers_the_page_s_tool_calls_through_serve`]
 /// over ACP (`gemini-…`, `…-acp-…`): `serve CLI` with the stand-in agent
 /// replaying the CLI's ACP recording `replay`, which calls the page's
-/// tools over HTTP and writes their results to `sent`.
+/// tools over HTTP and writes their results to `sent`, with the client's
+/// lines (an `…-approved…` case: with `--approval ask`).
 fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Server> {
+    let ask = name.contains("-approved") || name.contains("-together");
     let (cli, version, run_args): (_, _, &[&str]) = match name.split('-').collect::<Vec<_>>()[..] {
+        ["gemini", ..] if ask => ("gemini", "0.61.0", &["--approval", "ask"]),
         ["gemini", ..] => ("gemini", "0.61.0", &[]),
-        [cli @ ("copilot" | "opencode"), "acp", ..] => (
+        [cli @ ("copilot" | "opencode" | "qwen"), "acp", ..] => (
             cli,
-            if cli == "copilot" {
-                "1.0.102"
-            } else {
-                "1.18.33"
+            match cli {
+                "copilot" => "1.0.102",
+                "opencode" => "1.18.33",
+                _ => "0.24.4",
             },
-            &["--transport", "acp"],
+            if ask {
+                &["--approval", "ask"]
+            } else {
+                &["--transport", "acp"]
+            },
         ),
         _ => return None,
     };
@@ -1605,6 +1645,7 @@ fn acp_tools_server(name: &str, replay: &str, sent: &Path) -> Option<common::Ser
             ("ACP_VERSION", Path::new(version)),
             ("ACP_REPLAY", &replay),
             ("ACP_PAGE_SENT", sent),
+            ("ACP_SENT", sent),
         ],
     ))
 }

@@ -431,12 +431,26 @@ const GEMINI_CALL: &str = "mcp_page_pick_branch__mcp_page_pick_branch_1795864073
 /// 0.61.0's page-tool recording: the client's lines go to `sent`, the
 /// answers its `tools/call` requests got to `page`.
 fn gemini_with_tools(run_args: &[&str], sent: &Path, page: &Path) -> common::Server {
+    with_recording("gemini", "gemini-0.61.0/page-tool", run_args, sent, page)
+}
+
+/// `serve CLI` with `run_args`, the stand-in replaying the ACP recording
+/// `recording` (under testdata/acp): the client's lines go to `sent`, the
+/// answers its `tools/call` requests got to `page`, its stderr's lines are
+/// kept by the server.
+fn with_recording(
+    cli: &str,
+    recording: &str,
+    run_args: &[&str],
+    sent: &Path,
+    page: &Path,
+) -> common::Server {
     let _ = std::fs::remove_file(sent);
     let _ = std::fs::remove_file(page);
-    let replay = root().join("testdata/acp/gemini-0.61.0/page-tool.jsonl");
+    let replay = root().join(format!("testdata/acp/{recording}.jsonl"));
     let pid = page.with_extension("pid");
     common::serve_run(
-        "gemini",
+        cli,
         &[],
         run_args,
         &[
@@ -447,6 +461,24 @@ fn gemini_with_tools(run_args: &[&str], sent: &Path, page: &Path) -> common::Ser
             ("ACP_PID", &pid),
         ],
     )
+}
+
+/// The client's `session/new` (its lines in `sent`) names the page's MCP
+/// server, over HTTP on the loopback address.
+fn page_server_given(sent_file: &Path) {
+    let session_new = sent(sent_file)
+        .into_iter()
+        .find(|m| m["method"] == "session/new")
+        .unwrap();
+    let server = &session_new["params"]["mcpServers"][0];
+    assert_eq!(
+        (&server["type"], &server["name"]),
+        (&json!("http"), &json!("page"))
+    );
+    assert!(server["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
 }
 
 fn with_tools(mut input: Value) -> Value {
@@ -493,19 +525,7 @@ fn gemini_s_permission_for_the_page_s_tool_is_granted_without_an_interrupt() {
     let args = one.iter().find(|e| e["type"] == "TOOL_CALL_ARGS").unwrap();
     let args: Value = serde_json::from_str(args["delta"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"branches": ["main", "dev"]}));
-    let session_new = sent(&sent_file)
-        .into_iter()
-        .find(|m| m["method"] == "session/new")
-        .unwrap();
-    let server = &session_new["params"]["mcpServers"][0];
-    assert_eq!(
-        (&server["type"], &server["name"]),
-        (&json!("http"), &json!("page"))
-    );
-    assert!(server["url"]
-        .as_str()
-        .unwrap()
-        .starts_with("http://127.0.0.1:"));
+    page_server_given(&sent_file);
     let granted = sent(&sent_file)
         .into_iter()
         .find(|m| m["id"] == 0 && m["result"].is_object())
@@ -581,29 +601,110 @@ fn gemini_s_call_the_page_does_not_answer_in_time_gets_an_error() {
 }
 
 /// An agent whose `initialize` answer does not say it reaches MCP servers
-/// over HTTP cannot take the page's tools: the run ends in an error that
-/// says so, and no prompt is sent.
+/// over HTTP cannot take the page's tools (Gemini CLI, or any agent of
+/// `serve acp`): the run ends in an error that says so in one line, and no
+/// prompt is sent.
 #[test]
 fn an_agent_without_mcp_over_http_cannot_take_the_page_s_tools() {
-    let sent_file = tmp("nohttp-sent");
-    let _ = std::fs::remove_file(&sent_file);
-    let s = common::serve_run(
-        "gemini",
-        &[],
-        &[],
-        &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
+    for (cli, who) in [("gemini", "Gemini CLI"), ("acp", "the ACP agent")] {
+        let sent_file = tmp(&format!("{cli}-nohttp-sent"));
+        let _ = std::fs::remove_file(&sent_file);
+        let s = common::serve_run(
+            cli,
+            &[],
+            &[],
+            &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent_file)],
+        );
+        let one = post(&s.addr, &with_tools(input("tn", "r1", "say hello")));
+        let end = one.last().unwrap();
+        assert_eq!(end["type"], "RUN_ERROR", "{one:?}");
+        let message = end["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(who)
+                && message.contains(" cannot reach the page's tools (its initialize answer has no mcpCapabilities.http): the run was not started")
+                && !message.contains('\n'),
+            "{end}"
+        );
+        assert!(!sent(&sent_file)
+            .iter()
+            .any(|m| m["method"] == "session/prompt"));
+    }
+}
+
+/// The id Qwen Code 0.24.4 gives its call of the page's tool (through its
+/// `tool_call` bridge) in its page-tool recording over ACP.
+const QWEN_CALL: &str = "call_m0000scripted";
+
+/// The follow-up that answers `call`, named `pick_branch`.
+fn answer_call(thread: &str, run: &str, call: &str) -> Value {
+    let mut next = answer_body(thread, run);
+    next["messages"][1]["toolCalls"][0]["id"] = json!(call);
+    next["messages"][2]["toolCallId"] = json!(call);
+    next
+}
+
+/// Qwen Code over ACP (`--transport acp`) is given the page's MCP server
+/// over HTTP in `session/new`, as Gemini CLI is (the real Qwen Code
+/// 0.24.4's page-tool recording): its call through its `tool_call` bridge
+/// is shown once it names the page's tool, its permission request for it
+/// is granted by the run with no interrupt, the run ends with the call
+/// pending, and the page's answer is the call's result inside Qwen Code.
+#[test]
+fn qwen_over_acp_takes_the_page_s_tools_over_http() {
+    takes_the_page_s_tools_over_http("qwen", &["--transport", "acp"], "tq");
+}
+
+/// Any agent of `serve acp` whose `initialize` answer says it reaches MCP
+/// servers over HTTP is given the page's tools the same way; its names for
+/// them, not known to serve, are read as the known agents spell them (here
+/// the real Qwen Code's `mcp__page__pick_branch`).
+#[test]
+fn an_acp_agent_that_reaches_mcp_over_http_takes_the_page_s_tools() {
+    takes_the_page_s_tools_over_http("acp", &[], "ta");
+}
+
+/// `serve CLI` with `run_args`, the stand-in replaying Qwen Code 0.24.4's
+/// page-tool recording over ACP, through a call of the page's tool answered
+/// by the page on `thread`.
+fn takes_the_page_s_tools_over_http(cli: &str, run_args: &[&str], thread: &str) {
+    let (sent_file, page) = (
+        tmp(&format!("{cli}-page-sent")),
+        tmp(&format!("{cli}-page-results")),
     );
-    let one = post(&s.addr, &with_tools(input("tn", "r1", "say hello")));
+    let s = with_recording(cli, "qwen-0.24.4/page-tool", run_args, &sent_file, &page);
+    let one = post(
+        &s.addr,
+        &with_tools(input(thread, "r1", "Which branch should I work on?")),
+    );
     let end = one.last().unwrap();
-    assert_eq!(end["type"], "RUN_ERROR", "{one:?}");
-    assert!(
-        end["message"]
-            .as_str()
-            .unwrap()
-            .contains("Gemini CLI cannot reach the page's tools (its initialize answer has no mcpCapabilities.http)"),
-        "{end}"
-    );
-    assert!(!sent(&sent_file)
+    assert_eq!(end["type"], "RUN_FINISHED", "{one:?}");
+    assert_eq!(end["outcome"]["pendingToolCallIds"], json!([QWEN_CALL]));
+    let names: Vec<&str> = one
         .iter()
-        .any(|m| m["method"] == "session/prompt"));
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tool_search", "pick_branch"]);
+    assert!(
+        !one.iter().any(|e| e["type"] == "CUSTOM"),
+        "the page is asked no approval: {one:?}"
+    );
+    page_server_given(&sent_file);
+    let granted = sent(&sent_file)
+        .into_iter()
+        .find(|m| m["id"] == 1 && m["result"].is_object())
+        .unwrap();
+    assert_eq!(
+        granted["result"]["outcome"],
+        json!({"outcome": "selected", "optionId": "proceed_once"})
+    );
+    assert_eq!(sent(&page).len(), 1, "listed, not answered yet");
+
+    let two = post(&s.addr, &answer_call(thread, "r2", QWEN_CALL));
+    let end = two.last().unwrap();
+    assert_eq!(end["type"], "RUN_FINISHED", "{two:?}");
+    assert!(end["outcome"]["pendingToolCallIds"].is_null(), "{end}");
+    let results = sent(&page);
+    assert_eq!(results[1]["content"][0]["text"], "dev", "{results:?}");
+    assert_valid(&[&one, &two]);
 }

@@ -346,24 +346,26 @@ fn qwen_without_the_page_s_tools_runs_as_before() {
     assert_valid(&[&events]);
 }
 
+/// Over ACP, Qwen Code takes the page's tools (by the HTTP server given in
+/// `session/new`) but not the state's tool, which comes only by its
+/// control layer's route: `--state-file` is refused, saying so.
 #[test]
-fn qwen_refuses_the_page_s_tools_over_acp() {
-    let file = tmp("qwen-tools.json");
-    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+fn qwen_takes_the_state_s_tool_on_its_control_layer_only() {
+    let state = tmp("qwen-acp-state.json");
     let out = std::process::Command::new(BIN)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .args(["run", "qwen", "--transport", "acp", "--cli"])
         .arg(root().join("tests/fake/cli"))
-        .arg("--page-tools")
-        .arg(&file)
+        .arg("--state-file")
+        .arg(&state)
         .arg("hello")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("--page-tools: qwen takes tools from the page over its stream-json control layer only, not over ACP"),
+        err.contains("--state-file: qwen takes the state's tool on its stream-json control layer only, not over ACP (--transport acp, --approval ask)"),
         "{err}"
     );
 }
@@ -808,20 +810,6 @@ fn qwen_over_acp_is_told_the_state_and_offered_no_tool() {
         &["--approval", "ask"],
         &with_state("q9", "r1", json!({"branch": "main"}), "Hi"),
         "serve: qwen takes the state's tool on its stream-json control layer only, not over ACP (--transport acp, --approval ask): the model is told the state but cannot change it",
-    );
-}
-
-/// Qwen Code over ACP (`--approval ask` among serve's run options) has no
-/// route for the page's tools: its runs go on without them, as before,
-/// and the server's stderr says why.
-#[test]
-fn qwen_over_acp_runs_without_the_page_s_tools_and_says_why() {
-    serve_says_without_tools(
-        "qwen",
-        &[("FAKE_ACP", Path::new("1"))],
-        &["--approval", "ask"],
-        &first("t8", &["pick_branch", "show_diff"]),
-        "serve: qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp): the run goes on without its 2 tools",
     );
 }
 
@@ -1463,36 +1451,55 @@ fn gemini_copilot_and_opencode_change_the_state_over_acp() {
 /// open): the exit status, how long the call waited, the run's stderr and
 /// the results the CLI was sent.
 fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Value>) {
-    let (file, sent_file) = (
-        tmp(&format!("qwen-late-{timeout}.json")),
-        tmp(&format!("qwen-late-{timeout}-sent")),
+    let sent_file = tmp(&format!("qwen-late-{timeout}-sent"));
+    let replay = root().join("testdata/qwen/0.24.4/page-tool.jsonl");
+    let (status, waited, err) = unanswered(
+        "qwen",
+        &[("FAKE_CONTROL", &replay), ("FAKE_SENT", &sent_file)],
+        &["--tool-timeout", timeout],
+        false,
     );
+    (status, waited, err, results(&sent_file))
+}
+
+/// `run CLI --page-tools` (one tool) with `args` and the stand-in's `env`,
+/// the page never answering: with `close`, its input ends once the call is
+/// pending, else it is kept open until the run ends. The exit status, how
+/// long the run went on once the call was pending, and its stderr.
+fn unanswered(
+    cli: &str,
+    env: &[(&str, &Path)],
+    args: &[&str],
+    close: bool,
+) -> (i32, std::time::Duration, String) {
+    let file = tmp(&format!("{cli}-unanswered-{}.json", args.join("")));
     std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
-    let mut child = std::process::Command::new(BIN)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env(
-            "FAKE_CONTROL",
-            root().join("testdata/qwen/0.24.4/page-tool.jsonl"),
-        )
-        .env("FAKE_SENT", &sent_file)
-        .args(["run", "qwen", "--cli"])
+    let mut c = std::process::Command::new(BIN);
+    c.env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c
+        .args(["run", cli, "--cli"])
         .arg(root().join("tests/fake/cli"))
         .arg("--page-tools")
         .arg(&file)
-        .args(["--tool-timeout", timeout])
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "Which branch?").unwrap();
+    let mut stdin = Some(child.stdin.take().unwrap());
+    writeln!(stdin.as_mut().unwrap(), "Which branch?").unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("pendingToolCallIds") {
         line.clear();
         assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+    }
+    if close {
+        stdin = None;
     }
     let pending = std::time::Instant::now();
     let mut rest = String::new();
@@ -1507,7 +1514,7 @@ fn qwen_unanswered(timeout: &str) -> (i32, std::time::Duration, String, Vec<Valu
         .read_to_string(&mut err)
         .unwrap();
     let status = child.wait().unwrap().code().unwrap_or(-1);
-    (status, waited, err, results(&sent_file))
+    (status, waited, err)
 }
 
 /// Qwen Code gives up on a call of an SDK MCP server after 30 s (measured
@@ -1546,6 +1553,131 @@ fn qwen_s_calls_wait_at_most_25_s_for_the_page() {
         .as_str()
         .unwrap()
         .contains("did not answer this tool call within 25s"));
+}
+
+/// `run CLI --page-tools` over ACP (with `args`), the stand-in replaying
+/// the ACP recording `recording` (under testdata/acp): the run's stderr
+/// once the call is pending and the input has ended.
+fn acp_run_stderr(cli: &str, recording: &str, args: &[&str]) -> String {
+    let replay = root().join(format!("testdata/acp/{recording}.jsonl"));
+    let env = [("FAKE_ACP", Path::new("1")), ("ACP_REPLAY", &replay)];
+    unanswered(cli, &env, args, true).2
+}
+
+/// `run acp --page-tools FILE -- COMMAND`: an agent whose `initialize`
+/// answer says it reaches MCP servers over HTTP (the stand-in replaying
+/// the real Qwen Code over ACP) is given the page's server in
+/// `session/new`; the call ends the run pending and the answer line is
+/// its result inside the agent. An agent that does not say so gets no
+/// prompt, and the run's error says why in one line.
+#[test]
+fn run_acp_offers_the_page_s_tools_to_an_agent_that_reaches_mcp_over_http() {
+    let file = tmp("run-acp-tools.json");
+    std::fs::write(&file, json!([tool("pick_branch")]).to_string()).unwrap();
+    let page = tmp("run-acp-page");
+    let _ = std::fs::remove_file(&page);
+    let run = |env: &[(&str, &Path)], lines: &str| {
+        let mut c = std::process::Command::new(BIN);
+        c.env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("FAKE_ACP", "1");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c
+            .args(["run", "acp", "--run-id", "r1", "--page-tools"])
+            .arg(&file)
+            .arg("--")
+            .arg(root().join("tests/fake/cli"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        writeln!(stdin, "Which branch?").unwrap();
+        let mut events = Vec::new();
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0 {
+            let ev: Value = serde_json::from_str(&line).unwrap();
+            line.clear();
+            if ev["type"] == "RUN_FINISHED" && ev["outcome"]["pendingToolCallIds"].is_array() {
+                writeln!(stdin, "{lines}").unwrap();
+            }
+            events.push(ev);
+        }
+        drop(stdin);
+        let status = child.wait().unwrap().code();
+        (status, events)
+    };
+    let replay = root().join("testdata/acp/qwen-0.24.4/page-tool.jsonl");
+    let answer = json!({"runId": "r2", "toolResults": [
+        {"toolCallId": "call_m0000scripted", "content": "dev"}]})
+    .to_string();
+    let (status, events) = run(
+        &[("ACP_REPLAY", &replay), ("ACP_PAGE_SENT", &page)],
+        &answer,
+    );
+    assert_eq!(status, Some(0), "{events:?}");
+    assert_eq!(started(&events), ["tool_search", "pick_branch"]);
+    let ends: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED")
+        .collect();
+    assert_eq!(
+        ends[0]["outcome"]["pendingToolCallIds"],
+        json!(["call_m0000scripted"])
+    );
+    assert_eq!(ends.last().unwrap()["runId"], "r2");
+    assert_eq!(sent(&page)[1]["content"][0]["text"], "dev");
+
+    let agent_sent = tmp("run-acp-nohttp-sent");
+    let _ = std::fs::remove_file(&agent_sent);
+    let (_, events) = run(&[("ACP_SENT", &agent_sent)], &answer);
+    assert!(!sent(&agent_sent)
+        .iter()
+        .any(|m| m["method"] == "session/prompt"));
+    let end = last(&events);
+    assert_eq!(end["type"], "RUN_ERROR", "{events:?}");
+    let message = end["message"].as_str().unwrap();
+    assert!(
+        message.contains("cannot reach the page's tools (its initialize answer has no mcpCapabilities.http): the run was not started")
+            && !message.contains('\n'),
+        "{message}"
+    );
+}
+
+/// Gemini CLI gives up on a call of an MCP server after 10m (its
+/// `MCP_DEFAULT_TIMEOUT_MSEC`; an ACP `mcpServers` entry sets no `timeout`,
+/// and a settings entry of the same name is replaced by it), as Qwen Code
+/// over ACP does (the same code): a call waits at most 9m for the page, so
+/// that a page that answers late finds it expired rather than lost inside
+/// the CLI. The default `--tool-timeout` (10m) and a longer one are cut, in
+/// one line; a shorter one is kept, silently.
+#[test]
+fn gemini_and_qwen_over_acp_wait_at_most_9m_for_the_page() {
+    for (cli, recording, args) in [
+        ("gemini", "gemini-0.61.0/page-tool", &[][..]),
+        ("qwen", "qwen-0.24.4/page-tool", &["--transport", "acp"][..]),
+    ] {
+        let err = acp_run_stderr(cli, recording, args);
+        let said: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("--tool-timeout"))
+            .collect();
+        assert_eq!(
+            said,
+            [format!("agui-translate: --tool-timeout 10m: {cli} gives up on a call of the page's tools after 10m, so its calls wait 9m for the page")]
+        );
+        let err = acp_run_stderr(cli, recording, &[args, &["--tool-timeout", "20m"]].concat());
+        assert!(
+            err.contains(&format!("--tool-timeout 20m: {cli} gives up")),
+            "{err}"
+        );
+        let err = acp_run_stderr(cli, recording, &[args, &["--tool-timeout", "9m"]].concat());
+        assert!(!err.contains("--tool-timeout"), "{err}");
+    }
 }
 
 /// `run qwen --page-tools` with the real Qwen Code's call: the answer line

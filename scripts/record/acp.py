@@ -44,8 +44,8 @@ import stdio
 
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
-             "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two", "image",
-             "state-update"}
+             "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two",
+             "approval-page-tool", "approval-page-tool-together", "image", "state-update"}
 
 # How long after the model served a turn marked "CANCEL" the client cancels.
 CANCEL_AFTER = 3.0

@@ -28,7 +28,9 @@ answers; the host answers each call with the next of `page_answers`, all
 at once when the turn's calls have all arrived (or `page_delay` seconds
 after the first, for a page that answers late). A turn whose text holds
 PAGE_ANSWERS has it replaced by the answers the model's request carries
-(the recording shows that the answer reached the model).
+(the recording shows that the answer reached the model), with the results
+of the CLI's own calls of the same turn, if any; the recorder warns when
+one of `page_answers` is not among them.
 
 A scenario with `files` (names under testdata/files/) sends them with the
 prompt, each CLI by the route `run --attach` takes; a turn's text holding
@@ -313,6 +315,32 @@ SCENARIOS = [
             turn(text="The page answered: " + PAGE_ANSWERS),
         ],
         needs={"page"},
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
+        "approval-page-tool",
+        "Write out.txt, then ask me which branch.",
+        [
+            turn(text="I will run a command.", calls=[call("shell", command="echo one > out.txt; cat out.txt")]),
+            turn(text="Now I will ask you.", calls=[call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page", "approval"},
+        answers=[allow()],
+        page_tools=[PICK_BRANCH],
+        page_answers=["dev"],
+    ),
+    Scenario(
+        "approval-page-tool-together",
+        "Write out.txt and ask me which branch, at once.",
+        [
+            turn(calls=[call("shell", command="echo one > out.txt; cat out.txt"),
+                        call("page", tool="pick_branch", args={"branches": ["main", "dev"]})]),
+            turn(text="The page answered: " + PAGE_ANSWERS),
+        ],
+        needs={"page", "approval"},
+        answers=[allow()],
         page_tools=[PICK_BRANCH],
         page_answers=["dev"],
     ),

@@ -197,6 +197,18 @@ pub const QWEN_MCP_LIMIT: Duration = Duration::from_secs(30);
 /// on its own.
 pub const QWEN_TOOL_TIMEOUT: Duration = Duration::from_secs(25);
 
+/// How long Gemini CLI waits for an MCP server's answer to a call (its
+/// `MCP_DEFAULT_TIMEOUT_MSEC`, 0.61.0, Qwen Code 0.24.4 too) when the
+/// server's settings give no `timeout`, as an ACP `mcpServers` entry
+/// cannot: after it, the call fails inside the CLI, whatever the page
+/// answers later.
+pub const GEMINI_MCP_LIMIT: Duration = Duration::from_secs(600);
+
+/// The longest `--tool-timeout` for a call of the page's tools that Gemini
+/// CLI (or Qwen Code over ACP) makes: under [`GEMINI_MCP_LIMIT`], so that
+/// the page's silence is answered by `run` before the CLI gives up.
+pub const GEMINI_TOOL_TIMEOUT: Duration = Duration::from_secs(540);
+
 /// How tool calls are approved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Approval {

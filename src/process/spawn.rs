@@ -469,9 +469,6 @@ fn page_tools(a: &Run) -> anyhow::Result<Option<crate::converse::mcp::Server>> {
 fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
     match a.cli.name() {
         "claude" => Ok(()),
-        "qwen" if a.transport == Transport::Acp || a.request.approval == Approval::Ask => anyhow::bail!(
-            "{option}: qwen takes tools from the page over its stream-json control layer only, not over ACP (--transport acp, --approval ask)"
-        ),
         "qwen" => Ok(()),
         "codex" if a.transport != Transport::Exec => Ok(()),
         "codex" => anyhow::bail!(
@@ -480,9 +477,11 @@ fn tools_taken(a: &Run, option: &str) -> anyhow::Result<()> {
         "gemini" if a.transport == Transport::Stream => anyhow::bail!(
             "--page-tools: gemini takes tools from the page over ACP only, not with --transport stream"
         ),
-        "copilot" | "opencode" | "gemini" => Ok(()),
+        // Any ACP agent: given the page's server if its `initialize` answer
+        // says it reaches MCP servers over HTTP, else the run says why.
+        "copilot" | "opencode" | "gemini" | "acp" => Ok(()),
         other => anyhow::bail!(
-            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot, opencode and gemini can"
+            "{option}: {other} cannot take tools from the page yet; only claude, codex, qwen, copilot, opencode, gemini and ACP agents can"
         ),
     }
 }
@@ -498,8 +497,8 @@ fn read_page_tools(a: &Run, file: &Path) -> anyhow::Result<crate::converse::mcp:
     }
     let tools = crate::converse::mcp::check_tools(&json, a.cli.spec().tools)
         .map_err(|why| anyhow::anyhow!("--page-tools {}: {why}", file.display()))?;
-    let prefix = page_prefix(a.cli);
-    if page_over_http(a.cli) {
+    let prefix = page_prefix(a);
+    if page_over_http(a) {
         // The model's API takes function names of at most 64 bytes.
         let most = crate::converse::mcp::MAX_NAME - prefix.len();
         if let Some(t) = tools.iter().find(|t| t.name.len() > most) {
@@ -530,12 +529,12 @@ fn page_server(
     let Some(tools) = page_tools(a)? else {
         return Ok((None, None));
     };
-    em.set_page_tools(page_prefix(a.cli), tools.names().to_vec());
+    em.set_page_tools(page_prefix(a), tools.names().to_vec());
     if a.state_file.is_some() {
         em.set_own_tool(crate::converse::state::TOOL);
     }
     limit_tool_timeout(a);
-    if !page_over_http(a.cli) {
+    if !page_over_http(a) {
         return Ok((Some(tools), None));
     }
     let endpoint = crate::converse::mcphttp::Endpoint::start(tools)
@@ -543,12 +542,12 @@ fn page_server(
     Ok((None, Some(endpoint)))
 }
 
-/// How `cli` names the page's tools in its stream: this, then the page's
-/// name (Claude Code and Qwen Code: `mcp__page__pick`, Copilot CLI:
-/// `page-pick`, OpenCode: `page_pick`, Gemini CLI: `mcp_page_pick`; Codex:
-/// the page's name).
-fn page_prefix(cli: Dialect) -> &'static str {
-    match cli.name() {
+/// How the run's CLI names the page's tools in its stream: this, then the
+/// page's name (Claude Code and Qwen Code: `mcp__page__pick`, Copilot CLI:
+/// `page-pick`, OpenCode: `page_pick`, Gemini CLI: `mcp_page_pick`; Codex,
+/// and an agent of `run acp`: the page's name).
+fn page_prefix(a: &Run) -> &'static str {
+    match a.cli.name() {
         "claude" | "qwen" => crate::converse::mcp::PREFIX,
         "copilot" => "page-",
         "opencode" => "page_",
@@ -557,11 +556,19 @@ fn page_prefix(cli: Dialect) -> &'static str {
     }
 }
 
-/// Whether `cli` reaches the page's tools at an MCP server over HTTP
-/// ([`crate::converse::mcphttp`]): in its stream mode, or over ACP (given
-/// in `session/new`).
-fn page_over_http(cli: Dialect) -> bool {
-    matches!(cli.name(), "copilot" | "opencode" | "gemini")
+/// Whether the run's CLI reaches the page's tools at an MCP server over
+/// HTTP ([`crate::converse::mcphttp`]): in its stream mode, or over ACP
+/// (given in `session/new`): Copilot CLI, OpenCode, Gemini CLI, Qwen Code
+/// over ACP and any agent of `run acp`.
+fn page_over_http(a: &Run) -> bool {
+    matches!(a.cli.name(), "copilot" | "opencode" | "gemini" | "acp")
+        || (a.cli.name() == "qwen" && over_acp(a))
+}
+
+/// Whether the run speaks the Agent Client Protocol with a CLI that has
+/// another mode too: `--transport acp`, or `--approval ask`, which picks it.
+fn over_acp(a: &Run) -> bool {
+    a.transport == Transport::Acp || a.request.approval == Approval::Ask
 }
 
 /// The page's MCP server at `url`, handed to the CLI for this process
@@ -616,27 +623,43 @@ fn page_route(
     Ok((args, Some((VAR, config.to_string())), None))
 }
 
-/// Qwen Code gives up on a call of the page's tools after
-/// [`QWEN_MCP_LIMIT`](crate::dialect::request::QWEN_MCP_LIMIT): a longer
-/// `--tool-timeout` is cut to
-/// [`QWEN_TOOL_TIMEOUT`](crate::dialect::request::QWEN_TOOL_TIMEOUT), in
+/// A CLI gives up on a call of the page's tools after a limit of its own:
+/// Qwen Code on its control layer after
+/// [`QWEN_MCP_LIMIT`](crate::dialect::request::QWEN_MCP_LIMIT), Gemini CLI
+/// and Qwen Code over ACP after
+/// [`GEMINI_MCP_LIMIT`](crate::dialect::request::GEMINI_MCP_LIMIT). A
+/// longer `--tool-timeout` is cut to
+/// [`QWEN_TOOL_TIMEOUT`](crate::dialect::request::QWEN_TOOL_TIMEOUT) or
+/// [`GEMINI_TOOL_TIMEOUT`](crate::dialect::request::GEMINI_TOOL_TIMEOUT), in
 /// one line on stderr, so that a page that answers late finds the call
 /// expired (its model told so by `run`) rather than lost inside the CLI.
 fn limit_tool_timeout(a: &mut Run) {
-    use crate::dialect::request::{QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT};
+    use crate::dialect::request::{
+        GEMINI_MCP_LIMIT, GEMINI_TOOL_TIMEOUT, QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT,
+    };
     // The state's tool is answered at once: only the page's calls wait.
-    if a.cli.name() != "qwen" || a.page_tools.is_none() || a.tool_timeout <= QWEN_TOOL_TIMEOUT {
+    if a.page_tools.is_none() {
+        return;
+    }
+    let (limit, most) = match a.cli.name() {
+        "qwen" if over_acp(a) => (GEMINI_MCP_LIMIT, GEMINI_TOOL_TIMEOUT),
+        "qwen" => (QWEN_MCP_LIMIT, QWEN_TOOL_TIMEOUT),
+        "gemini" => (GEMINI_MCP_LIMIT, GEMINI_TOOL_TIMEOUT),
+        _ => return,
+    };
+    if a.tool_timeout <= most {
         return;
     }
     let human = crate::converse::ask::humanize;
     let _ = writeln!(
         io::stderr(),
-        "agui-translate: --tool-timeout {}: qwen gives up on a call of the page's tools after {}, so its calls wait {} for the page",
+        "agui-translate: --tool-timeout {}: {} gives up on a call of the page's tools after {}, so its calls wait {} for the page",
         human(a.tool_timeout),
-        human(QWEN_MCP_LIMIT),
-        human(QWEN_TOOL_TIMEOUT)
+        a.cli.name(),
+        human(limit),
+        human(most)
     );
-    a.tool_timeout = QWEN_TOOL_TIMEOUT;
+    a.tool_timeout = most;
 }
 
 /// The translator of `stream`, given the list the thread's last run left

@@ -132,20 +132,19 @@ impl Page {
 /// Why serve does not offer `cli` the page's tools with the run `options`
 /// (`ask`: `--approval ask` among them), if it does not. Codex takes them
 /// over its app-server and Qwen Code over its stream-json control layer,
-/// which `run` then picks; Copilot CLI and OpenCode in their stream mode
-/// and over ACP, Gemini CLI over ACP (which `run` then picks).
-pub(super) fn tools_refused(cli: Dialect, ask: bool, options: &[String]) -> Option<String> {
+/// which `run` then picks, or over ACP; Copilot CLI and OpenCode in their
+/// stream mode and over ACP, Gemini CLI over ACP (which `run` then picks),
+/// and any agent of `serve acp` whose `initialize` answer says it reaches
+/// MCP servers over HTTP (else its run ends saying so).
+pub(super) fn tools_refused(cli: Dialect, _ask: bool, options: &[String]) -> Option<String> {
     let how = transport(own_options(options));
     match cli.name() {
-        "qwen" if ask || how == Some("acp") => Some(
-            "qwen takes the page's tools on its stream-json control layer only, not over ACP (--approval ask, --transport acp)".into(),
-        ),
         "gemini" if how == Some("stream") => Some(
             "gemini takes the page's tools over ACP only, not with --transport stream".into(),
         ),
-        "claude" | "codex" | "qwen" | "copilot" | "opencode" | "gemini" => None,
+        "claude" | "codex" | "qwen" | "copilot" | "opencode" | "gemini" | "acp" => None,
         other => Some(format!(
-            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot, opencode and gemini can)"
+            "{other} cannot take the page's tools yet (only claude, codex, qwen, copilot, opencode, gemini and ACP agents can)"
         )),
     }
 }

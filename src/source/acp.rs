@@ -683,12 +683,9 @@ impl Acp {
         // The page's tools by the page's own name first (CopilotKit finds
         // the handler by it), then the tool's own name where the agent tells
         // it.
-        let page = page_tool(kind, u.title.as_deref(), em);
-        let own = if page.is_some() {
-            None
-        } else {
-            self.tool_name(id, u)
-        };
+        let own = self.tool_name(id, u);
+        let page = page_tool(kind, u.title.as_deref(), own.as_deref(), em);
+        let own = own.filter(|_| page.is_none());
         let name = match (page.as_deref(), own.as_deref(), u.title.as_deref()) {
             (Some(p), _, _) => p,
             (None, Some(n), _) => n,
@@ -741,6 +738,16 @@ impl Acp {
         }
     }
 
+    /// Whether `u` first shows a call of Qwen Code's `tool_call` bridge
+    /// (pending, with no input yet), which does not say which tool it calls
+    /// until its permission request or its next update (`_meta.toolName`,
+    /// such as the page's `mcp__page__pick`): it starts then, named by it.
+    fn bridge_unnamed(&self, id: &str, u: &Update) -> bool {
+        u.status.as_deref() == Some("pending")
+            && u.raw_input.is_none_or(|r| r.get().trim() == "{}")
+            && self.tool_name(id, u).as_deref() == Some("tool_call")
+    }
+
     /// Its arguments (`rawInput`, or none) and its end, if it is still open.
     fn end_tool(id: &str, raw_input: Option<&RawValue>, em: &mut Emitter) {
         if em.is_open(id) {
@@ -756,6 +763,10 @@ impl Acp {
         let Some(id) = u.tool_call_id.as_deref() else {
             return Err(LineError::Shape("a tool call without toolCallId".into()));
         };
+        if !em.tool_started(id) && self.bridge_unnamed(id, u) {
+            // Named once it says which tool it calls: not started yet.
+            return Ok(false);
+        }
         let mut made = !em.tool_started(id);
         self.start_tool(id, u, em);
         // A pending call's `rawInput` may be partial (OpenCode's holds the
@@ -1170,24 +1181,42 @@ fn raw(em: &mut Emitter, line: Line<'_>) {
     raw_record(em, line, SOURCE);
 }
 
-/// The name the CLI gives a call titled `title`, when it is one of the
-/// tools the page's route serves ([`Emitter::is_served_tool`]: the page's,
-/// and the state's): the title itself (Copilot CLI's `page-pick`,
-/// OpenCode's `page_pick`), of whatever kind the agent guessed (Copilot
-/// CLI calls `page-ag_ui_update_state` an `edit`), or for Gemini CLI's
-/// title of an MCP server's tool of kind `other`, `pick (page MCP
-/// Server)`, the name its model calls it by, `mcp_page_pick`.
-fn page_tool(kind: &str, title: Option<&str>, em: &Emitter) -> Option<String> {
-    let title = title.filter(|_| em.has_page_tools())?;
-    if em.is_served_tool(title) {
-        return Some(title.to_owned());
+/// The name the CLI gives a call, when it is one of the tools the page's
+/// route serves ([`Emitter::is_served_tool`]: the page's, and the
+/// state's): the tool's `own` name (Qwen Code's `_meta.toolName`,
+/// `mcp__page__pick`), or its title (Copilot CLI's `page-pick`, OpenCode's
+/// `page_pick`), of whatever kind the agent guessed (Copilot CLI calls
+/// `page-ag_ui_update_state` an `edit`), or for Gemini CLI's title of an
+/// MCP server's tool of kind `other`, `pick (page MCP Server)`, the name
+/// its model calls it by, `mcp_page_pick`. An agent of `run acp`, whose
+/// names are not known (the page's tools known by their own names), is
+/// read the same ways: a name with one of those prefixes, or a title in
+/// that form, names the page's tool.
+fn page_tool(kind: &str, title: Option<&str>, own: Option<&str>, em: &Emitter) -> Option<String> {
+    if !em.has_page_tools() {
+        return None;
+    }
+    for name in [own, title].into_iter().flatten() {
+        let bare = ["mcp__page__", "mcp_page_", "page-", "page_"]
+            .iter()
+            .find_map(|p| name.strip_prefix(p));
+        if let Some(n) = [Some(name), bare]
+            .into_iter()
+            .flatten()
+            .find(|n| em.is_served_tool(n))
+        {
+            return Some(n.to_owned());
+        }
     }
     if kind != "other" {
         return None;
     }
-    let (tool, server) = title.strip_suffix(" MCP Server)")?.split_once(" (")?;
+    let (tool, server) = title?.strip_suffix(" MCP Server)")?.split_once(" (")?;
     let name = format!("mcp_{server}_{tool}");
-    em.is_served_tool(&name).then_some(name)
+    if em.is_served_tool(&name) {
+        return Some(name);
+    }
+    (server == "page" && em.is_served_tool(tool)).then(|| tool.to_owned())
 }
 
 #[cfg(test)]
@@ -1242,6 +1271,78 @@ mod tests {
         assert_eq!(end["type"], "RUN_FINISHED");
         assert_eq!(end["threadId"], "S");
         assert_eq!(end["result"]["stopReason"], "end_turn");
+    }
+
+    /// Qwen Code's `tool_call` bridge shows its call pending with no input
+    /// before it says which tool it calls: the call starts once its
+    /// permission request names it (`_meta.toolName`), not as `tool_call`;
+    /// a bridge call refused before it names any tool is still shown.
+    #[test]
+    fn a_bridge_call_starts_once_it_names_its_tool() {
+        let bridge = |id: &str| {
+            update(&format!(
+                r#"{{"sessionUpdate":"tool_call","toolCallId":"{id}","status":"pending","title":"ToolCall","kind":"other","rawInput":{{}},"_meta":{{"toolName":"tool_call"}}}}"#
+            ))
+        };
+        let ask = r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"S","toolCall":{"toolCallId":"b1","status":"pending","title":"{\"branches\":[\"main\"]}","kind":"read","rawInput":{"branches":["main"]},"_meta":{"toolName":"mcp__page__pick"}},"options":[{"optionId":"proceed_once","kind":"allow_once","name":"Allow"}]}}"#;
+        let refused = update(
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"b2","status":"failed","content":[{"type":"content","content":{"type":"text","text":"not registered"}}],"_meta":{"toolName":"tool_call"}}"#,
+        );
+        let out = translate(&[PROMPT, &bridge("b1"), ask, &bridge("b2"), &refused]);
+        let starts: Vec<(&str, &str)> = of_type(&out, "TOOL_CALL_START")
+            .iter()
+            .map(|s| {
+                (
+                    s["toolCallId"].as_str().unwrap(),
+                    s["toolCallName"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(starts, [("b1", "mcp__page__pick"), ("b2", "tool_call")]);
+        assert_eq!(
+            of_type(&out, "TOOL_CALL_ARGS")[0]["delta"],
+            r#"{"branches":["main"]}"#
+        );
+    }
+
+    /// The page's tools are told by the names the agents give them; with
+    /// no prefix known (an agent of `run acp`), by any of those spellings.
+    #[test]
+    fn the_page_s_tools_are_told_by_each_agent_s_spelling() {
+        use crate::agui::{Emitter, Format};
+        let mut known = Emitter::new(Format::Ndjson, None, None);
+        known.set_page_tools("page-", vec!["pick".into()]);
+        let mut any = Emitter::new(Format::Ndjson, None, None);
+        any.set_page_tools("", vec!["pick".into()]);
+        let tool = |em: &Emitter, kind: &str, title: &str, own: Option<&str>| {
+            super::page_tool(kind, Some(title), own, em)
+        };
+        assert_eq!(
+            tool(&known, "other", "page-pick", None).as_deref(),
+            Some("page-pick")
+        );
+        assert_eq!(tool(&known, "other", "page_pick", None), None);
+        // Copilot CLI calls the state's tool an `edit`: the title decides.
+        assert_eq!(
+            tool(&known, "edit", "page-pick", None).as_deref(),
+            Some("page-pick")
+        );
+        for (kind, title, own) in [
+            ("other", "page-pick", None),
+            ("other", "page_pick", None),
+            ("other", "mcp_page_pick", None),
+            ("other", "pick (page MCP Server)", None),
+            ("read", "{}", Some("mcp__page__pick")),
+            ("other", "pick", None),
+        ] {
+            assert_eq!(
+                tool(&any, kind, title, own).as_deref(),
+                Some("pick"),
+                "{title}"
+            );
+        }
+        assert_eq!(tool(&any, "other", "pick (other MCP Server)", None), None);
+        assert_eq!(tool(&any, "other", "page-show", None), None);
     }
 
     /// A call is named by the tool's own name where the agent tells it:

@@ -16,7 +16,8 @@ Driven by the environment:
                     `http` server), it initializes it and lists its tools,
                     and before the line that shows a call of a page tool
                     completed (Gemini CLI's `NAME (page MCP Server)`, Copilot
-                    CLI's `page-NAME`, OpenCode's `page_NAME`) it calls the
+                    CLI's `page-NAME`, OpenCode's `page_NAME`, Qwen Code's
+                    `_meta.toolName` `mcp__page__NAME`) it calls the
                     tool with the recorded arguments (`tools/call`) and waits
                     for the answer; a run of such lines calls them all at
                     once. ACP_PAGE_SENT=FILE gets the tools listed, then each
@@ -121,7 +122,10 @@ class Page:
         if not cid:
             return
         title, args = self.calls.get(cid, (None, None))
-        title = title or call.get("title")
+        # Qwen Code names an MCP call in `_meta.toolName` (its title is the
+        # arguments): `mcp__page__NAME`.
+        meta = (call.get("_meta") or {}).get("toolName") or ""
+        title = meta if meta.startswith("mcp__page__") else title or call.get("title")
         if call.get("rawInput"):
             args = call["rawInput"]
         elif args is None and msg.get("method") == "session/request_permission":
@@ -139,9 +143,10 @@ class Page:
         u = (msg.get("params") or {}).get("update") or {}
         if self.url is None or u.get("status") != "completed":
             return None
+        self.seen(msg)
         title, args = self.calls.get(u.get("toolCallId"), (None, None))
         title = title or ""
-        for prefix in ("page-", "page_"):
+        for prefix in ("page-", "page_", "mcp__page__"):
             if title.startswith(prefix):
                 return title[len(prefix):], args or {}
         if title.endswith(" (page MCP Server)"):

@@ -324,14 +324,17 @@ def _call_item(kind, args, tools, call_id, ctx):
     raise ValueError(kind)
 
 
-def _page_answers(turn, body):
+def _page_answers(turn, body, ctx):
     """The turn with PAGE_ANSWERS in its text replaced by the outputs of the
-    calls the request carries (the front end's answers)."""
+    calls of the front end's tools the request carries (its answers)."""
     if not turn["text"] or PAGE_ANSWERS not in turn["text"]:
         return turn
+    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    pages = {t["name"] for t in ctx.scenario.page_tools}
+    ids = {i.get("call_id") for i in items if i.get("type") == "function_call" and i.get("name") in pages}
     got = []
-    for item in body.get("input") or []:
-        if isinstance(item, dict) and item.get("type") == "function_call_output":
+    for item in items:
+        if item.get("type") == "function_call_output" and item.get("call_id") in ids:
             out = item.get("output")
             if isinstance(out, list):
                 out = " ".join(p.get("text", "") for p in out if isinstance(p, dict))
@@ -368,7 +371,7 @@ def _wait_for_helper(who, index, ctx):
 
 def reply(turn, body, who, index, ctx):
     _wait_for_helper(who, index, ctx)
-    turn = _page_answers(turn, body)
+    turn = _page_answers(turn, body, ctx)
     tools = _tools(body)
     prefix = ("s" if who == "sub" else "m") + str(index)
     resp_id = f"resp_{prefix}"

@@ -13,6 +13,7 @@ The model side (provider configuration and the scripted replies) is the
 one `codex exec` uses: see clis/codex.py.
 """
 
+import dataclasses
 import json
 import queue
 import sys
@@ -71,12 +72,20 @@ PAGE_HOLD = 2.0
 def supports(version, scenario):
     if "page" in scenario.needs and version_of(version) < (0, 169, 0):
         return "the front end's tools (dynamicTools) are recorded from 0.169 on"
-    if "approval" in scenario.needs:
+    if "approval" in scenario.needs and not _accepts(scenario):
         return "its approvals are recorded in the shell scenario's -approval variant"
     if "subagent" in scenario.needs and version_of(version) < (0, 169, 0):
         # Checked at 0.100.0 (not offered) and 0.169.0 (offered).
         return "this version's app-server offers no subagent tool"
-    return codex.supports(version, scenario)
+    # `codex exec` asks no host; the app-server's client answers here.
+    return codex.supports(version, dataclasses.replace(scenario, needs=scenario.needs - {"approval"}))
+
+
+def _accepts(scenario):
+    """Whether the client's answers are the scenario's: it accepts every
+    approval, so a scenario with the front end's tools whose answers all
+    allow is recorded (its commands needing approval)."""
+    return "page" in scenario.needs and all(a.get("allow") and not a.get("edits") for a in scenario.answers)
 
 
 def variants(version, scenario):
@@ -164,7 +173,7 @@ def _play(client, ctx, engine, deadline):
     if _wait_for(client, rid, setup) is None:
         return
     client.send({"method": "initialized"})
-    policy, sandbox = _policies(ctx.version, ctx.variant == "-approval")
+    policy, sandbox = _policies(ctx.version, ctx.variant == "-approval" or "approval" in ctx.scenario.needs)
     if ctx.resume:
         params = {"threadId": _thread_of(ctx.first_stdout), "cwd": str(ctx.work), "approvalPolicy": policy,
                   "sandbox": sandbox}

@@ -14,6 +14,8 @@ from clis import qwen
 PACKAGE = qwen.PACKAGE
 BIN = qwen.BIN
 OUT = "acp/qwen-{version}"
+# The front end's tools: an MCP server over HTTP in `session/new` (acp.py).
+PAGE_TOOLS = True
 
 classify = qwen.classify
 reply = qwen.reply
