@@ -32,6 +32,8 @@ async function main() {
     for (const [i, text] of ["Remember teal.", "Which word?"].entries()) {
       a.addMessage({ id: `page-user-${i + 1}`, role: "user", content: text });
       await a.runAgent({ runId: `back-run-${i + 1}`, ...props });
+      const used = (a.state || {})["agui-translate"];
+      check(used && used.effort === (effort || null), `turn ${i + 1}: what the run used: ${JSON.stringify(a.state)}`);
     }
   }
   for (const [name, HttpAgent] of Object.entries(clients)) {
