@@ -189,7 +189,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__run)
-            opts="-m -h --cli --model --max-turns --cwd --resume --allow-tool --deny-tool --approval --transport --approval-timeout --start-timeout --page-tools --attach --tool-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode acp"
+            opts="-m -h --cli --model --effort --max-turns --cwd --resume --allow-tool --deny-tool --approval --transport --approval-timeout --start-timeout --page-tools --attach --tool-timeout --timeout --check --thread-id --run-id --tool-names --agui-version --raw --no-user-messages --format --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -204,6 +204,10 @@ _agui__translate() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --effort)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -58,6 +58,7 @@ complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "serve" -
 complete -c agui-translate -n "__fish_agui_translate_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cli -d 'The CLI\'s executable (default: its name on PATH, or the AGUI_<CLI>_CLI environment variable)' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -s m -l model -d 'The model the CLI uses' -r
+complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l effort -d 'The reasoning effort, one of the CLI\'s own levels: claude\'s `--effort`, codex\'s `-c model_reasoning_effort=`, copilot\'s `--reasoning-effort`, opencode\'s `--variant` (over ACP chosen in the session, among the levels it offers for the model). gemini and qwen have none' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l max-turns -d 'Stop after this many agent turns (claude and qwen only: the others have no such flag)' -r
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l cwd -d 'Run the CLI in this directory' -r -F
 complete -c agui-translate -n "__fish_agui_translate_using_subcommand run" -l resume -d 'Continue an earlier session (multi-turn)' -r

@@ -868,6 +868,14 @@ pub struct RunArgs {
     #[arg(long, short = 'm', value_name = "MODEL", help_heading = RUN)]
     pub model: Option<String>,
 
+    /// The reasoning effort, one of the CLI's own levels: claude's
+    /// `--effort`, codex's `-c model_reasoning_effort=`, copilot's
+    /// `--reasoning-effort`, opencode's `--variant` (over ACP chosen in the
+    /// session, among the levels it offers for the model). gemini and qwen
+    /// have none.
+    #[arg(long, value_name = "LEVEL", help_heading = RUN)]
+    pub effort: Option<String>,
+
     /// Stop after this many agent turns (claude and qwen only: the others have no
     /// such flag).
     #[arg(long, value_name = "N", help_heading = RUN)]

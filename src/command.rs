@@ -47,6 +47,7 @@ fn run_cli(a: RunArgs) -> anyhow::Result<ExitCode> {
         prompt: a.prompt,
         request: RunRequest {
             model: a.model,
+            effort: a.effort,
             max_turns: a.max_turns,
             cwd: a.cwd,
             resume: a.resume,

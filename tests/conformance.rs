@@ -1015,7 +1015,9 @@ fn http_agent_speaks_to_serve() {
 
 /// A page that comes back to its thread (`tests/conformance/history.cjs`):
 /// after two turns, a fresh 1.0 and 0.0.59 HttpAgent on the same threadId
-/// that sends no message gets both turns back, and so after a restart.
+/// that sends no message gets both turns back, and what the last run used
+/// in its state (the effort the turns chose, with Claude Code), and so
+/// after a restart.
 #[test]
 fn http_agent_gets_its_thread_back() {
     if skipped("http_agent_gets_its_thread_back") {
@@ -1026,13 +1028,19 @@ fn http_agent_gets_its_thread_back() {
     let state = std::env::temp_dir().join(format!("agui-history-node-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
     let resume = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let claude = root().join("testdata/claude/2.1.332/text.jsonl");
     let args = ["--token", "t0ken", "--state-dir", state.to_str().unwrap()];
-    for mode in ["ask", "only"] {
-        let server = common::serve("gemini", &args, &[("FAKE_REPLAY", &resume)]);
+    for (cli, replay, mode, effort) in [
+        ("gemini", &resume, "ask", ""),
+        ("gemini", &resume, "only", ""),
+        ("claude", &claude, "ask", "high"),
+        ("claude", &claude, "only", "high"),
+    ] {
+        let server = common::serve(cli, &args, &[("FAKE_REPLAY", replay)]);
         let out = Command::new("node")
             .arg(dir.join("history.cjs"))
             .arg(format!("http://{}/agent", server.addr))
-            .args(["t0ken", mode])
+            .args(["t0ken", mode, effort])
             .output()
             .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
         let text = String::from_utf8_lossy(&out.stdout);

@@ -353,6 +353,98 @@ fn the_endpoint_answers_only_the_secret_path_without_an_origin_and_goes_with_the
     assert!(TcpStream::connect(host).is_err(), "gone with the run");
 }
 
+/// What `bytes`, sent on a new connection to `url`'s host a piece at a
+/// time (`piece` bytes each), is answered: the whole answer.
+fn send_raw(url: &str, bytes: &[u8], piece: usize) -> String {
+    let host = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut conn = TcpStream::connect(host).unwrap();
+    for part in bytes.chunks(piece) {
+        if conn.write_all(part).is_err() {
+            break;
+        }
+    }
+    let mut text = String::new();
+    let _ = BufReader::new(conn).read_to_string(&mut text);
+    text
+}
+
+/// The endpoint's request heads are parsed by `httparse`: a malformed or
+/// ambiguous head is `400` (a bare LF for a line end, a `Content-Length`
+/// with a sign or sent twice, a space in a header's name), one over 16 KiB
+/// `431`, and a good head is read the same whether it comes at once or a
+/// byte at a time.
+#[test]
+fn a_malformed_request_head_is_refused() {
+    let mut r = Run::start(
+        "opencode",
+        "page-tool",
+        &["pick_branch"],
+        &["--timeout", "60"],
+    );
+    let one = r.run();
+    assert_eq!(one.last().unwrap()["type"], "RUN_FINISHED");
+    let url = std::fs::read_to_string(&r.url).unwrap();
+    let path = &url[url.find("/").map(|i| i + 2).unwrap()..];
+    let path = path[path.find('/').unwrap()..].to_owned();
+    let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+    let good = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{ping}",
+        ping.len()
+    );
+    assert!(send_raw(&url, good.as_bytes(), 1).starts_with("HTTP/1.1 200"));
+    let long = format!(
+        "POST {path} HTTP/1.1\r\nX-Long: {}\r\n\r\n",
+        "a".repeat(17 * 1024)
+    );
+    for (head, status) in [
+        (
+            format!(
+                "POST {path} HTTP/1.1\nContent-Length: {}\n\n{ping}",
+                ping.len()
+            ),
+            "400",
+        ),
+        (
+            format!(
+                "POST {path} HTTP/1.1\r\nContent-Length: +{}\r\n\r\n{ping}",
+                ping.len()
+            ),
+            "400",
+        ),
+        (
+            format!(
+                "POST {path} HTTP/1.1\r\nContent-Length: {0}\r\nContent-Length: {0}\r\n\r\n{ping}",
+                ping.len()
+            ),
+            "400",
+        ),
+        (
+            format!("POST {path} HTTP/1.1\r\nContent Length: 2\r\n\r\n{{}}"),
+            "400",
+        ),
+        ("\x16\x03\x01\x02\x00\x01\x00\x01\r\n\r\n".to_owned(), "400"),
+        (long, "431"),
+    ] {
+        let answer = send_raw(&url, head.as_bytes(), 4096);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{head:.80?}: {answer}"
+        );
+    }
+    r.answer(
+        "r2",
+        &[(
+            one.last().unwrap()["outcome"]["pendingToolCallIds"][0]
+                .as_str()
+                .unwrap(),
+            "dev",
+        )],
+    );
+    let two = r.run();
+    assert_eq!(text(&two), "The page answered: dev");
+    assert_eq!(r.finish(), 0);
+}
+
 #[test]
 fn no_answer_within_the_tool_timeout_is_an_error_the_model_reads() {
     let mut r = Run::start(

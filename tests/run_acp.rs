@@ -708,3 +708,162 @@ fn opencode_chooses_its_model_over_acp() {
         }
     }
 }
+
+/// `run opencode --effort` (auto: ACP from 1.18.33 on): the effort is
+/// chosen in the session (`session/set_config_option`, OpenCode's option
+/// `effort`, of category `thought_level`) before the prompt, as the real
+/// recording did, and the scripted model says the request asked for it.
+/// With a model, the model is chosen first and the effort among the levels
+/// the agent offers for that model; one it does not offer, or an agent that
+/// offers no effort, ends the run in a RUN_ERROR that names the effort.
+#[test]
+fn opencode_chooses_its_effort_over_acp() {
+    let (out, sent, recorded) = opencode_replay("effort", &["--effort", "high"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    valid(&text);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("JSON mode"), "{stderr}");
+    assert_sent_as_recorded("opencode effort", &sent, &recorded);
+    let said: String = common::values(&text)
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        said.ends_with("This answer was asked with the effort high."),
+        "{said}"
+    );
+
+    for (mode, model, effort, says) in [
+        ("models", "", "high", None),
+        ("models", "a/two", "max", None),
+        (
+            "models",
+            "a/two",
+            "high",
+            Some("offers the efforts low, max for its model, not high"),
+        ),
+        ("", "", "high", Some("offers no choice of effort")),
+    ] {
+        let sent = unique("sent");
+        let mut c = Command::new(BIN);
+        c.env("ACP_MODE", mode).env("ACP_SENT", &sent).args([
+            "run",
+            "opencode",
+            "--transport",
+            "acp",
+            "--effort",
+            effort,
+        ]);
+        if !model.is_empty() {
+            c.args(["--model", model]);
+        }
+        let out = c
+            .arg("--cli")
+            .arg(agent())
+            .arg("hello")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        valid(&text);
+        let end = common::values(&text).pop().unwrap();
+        let chosen: Vec<(Value, Value)> = read_values(&sent)
+            .into_iter()
+            .filter(|m| m["method"] == "session/set_config_option")
+            .map(|m| {
+                (
+                    m["params"]["configId"].clone(),
+                    m["params"]["value"].clone(),
+                )
+            })
+            .collect();
+        match says {
+            None => {
+                assert_eq!(end["type"], "RUN_FINISHED", "{text}");
+                let mut want = vec![(json!("effort"), json!(effort))];
+                if !model.is_empty() {
+                    want.insert(0, (json!("model"), json!(model)));
+                }
+                assert_eq!(chosen, want);
+                let prompt = read_values(&sent)
+                    .into_iter()
+                    .find(|m| m["method"] == "session/prompt")
+                    .unwrap();
+                assert_eq!(prompt["id"], json!(2 + want.len()), "{prompt}");
+            }
+            Some(says) => {
+                assert_eq!(end["type"], "RUN_ERROR", "{text}");
+                let message = end["message"].as_str().unwrap();
+                assert!(message.contains(says), "{message}");
+                assert!(message.contains(effort), "{message}");
+                assert!(!chosen.iter().any(|(id, _)| id == "effort"), "{chosen:?}");
+            }
+        }
+    }
+}
+
+/// `--effort` reaches each CLI that has a choice of effort as its own
+/// option, and is refused, before anything starts, by those that have
+/// none.
+#[test]
+fn the_effort_is_each_cli_s_own_option() {
+    for (cli, transport, want) in [
+        ("claude", "auto", "--effort\nhigh\n"),
+        ("codex", "exec", "-c\nmodel_reasoning_effort=high\n"),
+        ("codex", "app-server", "-c\nmodel_reasoning_effort=high\n"),
+        ("copilot", "stream", "--reasoning-effort=high\n"),
+        ("copilot", "acp", "--reasoning-effort=high\n"),
+        ("opencode", "stream", "--variant=high\n"),
+    ] {
+        let argv = unique("argv");
+        let out = Command::new(BIN)
+            .env("FAKE_VERSION", "1.18.33")
+            .env("FAKE_ARGV", &argv)
+            .env("ACP_ARGV", &argv)
+            .args(["run", cli, "--transport", transport, "--effort", "high"])
+            .arg("--cli")
+            .arg(if transport == "acp" {
+                agent()
+            } else {
+                root().join("tests/fake/cli")
+            })
+            .arg("say hello")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let got = std::fs::read_to_string(&argv).unwrap_or_default();
+        assert!(
+            got.contains(want),
+            "{cli} {transport}: {got}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (cli, transport) in [
+        ("gemini", "stream"),
+        ("gemini", "acp"),
+        ("qwen", "stream"),
+        ("qwen", "acp"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["run", cli, "--transport", transport, "--effort", "high"])
+            .arg("--cli")
+            .arg(root().join("tests/fake/cli"))
+            .arg("say hello")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("has no choice of a reasoning effort"),
+            "{cli} {transport}: {stderr}"
+        );
+    }
+    let out = Command::new(BIN)
+        .args(["run", "claude", "--effort=-x", "hi"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--effort \"-x\""), "{stderr}");
+}

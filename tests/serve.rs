@@ -1719,7 +1719,13 @@ fn a_page_chooses_the_model_and_effort_of_a_run() {
     });
     let (code, r) = post(&server.addr, &body_with("t-choice", "r1", props), None);
     assert_eq!(code, 200);
-    assert_eq!(events(r).last().unwrap()["type"], "RUN_FINISHED");
+    let run = events(r);
+    assert_eq!(run.last().unwrap()["type"], "RUN_FINISHED");
+    // What the run used is published in the page's state.
+    let state = run.iter().find(|e| e["type"] == "STATE_SNAPSHOT").unwrap();
+    let info = &state["snapshot"]["agui-translate"];
+    assert_eq!(info["model"], "gpt-5-codex", "{state}");
+    assert_eq!(info["effort"], "high", "{state}");
     let args = std::fs::read_to_string(&argv).unwrap();
     assert!(args.contains("--model\ngpt-5-codex\n"), "{args}");
     assert!(args.contains("-c\nmodel_reasoning_effort=high\n"), "{args}");
@@ -1742,7 +1748,12 @@ fn a_page_chooses_the_model_and_effort_of_a_run() {
     assert!(args.contains("--effort\nmax\n"), "{args}");
     // Without choices, none.
     let (_, r) = post(&server.addr, &body("t-plain", "r1", "Hello"), None);
-    events(r);
+    let run = events(r);
+    let state = run.iter().find(|e| e["type"] == "STATE_SNAPSHOT").unwrap();
+    assert_eq!(
+        state["snapshot"]["agui-translate"]["effort"],
+        serde_json::Value::Null
+    );
     let args = std::fs::read_to_string(&argv).unwrap();
     assert!(
         !args.contains("--model") && !args.contains("effort"),
@@ -1759,6 +1770,8 @@ fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
     let codex = serve("codex", &[], env);
     let claude = serve("claude", &[], env);
     let gemini = serve("gemini", &[], env);
+    let qwen = serve("qwen", &[], env);
+    let opencode = serve("opencode", &[], env);
     let long = "m".repeat(257);
     for (server, props, says) in [
         (
@@ -1790,7 +1803,17 @@ fn a_hostile_or_unknown_choice_is_refused_and_starts_nothing() {
         (
             &gemini,
             serde_json::json!({"effort": "high"}),
-            "has no option for a reasoning effort",
+            "Gemini CLI has no choice of a reasoning effort",
+        ),
+        (
+            &qwen,
+            serde_json::json!({"effort": "high"}),
+            "Qwen Code has no choice of a reasoning effort",
+        ),
+        (
+            &opencode,
+            serde_json::json!({"effort": "--auto"}),
+            "is not a level's name",
         ),
         (
             &claude,
@@ -1845,6 +1868,54 @@ fn a_model_from_the_page_reaches_each_cli_as_its_own_option() {
     }
 }
 
+#[test]
+fn an_effort_from_the_page_reaches_each_cli_that_has_one_as_its_own_option() {
+    for (cli, recording, want) in [
+        (
+            "claude",
+            "claude/1.0.128",
+            "--effort
+high
+",
+        ),
+        (
+            "codex",
+            "codex/0.169.0",
+            "-c
+model_reasoning_effort=high
+",
+        ),
+        (
+            "copilot",
+            "copilot/1.0.102",
+            "--reasoning-effort=high
+",
+        ),
+        // Its JSON mode (the stand-in is no 1.18.33): the model's variant.
+        (
+            "opencode",
+            "opencode/1.18.33",
+            "--variant=high
+",
+        ),
+    ] {
+        let argv = tmp(&format!("effort-{cli}-argv"));
+        let _ = std::fs::remove_file(&argv);
+        let recording = root().join(format!("testdata/{recording}/text.jsonl"));
+        let server = serve(
+            cli,
+            &[],
+            &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)],
+        );
+        let props = serde_json::json!({"effort": "high", "nodeName": "n"});
+        let (code, r) = post(&server.addr, &body_with("t-effort", "r1", props), None);
+        assert_eq!(code, 200, "{cli}");
+        events(r);
+        let args = std::fs::read_to_string(&argv).unwrap();
+        assert!(args.contains(want), "{cli}: {args}");
+    }
+}
+
 /// A request that asks for its thread: no new user message.
 fn ask_thread(addr: &str, thread: &str, run: &str) -> Vec<serde_json::Value> {
     let b = serde_json::json!({
@@ -1865,17 +1936,37 @@ fn a_thread_s_history_comes_back_without_starting_a_cli() {
     let recording = root().join("testdata/gemini/0.61.0/resume.jsonl");
     let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
     let server = serve("gemini", &["--state-dir", state_arg], env);
+    let mut last_info = serde_json::Value::Null;
     for (run, prompt) in [("h1", "Remember teal."), ("h2", "Which word?")] {
         let (code, r) = post(&server.addr, &body("thread-h", run, prompt), None);
         assert_eq!(code, 200);
-        events(r);
+        let run = events(r);
+        // What the run used, with its usage, just before RUN_FINISHED.
+        last_info = run[run.len() - 2]["delta"][0]["value"].clone();
     }
+    assert!(
+        !last_info["usage"].as_array().unwrap().is_empty(),
+        "{last_info}"
+    );
     let check_types = |events: &[serde_json::Value]| {
         let types: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-        assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+        assert_eq!(
+            types,
+            [
+                "RUN_STARTED",
+                "MESSAGES_SNAPSHOT",
+                "STATE_SNAPSHOT",
+                "RUN_FINISHED"
+            ]
+        );
     };
     let check = |events: &[serde_json::Value]| {
         check_types(events);
+        // What the thread's last run used, as that run published it.
+        assert_eq!(
+            events[2]["snapshot"],
+            serde_json::json!({ "agui-translate": last_info })
+        );
         let messages = events[1]["messages"].as_array().unwrap();
         let users: Vec<_> = messages
             .iter()

@@ -425,6 +425,53 @@ fn a_page_chooses_opencode_s_model_over_acp() {
     assert_valid(&[&one]);
 }
 
+/// A page's `forwardedProps.effort` reaches OpenCode over ACP as the
+/// effort chosen in the session before the prompt (its option `effort`),
+/// as the real recording did; the scripted model says the request asked
+/// for it, and the run's information in the page's state names it.
+#[test]
+fn a_page_chooses_opencode_s_effort_over_acp() {
+    let sent_file = tmp("opencode-effort-sent");
+    let replay = root().join("testdata/acp/opencode-1.18.33/effort.jsonl");
+    let s = common::serve_run(
+        "opencode",
+        &[],
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("FAKE_VERSION", Path::new("1.18.33")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent_file),
+        ],
+    );
+    let mut body = input("th", "r1", "How hard do you think?");
+    body["forwardedProps"] = json!({"effort": "high", "threadMetadata": {"effort": "x"}});
+    let one = post(&s.addr, &body);
+    assert_eq!(one.last().unwrap()["type"], "RUN_FINISHED", "{one:?}");
+    let chosen: Vec<Value> = sent(&sent_file)
+        .into_iter()
+        .filter(|m| m["method"] == "session/set_config_option")
+        .collect();
+    assert_eq!(chosen.len(), 1, "{chosen:?}");
+    assert_eq!(chosen[0]["params"]["configId"], "effort");
+    assert_eq!(chosen[0]["params"]["value"], "high");
+    let said: String = one
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert!(
+        said.ends_with("This answer was asked with the effort high."),
+        "{said}"
+    );
+    let state = one.iter().find(|e| e["type"] == "STATE_SNAPSHOT").unwrap();
+    assert_eq!(
+        state["snapshot"]["agui-translate"]["effort"], "high",
+        "{state}"
+    );
+    assert_valid(&[&one]);
+}
+
 const GEMINI_CALL: &str = "mcp_page_pick_branch__mcp_page_pick_branch_1795864073288_0";
 
 /// `serve gemini` with `run_args`, the stand-in replaying Gemini CLI

@@ -173,7 +173,19 @@ fn an_approval_from_the_client_resumes_the_waiting_cli() {
         &json!({"threadId": "th", "runId": "r-back", "messages": []}),
     );
     let types: Vec<_> = back.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]);
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
+    // What the thread's last run used: the resumed one, with its usage.
+    let info = &back[2]["snapshot"]["agui-translate"];
+    assert_eq!(info["approval"], "ask", "{info}");
+    assert_eq!(info["usage"], two.last().unwrap()["usage"], "{info}");
     let messages = back[1]["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "list the files", "{messages:?}");
     assert!(

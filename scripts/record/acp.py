@@ -22,7 +22,9 @@ A scenario's second run (`resume_prompt`) is a new process that goes on with
 the first run's session: `session/load` {sessionId, cwd, mcpServers: []}
 (the agent streams the stored history back before it answers), then the
 prompt. A scenario with a `model` has it chosen after `session/new`:
-`session/set_config_option` {sessionId, configId: "model", value}. A scenario that needs "page" gets the front end's tools in
+`session/set_config_option` {sessionId, configId: "model", value}; one with
+an `effort` has it chosen next, the same way (configId: the id of the
+option of category `thought_level`, OpenCode's `effort`). A scenario that needs "page" gets the front end's tools in
 `session/new` `mcpServers`: an MCP server over HTTP (pagehttp.py). A module with LOAD_NEXT_MINUTE waits for the next clock minute
 after the first run began (Gemini CLI finds no session of the minute it is
 in). A turn with signal "CANCEL" is cancelled the protocol's way: a few
@@ -235,6 +237,18 @@ def _play(client, ctx, engine, deadline):
             answer = _wait_for(client, rid, setup, refuse)
             if answer is None or "error" in answer:
                 print("  the model was not chosen", file=sys.stderr)
+                return
+        if ctx.scenario.effort:
+            options = ((answer or {}).get("result") or {}).get("configOptions") or []
+            ids = [o.get("id") for o in options if o.get("category") == "thought_level"]
+            if not ids:
+                print("  the agent offers no choice of effort", file=sys.stderr)
+                return
+            rid = client.request("session/set_config_option",
+                                 {"sessionId": session_id, "configId": ids[0], "value": ctx.scenario.effort})
+            answer = _wait_for(client, rid, setup, refuse)
+            if answer is None or "error" in answer:
+                print("  the effort was not chosen", file=sys.stderr)
                 return
     session = Session(client, ctx, session_id)
     # A scenario's files: image blocks before the text.

@@ -40,7 +40,10 @@ and a file that did not arrive byte for byte fails the recording.
 A scenario with a `model` has its ACP client choose that model in the session
 (`session/set_config_option`) before the prompt; a turn whose text holds
 MODEL_USED has it replaced by the model the request names (the recording
-shows which model was asked).
+shows which model was asked). A scenario with an `effort` has the client
+choose that reasoning effort the same way (after the model, if any); a turn
+whose text holds EFFORT_USED has it replaced by the reasoning effort the
+request asks for (`reasoning_effort`; "none" when it asks for none).
 """
 
 from dataclasses import dataclass, field
@@ -53,6 +56,8 @@ PAGE_ANSWERS = "{page answers}"
 FILES_RECEIVED = "{files received}"
 # Replaced, in a turn's text, by the model the request names.
 MODEL_USED = "{model used}"
+# Replaced, in a turn's text, by the reasoning effort the request asks for.
+EFFORT_USED = "{effort used}"
 
 # A subagent's requests are told from the main agent's by this mark in its prompt.
 SUB_MARK = "[subtask]"
@@ -114,6 +119,9 @@ class Scenario:
     # The model an ACP client chooses in the session ("PROVIDER/MODEL"),
     # one the CLI module's configuration offers besides its default.
     model: str = ""
+    # The reasoning effort an ACP client chooses in the session, one of the
+    # levels the agent offers for the model.
+    effort: str = ""
 
 
 def call(kind, **args):
@@ -282,6 +290,13 @@ SCENARIOS = [
         [turn(text="This answer came from " + MODEL_USED + ".")],
         needs={"acp"},
         model="scripted/scripted-other",
+    ),
+    Scenario(
+        "effort",
+        "How hard do you think?",
+        [turn(text="This answer was asked with the effort " + EFFORT_USED + ".")],
+        needs={"acp"},
+        effort="high",
     ),
     Scenario(
         "page-tool",

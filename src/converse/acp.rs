@@ -71,6 +71,11 @@ pub struct Options<'a> {
     /// takes its model so (OpenCode): `session/set_config_option`, its
     /// option `model`.
     pub model: Option<&'a str>,
+    /// A reasoning effort chosen in the session after the model (its
+    /// levels are the model's), for an agent that takes it so (OpenCode):
+    /// the `configOptions` entry of category `thought_level` (OpenCode's
+    /// `effort`), one of the values it offers.
+    pub effort: Option<&'a str>,
     /// With the page's tools: the route of their calls (an MCP server over
     /// HTTP, given in `session/new`) and where the answers come from.
     pub page: Option<(mcphttp::Route, Waiting<'a>)>,
@@ -97,8 +102,9 @@ pub enum End {
 const INITIALIZE: u64 = 0;
 const SESSION: u64 = 1;
 const PROMPT: u64 = 2;
-/// The model's choice, sent before the prompt, which then takes the next
-/// id (the requests are numbered in the order they are sent).
+/// The session's choices (the model, the effort), sent before the prompt,
+/// from this id on; the prompt then takes the next (the requests are
+/// numbered in the order they are sent).
 const CONFIG: u64 = 2;
 
 /// How long a loaded session's agent stays quiet before the prompt goes:
@@ -354,9 +360,9 @@ enum Stage {
     Opening,
     /// `session/load` sent: the history it replays is not this run's.
     Loading,
-    /// `session/set_config_option` sent (the model); whether the session
-    /// was loaded.
-    Choosing(bool),
+    /// `session/set_config_option` sent for the choice of this index
+    /// ([`Session::choices`]); whether the session was loaded.
+    Choosing(bool, usize),
     /// Loaded; the prompt goes once the agent has been quiet since then.
     Settling(Instant),
     /// `session/prompt` sent.
@@ -392,13 +398,17 @@ pub struct Session<'a> {
     next: Option<String>,
     /// The agent's lines that came while it was idle: the next turn's.
     later: Vec<Vec<u8>>,
+    /// The session's configuration options, as the agent's last answer
+    /// that gave them says.
+    offers: Vec<Offer>,
 }
 
 impl<'a> Session<'a> {
     pub fn new(opts: Options<'a>) -> Self {
-        // The first prompt's request id: the next after the model's
-        // choice, if the run makes one.
-        let prompt_id = PROMPT + u64::from(opts.model.is_some());
+        // The first prompt's request id: the next after the session's
+        // choices, if the run makes some.
+        let choices = u64::from(opts.model.is_some()) + u64::from(opts.effort.is_some());
+        let prompt_id = PROMPT + choices;
         Session {
             opts,
             stage: Stage::Initializing,
@@ -414,6 +424,7 @@ impl<'a> Session<'a> {
             prompt_id,
             next: None,
             later: Vec::new(),
+            offers: Vec::new(),
         }
     }
 
@@ -561,7 +572,7 @@ impl<'a> Session<'a> {
             Stage::Initializing => "initialize",
             Stage::Opening => "session/new",
             Stage::Loading => "session/load",
-            Stage::Choosing(_) => "session/set_config_option",
+            Stage::Choosing(..) => "session/set_config_option",
             Stage::Settling(_) | Stage::Prompting => return None,
         };
         let bound = self.opts.start_timeout;
@@ -597,7 +608,9 @@ impl<'a> Session<'a> {
                         (Ok(SESSION), Stage::Loading) => "session/load",
                         (Ok(SESSION), _) => "session/new",
                         // The translator makes the prompt's error a RUN_ERROR.
-                        (Ok(CONFIG), Stage::Choosing(_)) => return Ok(Some(self.model_refused(e))),
+                        (Ok(id), Stage::Choosing(_, k)) if id == CONFIG + k as u64 => {
+                            return Ok(Some(self.choice_refused(k, e)))
+                        }
                         (Ok(id), _) if id == self.prompt_id => return Ok(Some(End::TurnEnded)),
                         _ => return Ok(None),
                     };
@@ -618,8 +631,8 @@ impl<'a> Session<'a> {
                         self.opened(msg.result, false, agent_in)
                     }
                     (Ok(SESSION), Stage::Loading) => self.opened(msg.result, true, agent_in),
-                    (Ok(CONFIG), Stage::Choosing(loaded)) => {
-                        self.go(loaded, agent_in).map(|()| None)
+                    (Ok(id), Stage::Choosing(loaded, k)) if id == CONFIG + k as u64 => {
+                        self.choose(k + 1, msg.result, loaded, agent_in)
                     }
                     (Ok(id), Stage::Prompting) if id == self.prompt_id => Ok(Some(End::TurnEnded)),
                     _ => Ok(None),
@@ -688,33 +701,84 @@ impl<'a> Session<'a> {
     }
 
     /// The session is open (`loaded`: by `session/load`, whose answer is
-    /// `result`): the run's model is chosen first if it gives one and the
-    /// agent offers the choice (a `configOptions` entry `model`), then the
-    /// prompt goes.
+    /// `result`): the run's choices are made ([`Session::choose`]), then
+    /// the prompt goes.
     fn opened(
         &mut self,
         result: Option<&RawValue>,
         loaded: bool,
         agent_in: &mut dyn Write,
     ) -> io::Result<Option<End>> {
-        let Some(model) = self.opts.model else {
+        self.choose(0, result, loaded, agent_in)
+    }
+
+    /// The choices the run makes in the session, in order: the model,
+    /// then the effort (whose levels are the model's). Each is the kind
+    /// of option (its `configOptions` id, or its category) and the value.
+    fn choices(&self) -> Vec<(Kind, &'a str)> {
+        [
+            (Kind::Model, self.opts.model),
+            (Kind::Effort, self.opts.effort),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect()
+    }
+
+    /// Makes the choice of index `k` (`result`: the answer to the request
+    /// before, whose `configOptions`, if it gives them, are now the
+    /// session's): `session/set_config_option` if the agent offers the
+    /// option (and, for the effort, the value among its options), else the
+    /// session fails saying why; past the last choice, the prompt goes.
+    fn choose(
+        &mut self,
+        k: usize,
+        result: Option<&RawValue>,
+        loaded: bool,
+        agent_in: &mut dyn Write,
+    ) -> io::Result<Option<End>> {
+        if let Some(offers) = offers(result) {
+            self.offers = offers;
+        }
+        let Some(&(kind, value)) = self.choices().get(k) else {
             return self.go(loaded, agent_in).map(|()| None);
         };
-        if !offers_model(result) {
-            let (agent, how) = (self.opts.agent, if loaded { "load" } else { "new" });
+        let agent = self.opts.agent;
+        let what = kind.name();
+        let Some(offer) = self.offers.iter().find(|o| kind.is(o)) else {
+            let answer = match (k, loaded) {
+                (0, false) => "session/new",
+                (0, true) => "session/load",
+                _ => "session/set_config_option",
+            };
             return Ok(Some(End::Failed(format!(
-                "{agent} offers no choice of model (its session/{how} answer has no configOptions entry \"model\"): the model {model} cannot be chosen over the Agent Client Protocol"
+                "{agent} offers no choice of {what} (its {answer} answer has no configOptions entry {}): the {what} {value} cannot be chosen over the Agent Client Protocol",
+                kind.entry()
+            ))));
+        };
+        if kind == Kind::Effort
+            && !offer.values.is_empty()
+            && !offer.values.iter().any(|v| v == value)
+        {
+            return Ok(Some(End::Failed(format!(
+                "{agent} offers the efforts {} for its model, not {value}: the effort cannot be chosen",
+                offer.values.join(", ")
             ))));
         }
-        self.stage = Stage::Choosing(loaded);
-        let session = self.session.clone().unwrap_or_default();
+        self.stage = Stage::Choosing(loaded, k);
+        let (session, id) = (self.session.clone().unwrap_or_default(), offer.id.clone());
         let params = ConfigParams {
             session_id: &session,
-            config_id: "model",
-            value: model,
+            config_id: &id,
+            value,
         };
-        self.request(agent_in, CONFIG, "session/set_config_option", params)
-            .map(|()| None)
+        self.request(
+            agent_in,
+            CONFIG + k as u64,
+            "session/set_config_option",
+            params,
+        )
+        .map(|()| None)
     }
 
     /// The prompt goes: now, or for a loaded session once its history has
@@ -728,11 +792,13 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The agent refused the model (its error `e`).
-    fn model_refused(&self, e: &RawValue) -> End {
-        let (agent, model) = (self.opts.agent, self.opts.model.unwrap_or_default());
+    /// The agent refused the choice of index `k` (its error `e`).
+    fn choice_refused(&self, k: usize, e: &RawValue) -> End {
+        let (kind, value) = self.choices().get(k).copied().unwrap_or((Kind::Model, ""));
         End::Failed(format!(
-            "{agent} refused the model {model} (session/set_config_option): {}",
+            "{} refused the {} {value} (session/set_config_option): {}",
+            self.opts.agent,
+            kind.name(),
             rpc_error(e)
         ))
     }
@@ -1093,7 +1159,7 @@ impl Asker for Session<'_> {
         let msg = serde_json::from_slice::<AgentLine>(&line[..text]).ok();
         let history = matches!(
             self.stage,
-            Stage::Loading | Stage::Choosing(true) | Stage::Settling(_)
+            Stage::Loading | Stage::Choosing(true, _) | Stage::Settling(_)
         ) && msg.as_ref().is_some_and(|m| m.id.is_none());
         if history {
             if self.stage == Stage::Loading {
@@ -1132,27 +1198,77 @@ impl Asker for Session<'_> {
     }
 }
 
-/// Whether a `session/new` or `session/load` answer offers a choice of
-/// model: a `configOptions` entry whose id is `model`.
-fn offers_model(result: Option<&RawValue>) -> bool {
+/// A choice the session makes before the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Model,
+    Effort,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Model => "model",
+            Kind::Effort => "effort",
+        }
+    }
+
+    /// How a message names the entry that offers it.
+    fn entry(self) -> &'static str {
+        match self {
+            Kind::Model => "\"model\"",
+            Kind::Effort => "of category \"thought_level\"",
+        }
+    }
+
+    /// Whether `o` is the option for it: the model's has the id `model`;
+    /// the effort's is of category `thought_level` (OpenCode names it
+    /// `effort`).
+    fn is(self, o: &Offer) -> bool {
+        match self {
+            Kind::Model => o.id == "model",
+            Kind::Effort => o.category.as_deref() == Some("thought_level"),
+        }
+    }
+}
+
+/// One of a session's configuration options: its id, category, and the
+/// values it offers (those of its groups too).
+#[derive(Debug)]
+struct Offer {
+    id: String,
+    category: Option<String>,
+    values: Vec<String>,
+}
+
+/// The `configOptions` of an answer (`session/new`, `session/load`,
+/// `session/set_config_option`), if it gives them.
+fn offers(result: Option<&RawValue>) -> Option<Vec<Offer>> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct Opened<'a> {
-        #[serde(borrow, default)]
-        config_options: Vec<ConfigOption<'a>>,
+    struct Answer {
+        config_options: Option<Vec<serde_json::Value>>,
     }
-    #[derive(Deserialize)]
-    struct ConfigOption<'a> {
-        #[serde(borrow, default, deserialize_with = "json::opt_str")]
-        id: Option<Cow<'a, str>>,
-    }
-    result
-        .and_then(|r| serde_json::from_str::<Opened>(r.get()).ok())
-        .is_some_and(|o| {
-            o.config_options
-                .iter()
-                .any(|c| c.id.as_deref() == Some("model"))
+    let all = serde_json::from_str::<Answer>(result?.get())
+        .ok()?
+        .config_options?;
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    let offers = all.iter().filter_map(|o| {
+        let mut values = Vec::new();
+        for v in o["options"].as_array().into_iter().flatten() {
+            match v["options"].as_array() {
+                // A group of values.
+                Some(group) => values.extend(group.iter().filter_map(|g| text(&g["value"]))),
+                None => values.extend(text(&v["value"])),
+            }
+        }
+        Some(Offer {
+            id: text(&o["id"])?,
+            category: text(&o["category"]),
+            values,
         })
+    });
+    Some(offers.collect())
 }
 
 /// Tools from the page over ACP: the page's MCP server, given in

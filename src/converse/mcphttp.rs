@@ -35,6 +35,8 @@ use crate::source::Translate;
 
 /// The longest request head read (bytes).
 const MAX_HEAD: usize = 16 * 1024;
+/// The most headers a request may send.
+const MAX_HEADERS: usize = 64;
 /// The largest request body read (bytes): a call's arguments, at most.
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
 /// The most connections served at once.
@@ -164,33 +166,20 @@ fn request(conn: &mut TcpStream, shared: &Shared) -> Result<Vec<u8>, Refusal> {
     let _ = conn.set_read_timeout(Some(READ_TIMEOUT));
     let _ = conn.set_write_timeout(Some(READ_TIMEOUT));
     let (head, mut body) = read_head(conn)?;
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(&head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        _ => return Err((400, "not an HTTP request")),
-    }
-    let header = |name: &str| {
-        req.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value)
-    };
-    if header("origin").is_some() {
+    if head.origin {
         return Err((403, "a request with an Origin header is refused"));
     }
-    if !same(req.path.unwrap_or("").as_bytes(), shared.path.as_bytes()) {
+    if !same(head.path.as_bytes(), shared.path.as_bytes()) {
         return Err((404, "not found"));
     }
-    if req.method != Some("POST") {
+    if head.method != "POST" {
         return Err((405, "only POST is served"));
     }
-    if header("transfer-encoding").is_some() {
+    if head.chunked {
         return Err((411, "a body of a known length (Content-Length) is needed"));
     }
-    let length = header("content-length")
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.trim().parse::<usize>().ok())
+    let length = head
+        .length
         .ok_or((411, "a body of a known length (Content-Length) is needed"))?;
     if length > MAX_BODY {
         return Err((413, "the body is too large"));
@@ -241,27 +230,96 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-/// The head (up to its blank line) and the bytes read after it.
-fn read_head(conn: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), Refusal> {
+/// What the endpoint reads of a request's head.
+#[derive(Debug, PartialEq, Eq)]
+struct Head {
+    method: String,
+    path: String,
+    /// It has an `Origin` header (a browser's request).
+    origin: bool,
+    /// It has a `Transfer-Encoding` header.
+    chunked: bool,
+    /// Its `Content-Length`, if it has one.
+    length: Option<usize>,
+}
+
+/// The head (read up to its blank line, parsed by `httparse`) and the
+/// bytes read after it.
+fn read_head(conn: &mut TcpStream) -> Result<(Head, Vec<u8>), Refusal> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
-    loop {
+    let end = loop {
         let n = conn
             .read(&mut chunk)
             .map_err(|_| (408, "the request did not arrive"))?;
         if n == 0 {
             return Err((400, "the request ended inside its head"));
         }
+        // Only the new bytes (and the three before them) are searched for
+        // the blank line, so that a head sent a byte at a time costs no more
+        // than one sent at once; a blank line after a bare LF ends it too
+        // (and is refused with it).
         let from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
-            let rest = buf.split_off(from + i + 4);
-            return Ok((buf, rest));
+        let blank = memchr::memmem::find(&buf[from..], b"\n\r\n").map(|i| from + i + 3);
+        let bare = memchr::memmem::find(&buf[from..], b"\n\n").map(|i| from + i + 2);
+        if let Some(end) = blank.into_iter().chain(bare).min() {
+            break end;
         }
         if buf.len() > MAX_HEAD {
             return Err((431, "the request's head is too long"));
         }
+    };
+    if end > MAX_HEAD {
+        return Err((431, "the request's head is too long"));
     }
+    let rest = buf.split_off(end);
+    Ok((parse_head(&buf)?, rest))
+}
+
+/// A whole head (up to and with its blank line), parsed by `httparse`, with
+/// anything two readers could take two ways refused: a line that does not
+/// end in CR LF, a `Content-Length` that is not decimal digits, or one of
+/// the headers that count sent twice.
+fn parse_head(bytes: &[u8]) -> Result<Head, Refusal> {
+    // httparse takes a bare LF for a line end; HTTP/1.1 wants CR LF.
+    if memchr::memchr_iter(b'\n', bytes).any(|i| i == 0 || bytes[i - 1] != b'\r') {
+        return Err((400, "a line of the request's head does not end in CR LF"));
+    }
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut slots);
+    match req.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) if n == bytes.len() => {}
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err((431, "the request has too many headers"))
+        }
+        _ => return Err((400, "a malformed request head")),
+    }
+    let all = |name: &'static str| {
+        req.headers
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
+    };
+    for name in ["content-length", "transfer-encoding", "origin", "host"] {
+        if all(name).nth(1).is_some() {
+            return Err((400, "a header sent twice"));
+        }
+    }
+    let length = match all("content-length").next().map(|h| h.value) {
+        Some(v) if !v.is_empty() && v.iter().all(u8::is_ascii_digit) => {
+            // Too large for usize is too large for any body.
+            Some(std::str::from_utf8(v).map_or(usize::MAX, |v| v.parse().unwrap_or(usize::MAX)))
+        }
+        Some(_) => return Err((400, "Content-Length is not a number")),
+        None => None,
+    };
+    Ok(Head {
+        method: req.method.unwrap_or_default().to_owned(),
+        path: req.path.unwrap_or_default().to_owned(),
+        origin: all("origin").next().is_some(),
+        chunked: all("transfer-encoding").next().is_some(),
+        length,
+    })
 }
 
 fn respond_json(conn: &mut TcpStream, body: &[u8]) {
@@ -539,4 +597,78 @@ impl mcp::Host for Session<'_> {
 /// past the tool timeout, so that the page's error answer reaches it.
 pub fn cli_timeout(tool_timeout: Duration) -> Duration {
     tool_timeout + Duration::from_secs(60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(text: &str) -> Result<Head, Refusal> {
+        parse_head(text.as_bytes())
+    }
+
+    #[test]
+    fn a_plain_request_parses() {
+        let h =
+            head("POST /s3cret HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12\r\n\r\n").unwrap();
+        assert_eq!(
+            h,
+            Head {
+                method: "POST".into(),
+                path: "/s3cret".into(),
+                origin: false,
+                chunked: false,
+                length: Some(12),
+            }
+        );
+        let h = head("POST / HTTP/1.1\r\nOrigin: x\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        assert!(h.origin && h.chunked && h.length.is_none());
+    }
+
+    #[test]
+    fn malformed_or_ambiguous_heads_are_refused() {
+        for (text, status, says) in [
+            ("POST / HTTP/1.1\nContent-Length: 2\n\n", 400, "CR LF"),
+            ("POST / HTTP/1.1\r\nContent-Length: 2\n\r\n", 400, "CR LF"),
+            ("\r\n\r\n", 400, "malformed"),
+            ("POST /\x01 HTTP/1.1\r\n\r\n", 400, "malformed"),
+            (
+                "POST / HTTP/1.1\r\nContent Length: 2\r\n\r\n",
+                400,
+                "malformed",
+            ),
+            ("POST / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "malformed"),
+            (
+                "POST / HTTP/1.1\r\nContent-Length: +2\r\n\r\n",
+                400,
+                "not a number",
+            ),
+            (
+                "POST / HTTP/1.1\r\nContent-Length: 2, 2\r\n\r\n",
+                400,
+                "not a number",
+            ),
+            (
+                "POST / HTTP/1.1\r\nContent-Length:\r\n\r\n",
+                400,
+                "not a number",
+            ),
+            (
+                "POST / HTTP/1.1\r\nContent-Length: 2\r\ncontent-length: 3\r\n\r\n",
+                400,
+                "sent twice",
+            ),
+            (
+                "POST / HTTP/1.1\r\nOrigin: a\r\nOrigin: b\r\n\r\n",
+                400,
+                "sent twice",
+            ),
+        ] {
+            assert_eq!(head(text).map_err(|(s, _)| s), Err(status), "{text:?}");
+            assert!(head(text).unwrap_err().1.contains(says), "{text:?}");
+        }
+        let many: String = (0..=MAX_HEADERS).map(|i| format!("X-{i}: y\r\n")).collect();
+        let text = format!("POST / HTTP/1.1\r\n{many}\r\n");
+        assert_eq!(head(&text).unwrap_err().0, 431);
+    }
 }

@@ -49,6 +49,9 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
     }
+    if let Some(e) = &a.effort {
+        v.extend([s("--effort"), e.clone()]);
+    }
     if let Some(n) = a.max_turns {
         v.extend([s("--max-turns"), n.to_string()]);
     }

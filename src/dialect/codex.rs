@@ -51,6 +51,9 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
     }
+    if let Some(e) = &a.effort {
+        v.extend([s("-c"), format!("model_reasoning_effort={e}")]);
+    }
     if let Some(d) = &a.cwd {
         // The CLI already runs in DIR: a relative --cd would be taken from
         // there a second time.

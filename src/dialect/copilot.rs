@@ -46,6 +46,9 @@ fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>>
     if let Some(m) = &a.model {
         v.push(format!("--model={m}"));
     }
+    if let Some(e) = &a.effort {
+        v.push(format!("--reasoning-effort={e}"));
+    }
     if a.max_turns.is_some() {
         anyhow::bail!("copilot has no option that limits the number of turns");
     }
@@ -64,6 +67,9 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     v.extend([s("--output-format"), s("json")]);
     if let Some(m) = &a.model {
         v.push(format!("--model={m}"));
+    }
+    if let Some(e) = &a.effort {
+        v.push(format!("--reasoning-effort={e}"));
     }
     if a.max_turns.is_some() {
         anyhow::bail!("copilot has no option that limits the number of turns");

@@ -54,6 +54,9 @@ fn argv(a: &RunRequest, prompt: &str, policy: Option<&Path>) -> anyhow::Result<V
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
     }
+    if a.effort.is_some() {
+        return Err(crate::dialect::request::no_effort(SPEC.title));
+    }
     if let Some(r) = &a.resume {
         v.extend([s("--resume"), r.clone()]);
     }
@@ -96,6 +99,9 @@ fn acp_argv(a: &RunRequest, version: &VersionProbe<'_>) -> anyhow::Result<Vec<St
     let mut v = vec![s(flag)];
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
+    }
+    if a.effort.is_some() {
+        return Err(crate::dialect::request::no_effort(SPEC.title));
     }
     if !a.allow_tool.is_empty() {
         v.extend([s("--allowed-tools"), a.allow_tool.join(",")]);

@@ -81,6 +81,7 @@ fn detect_acp(p: &Probe) -> bool {
 fn any_agent(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>> {
     let given = [
         ("--model", a.model.is_some()),
+        ("--effort", a.effort.is_some()),
         ("--max-turns", a.max_turns.is_some()),
         ("--allow-tool", !a.allow_tool.is_empty()),
         ("--deny-tool", !a.deny_tool.is_empty()),
@@ -104,6 +105,10 @@ fn argv(a: &RunRequest) -> anyhow::Result<Vec<String>> {
         anyhow::bail!("codex cannot allow or forbid single tools; its sandbox and approval policy (--approval, or -- -c sandbox_mode=MODE) decide what runs");
     }
     let mut v = vec!["app-server".to_owned()];
+    if let Some(e) = &a.effort {
+        // A config override, as on `codex exec`'s command line.
+        v.extend(["-c".to_owned(), format!("model_reasoning_effort={e}")]);
+    }
     v.extend(a.extra.iter().cloned());
     Ok(v)
 }

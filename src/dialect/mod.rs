@@ -126,9 +126,9 @@ pub struct AcpStart {
     /// For a CLI whose JSON mode writes text only whole: when `auto` picks
     /// ACP although the run does not ask.
     pub live: Option<Live>,
-    /// Whether the run's `--model` is chosen in the session
-    /// (`session/set_config_option`, the option `model`) rather than on the
-    /// agent's command line.
+    /// Whether the run's `--model` and `--effort` are chosen in the session
+    /// (`session/set_config_option`, the options `model` and the one of
+    /// category `thought_level`) rather than on the agent's command line.
     pub session_model: bool,
 }
 

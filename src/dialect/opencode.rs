@@ -80,6 +80,10 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     if let Some(m) = &a.model {
         v.push(format!("--model={m}"));
     }
+    if let Some(e) = &a.effort {
+        // Its model's variant: the provider's reasoning effort.
+        v.push(format!("--variant={e}"));
+    }
     if a.max_turns.is_some() {
         anyhow::bail!("opencode has no option that limits the number of turns");
     }

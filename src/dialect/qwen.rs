@@ -44,6 +44,9 @@ fn acp_argv(a: &RunRequest, _: &VersionProbe<'_>) -> anyhow::Result<Vec<String>>
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
     }
+    if a.effort.is_some() {
+        return Err(crate::dialect::request::no_effort(SPEC.title));
+    }
     if let Some(n) = a.max_turns {
         v.extend([s("--max-session-turns"), n.to_string()]);
     }
@@ -90,6 +93,9 @@ fn argv(a: &RunRequest, prompt: &str, _: Option<&Path>) -> anyhow::Result<Vec<St
     ]);
     if let Some(m) = &a.model {
         v.extend([s("--model"), m.clone()]);
+    }
+    if a.effort.is_some() {
+        return Err(crate::dialect::request::no_effort(SPEC.title));
     }
     if let Some(n) = a.max_turns {
         v.extend([s("--max-session-turns"), n.to_string()]);

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct RunRequest {
     /// The model the CLI uses.
     pub model: Option<String>,
+    /// The reasoning effort, as the CLI names its levels (`--effort`).
+    pub effort: Option<String>,
     /// Stop after this many agent turns.
     pub max_turns: Option<u32>,
     /// The directory the CLI runs in.
@@ -230,6 +232,13 @@ pub enum Approval {
 pub fn cannot_ask(title: &str, why: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "--approval ask: {title} cannot ask ({why}); claude, codex and the CLIs that speak ACP (gemini, qwen, copilot, opencode) can"
+    )
+}
+
+/// `--effort` given to a CLI that has no choice of a reasoning effort.
+pub fn no_effort(title: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "--effort: {title} has no choice of a reasoning effort (claude, codex, copilot and opencode have one)"
     )
 }
 

@@ -113,6 +113,7 @@ fn find_on_path(program: &Path) -> Option<PathBuf> {
 fn refuse_option_like_values(a: &RunRequest) -> anyhow::Result<()> {
     let values = [
         ("--model", a.model.as_deref()),
+        ("--effort", a.effort.as_deref()),
         ("--resume", a.resume.as_deref()),
     ]
     .into_iter()
@@ -1141,6 +1142,11 @@ impl Started {
             model: a
                 .request
                 .model
+                .as_deref()
+                .filter(|_| a.cli.acp().is_some_and(|s| s.session_model)),
+            effort: a
+                .request
+                .effort
                 .as_deref()
                 .filter(|_| a.cli.acp().is_some_and(|s| s.session_model)),
             page: endpoint

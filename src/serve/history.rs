@@ -221,15 +221,27 @@ pub(super) fn load(file: &Path) -> Option<Vec<Value>> {
 }
 
 /// Adds what a run said (`run`, which ended) to the history of `thread`,
-/// when the thread is kept (it has a session).
+/// when the thread is kept (it has a session), and keeps what the run used
+/// as the thread's last run information.
 pub(super) fn keep(shared: &Shared, thread: &str, run: Recorder) {
-    let file = {
+    let (file, info_file) = {
         let threads = shared.threads.lock().expect("not poisoned");
         if threads.session(thread).is_none() {
             return;
         }
-        threads.history_file(thread)
+        (threads.history_file(thread), threads.info_file(thread))
     };
+    if let Some(info) = &run.info {
+        if let Err(e) = crate::base::files::write_atomic(&info_file, &info.kept()) {
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!(
+                    "agui-translate: serve: warning: {}: what the thread's last run used is not kept: {e}\n",
+                    info_file.display()
+                ),
+            );
+        }
+    }
     save(&file, run);
 }
 
@@ -324,29 +336,39 @@ pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
     })
 }
 
+/// The most bytes of a thread's last run information read back.
+const MAX_INFO: u64 = 64 * 1024;
+
 /// Answers a request that asks for its thread with no new user message:
-/// RUN_STARTED, the thread's MESSAGES_SNAPSHOT and RUN_FINISHED, starting
-/// no CLI; `false` when the thread has no history (nothing was written).
+/// RUN_STARTED, the thread's MESSAGES_SNAPSHOT, its STATE_SNAPSHOT (the
+/// page's `state`, or the thread's kept one, with what its last run used,
+/// as each run publishes it) and RUN_FINISHED, starting no CLI; `false`
+/// when the thread has no history (nothing was written).
 pub(super) fn answer(
     conn: &mut TcpStream,
     shared: &Shared,
     input: &RunAgentInput,
+    state: Option<&str>,
     cors: &str,
 ) -> bool {
-    let file = shared
-        .threads
-        .lock()
-        .expect("not poisoned")
-        .history_file(&input.thread_id);
+    let (file, info_file) = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        let thread = &input.thread_id;
+        (threads.history_file(thread), threads.info_file(thread))
+    };
     let Some(messages) = load(&file) else {
         return false;
     };
     let run = crate::serve::launch::made_run(shared, input, |em| em.finish_run(None, None, &[]));
-    // The snapshot goes after the run's first event, its RUN_STARTED.
+    // The snapshots go after the run's first event, its RUN_STARTED.
     let at = memchr::memmem::find(&run, b"\n\n").map_or(0, |e| e + 2);
     let snapshot = json!({"type": "MESSAGES_SNAPSHOT", "messages": messages});
     let mut out = run[..at].to_vec();
     out.extend_from_slice(format!("data: {snapshot}\n\n").as_bytes());
+    let info = crate::base::files::read_regular(&info_file, MAX_INFO).ok();
+    if let Some(state) = crate::serve::page::thread_state(state, info.as_deref()) {
+        out.extend_from_slice(&state);
+    }
     out.extend_from_slice(&run[at..]);
     let _ = crate::serve::launch::answer_events(conn, cors, &out);
     true

@@ -291,7 +291,9 @@ fn serve_one(mut conn: TcpStream, shared: &Shared, pending: &mut Pending) {
         && (request.prompt.is_none() || history::holds_last(shared, &request.input));
     if asks_for_thread {
         // No new user message: the thread's history, if it has one.
-        if !history::answer(&mut conn, shared, &request.input, &cors) {
+        let state = request.state_given.as_deref();
+        let state = state.or(request.state_kept.as_deref());
+        if !history::answer(&mut conn, shared, &request.input, state, &cors) {
             let _ = refuse(&mut conn, &cors, Refused(400, "no user message with text"));
         }
     } else {

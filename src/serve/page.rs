@@ -320,40 +320,46 @@ pub(super) fn answers_calls(input: &RunAgentInput) -> bool {
 /// The longest model name a page may give (bytes).
 pub(super) const MAX_MODEL: usize = 256;
 
-/// How a CLI takes a reasoning effort: the levels it knows, as its option
-/// spells them, the option, and the name by which the server's own run
-/// options would set it.
+/// The longest effort level a page may give to a CLI whose levels are its
+/// model's (bytes).
+const MAX_LEVEL: usize = 32;
+
+/// How a CLI takes a reasoning effort (the run's `--effort`): the levels
+/// it knows, as its option spells them (none: its model's own, which the
+/// CLI checks), and the CLI's own option, by which the server's run
+/// options could set it too.
 struct EffortOption {
-    levels: &'static [&'static str],
-    args: fn(&str) -> [String; 2],
+    levels: Option<&'static [&'static str]>,
     set_by: &'static str,
 }
 
-/// The CLIs with an option for the effort: Codex's
-/// `-c model_reasoning_effort=LEVEL` (on its command line and its
-/// app-server's alike) and Claude Code's `--effort LEVEL`.
+/// The CLIs with a choice of effort: Codex's `-c model_reasoning_effort=`
+/// (on its command line and its app-server's alike), Claude Code's
+/// `--effort`, Copilot CLI's `--reasoning-effort` and OpenCode's model
+/// variant (`--variant`; over ACP its session's `effort`, among the levels
+/// it offers for the model).
 fn effort_option(cli: Dialect) -> Option<EffortOption> {
-    match cli.name() {
-        "codex" => Some(EffortOption {
-            levels: &["none", "minimal", "low", "medium", "high", "xhigh"],
-            args: |e| ["-c".into(), format!("model_reasoning_effort={e}")],
-            set_by: "model_reasoning_effort",
-        }),
-        "claude" => Some(EffortOption {
-            levels: &["low", "medium", "high", "xhigh", "max"],
-            args: |e| ["--effort".into(), e.into()],
-            set_by: "--effort",
-        }),
-        _ => None,
-    }
+    let (levels, set_by): (Option<&'static [&'static str]>, _) = match cli.name() {
+        "codex" => (
+            Some(&["none", "minimal", "low", "medium", "high", "xhigh"]),
+            "model_reasoning_effort",
+        ),
+        "claude" => (Some(&["low", "medium", "high", "xhigh", "max"]), "--effort"),
+        "copilot" => (
+            Some(&["none", "minimal", "low", "medium", "high", "xhigh", "max"]),
+            "--reasoning-effort",
+        ),
+        "opencode" => (None, "--variant"),
+        _ => return None,
+    };
+    Some(EffortOption { levels, set_by })
 }
 
 /// The choices of one request, checked.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Choices {
     model: Option<String>,
-    /// The CLI's own arguments that set the effort.
-    effort: Option<[String; 2]>,
+    effort: Option<String>,
 }
 
 /// The two keys taken from `forwardedProps`; the rest is left alone.
@@ -391,34 +397,52 @@ fn choices(
     }
     if let Some(e) = effort {
         let option = effort_taken(cli, options)?;
-        if !option.levels.contains(&e.as_str()) {
-            return Err(format!(
-                "forwardedProps.effort {:?} is not one of {} (the levels {} takes)",
-                shown(&e),
-                option.levels.join(", "),
-                cli.spec().title
-            ));
-        }
-        c.effort = Some((option.args)(&e));
+        level_ok(cli, &option, &e)?;
+        c.effort = Some(e);
     }
     Ok(c)
+}
+
+/// Whether `e` is a level of the effort `option` of `cli`: one of its
+/// levels, or, where they are its model's, a level's name.
+fn level_ok(cli: Dialect, option: &EffortOption, e: &str) -> Result<(), String> {
+    let title = cli.spec().title;
+    match option.levels {
+        Some(levels) if levels.contains(&e) => Ok(()),
+        Some(levels) => Err(format!(
+            "forwardedProps.effort {:?} is not one of {} (the levels {title} takes)",
+            shown(e),
+            levels.join(", "),
+        )),
+        None if !e.is_empty()
+            && e.len() <= MAX_LEVEL
+            && !e.starts_with('-')
+            && e.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Ok(())
+        }
+        None => Err(format!(
+            "forwardedProps.effort {:?} is not a level's name (1 to {MAX_LEVEL} letters, digits, \
+             '-' or '_', not beginning with '-'); {title}'s levels are its model's (low, medium, \
+             high, …)",
+            shown(e)
+        )),
+    }
 }
 
 impl Choices {
     /// Adds the choices to the arguments of the run (`argv`, which ends
     /// with the server's run options): the model as run's `--model`, the
-    /// effort among the CLI's own arguments (after `--`).
+    /// effort as its `--effort`, before the run options (which may end
+    /// with the CLI's own).
     pub(super) fn add_to(&self, argv: &mut Vec<OsString>, options: &[String]) {
-        if let Some(m) = &self.model {
-            // Before the run options, which may end with the CLI's own.
-            let at = argv.len() - options.len();
-            argv.insert(at, format!("--model={m}").into());
-        }
-        if let Some(args) = &self.effort {
-            if !options.iter().any(|o| o == "--") {
-                argv.push("--".into());
+        let at = argv.len() - options.len();
+        let chosen = [("--model", &self.model), ("--effort", &self.effort)];
+        for (option, value) in chosen.into_iter().rev() {
+            if let Some(v) = value {
+                argv.insert(at, format!("{option}={v}").into());
             }
-            argv.extend(args.iter().map(OsString::from));
         }
     }
 }
@@ -482,16 +506,22 @@ fn model_taken(cli: Dialect, options: &[String]) -> Result<(), String> {
 fn effort_taken(cli: Dialect, options: &[String]) -> Result<EffortOption, String> {
     let Some(option) = effort_option(cli) else {
         return Err(format!(
-            "forwardedProps.effort: {} has no option for a reasoning effort (codex and \
-             claude have one)",
+            "forwardedProps.effort: {} has no choice of a reasoning effort (claude, codex, \
+             copilot and opencode have one)",
             cli.spec().title
         ));
     };
-    if options.iter().any(|o| o.contains(option.set_by)) {
+    let own = own_options(options);
+    let by_run = own
+        .iter()
+        .find(|o| *o == "--effort" || o.starts_with("--effort="));
+    let by_cli = options[own.len()..]
+        .iter()
+        .find(|o| o.contains(option.set_by));
+    if let Some(set) = by_run.map(|_| "--effort").or(by_cli.map(|_| option.set_by)) {
         return Err(format!(
-            "forwardedProps.effort: the server's run options set the effort ({}); a page \
-             cannot choose another",
-            option.set_by
+            "forwardedProps.effort: the server's run options set the effort ({set}); a page \
+             cannot choose another"
         ));
     }
     Ok(option)
@@ -815,8 +845,8 @@ pub(super) fn attach_args(
     Ok(args)
 }
 
-/// What a run used (its model, approval mode, working directory, and its
-/// usage once it has finished), published to the page in its state under
+/// What a run used (its model, effort, approval mode, working directory,
+/// and its usage once it has finished), published to the page in its state under
 /// [`RUN_INFO_KEY`], merged with the page's own state: a `STATE_SNAPSHOT`
 /// after the run's `RUN_STARTED`, and a `STATE_DELTA` of that key alone
 /// before each `RUN_FINISHED`. The
@@ -862,8 +892,13 @@ impl RunInfo {
             .map(std::path::PathBuf::from)
             .or_else(|| std::env::current_dir().ok())
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let effort = choices
+            .effort
+            .as_deref()
+            .or_else(|| option_value(own, "--effort"));
         let mut info = serde_json::Map::new();
         info.insert("model".into(), model.into());
+        info.insert("effort".into(), effort.into());
         let approval = option_value(own, "--approval").unwrap_or("default");
         info.insert("approval".into(), approval.into());
         info.insert("cwd".into(), cwd.into());
@@ -915,6 +950,42 @@ impl RunInfo {
         // The type first, as the writer puts it.
         format!("data: {{\"type\":\"STATE_DELTA\",\"delta\":{delta}}}\n\n").into_bytes()
     }
+}
+
+impl RunInfo {
+    /// What the run used, as its thread keeps it (JSON).
+    pub(super) fn kept(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.info).expect("serializable")
+    }
+}
+
+/// The `STATE_SNAPSHOT` that tells a page coming back to its thread (in a
+/// run that starts no CLI) its state, `state` (the page's, or the
+/// thread's kept one), with what the thread's last run used (`info`, as
+/// [`RunInfo::kept`] wrote it) under [`RUN_INFO_KEY`], as each run
+/// publishes it: none when there is neither, or when the state is not a
+/// JSON object.
+pub(super) fn thread_state(state: Option<&str>, info: Option<&[u8]>) -> Option<Vec<u8>> {
+    use serde_json::Value;
+    let mut all = match state.map(serde_json::from_str::<Value>) {
+        Some(Ok(Value::Object(all))) => all,
+        Some(_) => return None,
+        None => serde_json::Map::new(),
+    };
+    all.remove(RUN_INFO_KEY);
+    let info = info
+        .and_then(|i| serde_json::from_slice::<Value>(i).ok())
+        .filter(Value::is_object);
+    match info {
+        Some(info) => {
+            all.insert(RUN_INFO_KEY.into(), info);
+        }
+        None if state.is_none() => return None,
+        None => {}
+    }
+    let all = Value::Object(all);
+    // The type first, as the writer puts it.
+    Some(format!("data: {{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{all}}}\n\n").into_bytes())
 }
 
 /// The JSON of an SSE event's `data:` line.
@@ -1122,30 +1193,30 @@ mod tests {
         c.add_to(&mut argv, &options);
         assert_eq!(
             argv,
-            [
-                "run",
-                "--model=gpt-5",
-                "--cli",
-                "x",
-                "--",
-                "-c",
-                "model_reasoning_effort=high"
-            ]
+            ["run", "--model=gpt-5", "--effort=high", "--cli", "x"]
         );
         let options = vec!["--".to_owned(), "--foo".to_owned()];
         let mut argv: Vec<OsString> = vec!["run".into(), "--".into(), "--foo".into()];
         c.add_to(&mut argv, &options);
         assert_eq!(
             argv,
-            [
-                "run",
-                "--model=gpt-5",
-                "--",
-                "--foo",
-                "-c",
-                "model_reasoning_effort=high"
-            ]
+            ["run", "--model=gpt-5", "--effort=high", "--", "--foo"]
         );
+        // Copilot CLI's levels; OpenCode's are its model's, named.
+        for (cli, effort) in [
+            ("copilot", "max"),
+            ("opencode", "high"),
+            ("opencode", "x_2-y"),
+        ] {
+            let props = format!(r#"{{"effort":"{effort}"}}"#);
+            let c = choose(cli, &[], &props).unwrap();
+            let mut argv: Vec<OsString> = vec!["run".into()];
+            c.add_to(&mut argv, &[]);
+            assert_eq!(
+                argv,
+                ["run".into(), OsString::from(format!("--effort={effort}"))]
+            );
+        }
     }
 
     #[test]
@@ -1171,11 +1242,35 @@ mod tests {
             r#"{"effort":"extreme"}"#,
             "not one of none, minimal",
         );
+        for cli in ["gemini", "qwen", "acp"] {
+            refused(
+                cli,
+                &[],
+                r#"{"effort":"high"}"#,
+                "has no choice of a reasoning effort",
+            );
+        }
         refused(
-            "gemini",
+            "copilot",
             &[],
+            r#"{"effort":"extreme"}"#,
+            "not one of none, minimal, low, medium, high, xhigh, max",
+        );
+        for hostile in ["--auto", "a b", "high\n", "", &"x".repeat(MAX_LEVEL + 1)] {
+            let props = serde_json::json!({ "effort": hostile }).to_string();
+            refused("opencode", &[], &props, "is not a level's name");
+        }
+        refused(
+            "opencode",
+            &["--effort", "low"],
             r#"{"effort":"high"}"#,
-            "Gemini CLI has no option",
+            "set the effort (--effort)",
+        );
+        refused(
+            "copilot",
+            &["--", "--reasoning-effort=low"],
+            r#"{"effort":"high"}"#,
+            "set the effort (--reasoning-effort)",
         );
         refused(
             "claude",

@@ -163,6 +163,13 @@ impl Threads {
         self.dir.join(format!("{}.history.json", file_stem(thread)))
     }
 
+    /// The file of what the last run of `thread` used (its model, effort,
+    /// approval, directory and usage: [`super::page::RunInfo`]), told to a
+    /// page that comes back to the thread.
+    pub(super) fn info_file(&self, thread: &str) -> PathBuf {
+        self.dir.join(format!("{}.info.json", file_stem(thread)))
+    }
+
     /// The file of the shared state of `thread`: the page's last, or the
     /// model's since.
     pub(super) fn state_file(&self, thread: &str) -> PathBuf {
@@ -195,6 +202,7 @@ impl Threads {
                 remove(&self.plan_file(thread));
                 remove(&self.history_file(thread));
                 remove(&self.state_file(thread));
+                remove(&self.info_file(thread));
             }
             return Ok(());
         };
@@ -231,6 +239,7 @@ impl Threads {
             remove(&self.dir.join(format!("{old}.plan.json")));
             remove(&self.dir.join(format!("{old}.history.json")));
             remove(&self.dir.join(format!("{old}.state.json")));
+            remove(&self.dir.join(format!("{old}.info.json")));
         }
     }
 }

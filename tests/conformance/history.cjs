@@ -3,14 +3,22 @@
 // HttpAgent (1.0, and 0.0.59 as CopilotKit pins it), two turns on a thread,
 // then a fresh agent on the same threadId that sends no message gets both
 // turns back; a fresh agent that sends a new message gets the earlier turns
-// before it.
+// before it. The fresh agent's state holds what the thread's last run
+// used (the key "agui-translate"), as each run publishes it.
 //
-//   node history.cjs URL TOKEN ask   two turns, then a fresh agent asks
-//   node history.cjs URL TOKEN only  a fresh agent asks (after a restart)
+//   node history.cjs URL TOKEN ask [EFFORT]   two turns (choosing EFFORT in
+//                                             forwardedProps), then a fresh
+//                                             agent asks
+//   node history.cjs URL TOKEN only [EFFORT]  a fresh agent asks (after a
+//                                             restart)
+//
+// Without EFFORT, a reloaded page that sends a new message gets the
+// earlier turns before it.
 //
 // Prints what failed and exits 1, or prints OK.
 "use strict";
-const [url, token, mode] = process.argv.slice(2);
+const [url, token, mode, effort] = process.argv.slice(2);
+const props = effort ? { forwardedProps: { effort } } : {};
 const headers = { Authorization: `Bearer ${token}` };
 const clients = { "1.0": require("@ag-ui/client").HttpAgent, "0.0.59": require("@ag-ui/client-0.0").HttpAgent };
 const problems = [];
@@ -23,7 +31,9 @@ async function main() {
     const a = new clients["1.0"]({ url, threadId: "thread-back", headers });
     for (const [i, text] of ["Remember teal.", "Which word?"].entries()) {
       a.addMessage({ id: `page-user-${i + 1}`, role: "user", content: text });
-      await a.runAgent({ runId: `back-run-${i + 1}` });
+      await a.runAgent({ runId: `back-run-${i + 1}`, ...props });
+      const used = (a.state || {})["agui-translate"];
+      check(used && used.effort === (effort || null), `turn ${i + 1}: what the run used: ${JSON.stringify(a.state)}`);
     }
   }
   for (const [name, HttpAgent] of Object.entries(clients)) {
@@ -35,9 +45,16 @@ async function main() {
     check(JSON.stringify(users.slice(0, 2)) === JSON.stringify(["Remember teal.", "Which word?"]), `${name}: the user's turns: ${JSON.stringify(fresh.messages)}`);
     const answers = fresh.messages.filter((m) => m.role === "assistant" && m.content);
     check(answers.length >= 2, `${name}: both answers: ${JSON.stringify(fresh.messages)}`);
+    const info = (fresh.state || {})["agui-translate"];
+    check(
+      info && info.approval === "default" && info.effort === (effort || null) && Array.isArray(info.usage) && info.usage.length > 0,
+      `${name}: what the last run used: ${JSON.stringify(fresh.state)}`,
+    );
   }
-  // A reloaded page sends a new message: the earlier turns come first.
-  for (const [name, HttpAgent] of Object.entries(clients)) {
+  // A reloaded page sends a new message: the earlier turns come first
+  // (with a CLI whose replayed answers have message ids of their own: not
+  // with EFFORT, whose stand-in gives each turn the same).
+  for (const [name, HttpAgent] of effort ? [] : Object.entries(clients)) {
     const page = new HttpAgent({ url, threadId: "thread-back", headers });
     const text = `Again, ${name}?`;
     page.addMessage({ id: `page-again-${name}-${mode}`, role: "user", content: text });

@@ -29,7 +29,10 @@ Driven by the environment:
   ACP_MODE=noload   answer session/load with a JSON-RPC error
   ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
   ACP_MODE=models   offer the models a/one and a/two in session/new's
-                    configOptions; session/set_config_option refuses any other
+                    configOptions, and the efforts of the model (a/one: low,
+                    high; a/two: low, max) as the option `effort` of category
+                    thought_level; session/set_config_option refuses any
+                    other, and says the efforts of the model chosen
   ACP_MODE=mute     answer nothing at all (read until stdin closes)
   ACP_MODE=mutenew  answer initialize, then nothing (session/new and
                     session/load go unanswered)
@@ -229,6 +232,16 @@ def replay(path):
 
 MODELS = {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "a/one",
           "options": [{"value": "a/one", "name": "One"}, {"value": "a/two", "name": "Two"}]}
+# The efforts each model offers.
+EFFORTS = {"a/one": ["low", "high"], "a/two": ["low", "max"]}
+
+
+def config_options(model, effort="low"):
+    """The session's configOptions: its model and the model's efforts."""
+    efforts = {"id": "effort", "name": "Effort", "category": "thought_level", "type": "select",
+               "currentValue": effort, "options": [{"value": e, "name": e} for e in EFFORTS[model]]}
+    return [dict(MODELS, currentValue=model), efforts]
+
 
 OPTIONS = [
     {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
@@ -346,6 +359,7 @@ def main():
         print("this agent does not speak ACP")
         return
     session = "sess-%d" % os.getpid()
+    chosen = {"model": "a/one", "effort": "low"}
     while True:
         msg = read()
         if msg is None:
@@ -363,13 +377,18 @@ def main():
             if mode == "refuse":
                 send({"id": rid, "error": {"code": -32000, "message": "no sessions today"}})
             elif mode == "models":
-                send({"id": rid, "result": {"sessionId": session, "configOptions": [MODELS]}})
+                chosen = {"model": "a/one", "effort": "low"}
+                send({"id": rid, "result": {"sessionId": session, "configOptions": config_options("a/one")}})
             else:
                 send({"id": rid, "result": {"sessionId": session}})
         elif method == "session/set_config_option" and mode == "models":
-            value = msg["params"].get("value")
-            if msg["params"].get("configId") == "model" and value in ("a/one", "a/two"):
-                send({"id": rid, "result": {"configOptions": [dict(MODELS, currentValue=value)]}})
+            value, which = msg["params"].get("value"), msg["params"].get("configId")
+            if which == "model" and value in EFFORTS:
+                chosen = {"model": value, "effort": "low"}
+                send({"id": rid, "result": {"configOptions": config_options(value)}})
+            elif which == "effort" and value in EFFORTS[chosen["model"]]:
+                chosen["effort"] = value
+                send({"id": rid, "result": {"configOptions": config_options(chosen["model"], value)}})
             else:
                 send({"id": rid, "error": {"code": -32602, "message": "Invalid params",
                                            "data": {"message": "Model not found: " + str(value)}}})

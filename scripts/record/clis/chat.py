@@ -20,7 +20,7 @@ import sys
 
 import mock
 import pagehttp
-from scenarios import MODEL_USED, PAGE_ANSWERS, SUB_MARK
+from scenarios import EFFORT_USED, MODEL_USED, PAGE_ANSWERS, SUB_MARK
 
 # Per-turn token counts, the same for every turn so totals are easy to check.
 USAGE = {"prompt": 1200, "cached": 1024, "completion": 45, "reasoning": 12}
@@ -96,6 +96,8 @@ def reply(turn, body, who, index, ctx, calls, tag=None):
         turn = dict(turn, text=turn["text"].replace(PAGE_ANSWERS, "; ".join(got)))
     if turn["text"] and MODEL_USED in turn["text"]:
         turn = dict(turn, text=turn["text"].replace(MODEL_USED, str(body.get("model"))))
+    if turn["text"] and EFFORT_USED in turn["text"]:
+        turn = dict(turn, text=turn["text"].replace(EFFORT_USED, str(body.get("reasoning_effort") or "none")))
     tool_calls = []
     for k, (kind, args) in enumerate(turn["calls"]):
         name, arguments = calls(kind, args, tools, ctx)

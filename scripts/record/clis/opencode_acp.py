@@ -37,7 +37,9 @@ SCENARIOS = acp.SCENARIOS
 def supports(version, scenario):
     if scenario.model and version_of(version) < (1, 18, 33):
         return "the model is chosen in the session (a configOptions entry `model`) as checked from 1.18.33"
-    if scenario.name not in SCENARIOS and not scenario.model:
+    if scenario.effort and version_of(version) < (1, 18, 33):
+        return "the effort is chosen in the session (a configOptions entry `effort`) as checked from 1.18.33"
+    if scenario.name not in SCENARIOS and not scenario.model and not scenario.effort:
         return "not among the ACP scenarios"
     return None
 
