@@ -550,6 +550,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("struct Message")
             }
+            // A message written as an array: seldom, if ever.
+            #[cold]
             fn visit_seq<S: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: S,
@@ -971,7 +973,7 @@ impl Claude {
             Some("stream_event") => {
                 self.enter_subagent(sub, rec, em);
                 let Some(ev) = &rec.event else {
-                    return Err(LineError::Shape("stream_event without event".into()));
+                    return Err(shape("stream_event without event"));
                 };
                 self.stream_event(ev, sub, line, em);
             }
@@ -1006,11 +1008,11 @@ impl Claude {
                 raw(em, line, self.flavor);
             }
             Some(other) => {
-                em.unknown(format!("record type {other:?}"));
+                unknown(em, "record type", other);
                 raw(em, line, self.flavor);
             }
             None => {
-                em.unknown("record without a type");
+                noted(em, "record without a type");
                 raw(em, line, self.flavor);
             }
         }
@@ -1122,6 +1124,7 @@ impl Claude {
     /// (`can_use_tool`) is a CUSTOM `approval_request` whose value is the
     /// request's fields and its `request_id`; other requests have no event
     /// of their own.
+    #[inline(never)]
     fn control_request(&mut self, rec: &Record, em: &mut Emitter) {
         let (Some(id), Some(request)) = (rec.request_id, rec.request) else {
             return;
@@ -1167,6 +1170,7 @@ impl Claude {
 
     /// The CLI withdraws a control request: a permission question's
     /// withdrawal is a CUSTOM `approval_cancel` with its `request_id`.
+    #[inline(never)]
     fn control_cancel(&mut self, rec: &Record, em: &mut Emitter) {
         let Some(id) = rec.request_id else { return };
         let Some(i) = self.asked.iter().position(|a| a.id == id.get()) else {
@@ -1181,6 +1185,7 @@ impl Claude {
 
     // ---- system ---------------------------------------------------------
 
+    #[inline(never)]
     fn system(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         match rec.subtype.as_deref() {
             Some("init") => {
@@ -1293,6 +1298,7 @@ impl Claude {
         }
     }
 
+    #[inline(never)]
     fn stream_event(
         &mut self,
         ev: &StreamEvent,
@@ -1343,7 +1349,7 @@ impl Claude {
                     return raw(em, line, self.flavor);
                 };
                 let Some(i) = self.find_block(l, ev.index) else {
-                    em.unknown("content_block_delta for a block that never started");
+                    noted(em, "content_block_delta for a block that never started");
                     return raw(em, line, self.flavor);
                 };
                 match delta.kind.as_deref() {
@@ -1384,7 +1390,7 @@ impl Claude {
                         }
                     }
                     Some(other) => {
-                        em.unknown(format!("delta type {other:?}"));
+                        unknown(em, "delta type", other);
                         raw(em, line, self.flavor);
                     }
                     None => raw(em, line, self.flavor),
@@ -1402,7 +1408,7 @@ impl Claude {
             other if self.flavor.stream_events.contains(&other) => raw(em, line, self.flavor),
             "error" => raw(em, line, self.flavor),
             other => {
-                em.unknown(format!("stream event type {other:?}"));
+                unknown(em, "stream event type", other);
                 raw(em, line, self.flavor);
             }
         }
@@ -1595,6 +1601,7 @@ impl Claude {
 
     // ---- complete lines ---------------------------------------------------
 
+    #[inline(never)]
     fn assistant(
         &mut self,
         rec: &Record,
@@ -1602,7 +1609,7 @@ impl Claude {
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
-            return Err(LineError::Shape("assistant without message".into()));
+            return Err(shape("assistant without message"));
         };
         let blocks: &[Block] = match &msg.content {
             Some(c @ (MsgContent::Blocks(_) | MsgContent::One(_))) => c.blocks(),
@@ -1841,7 +1848,7 @@ impl Claude {
                 em.tool_result(tid, Content::Text(content), &meta);
             }
             other => {
-                em.unknown(format!("content block type {other:?}"));
+                unknown(em, "content block type", other);
                 raw(em, line, self.flavor);
                 return false;
             }
@@ -1849,9 +1856,10 @@ impl Claude {
         true
     }
 
+    #[inline(never)]
     fn user(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
-            return Err(LineError::Shape("user without message".into()));
+            return Err(shape("user without message"));
         };
         let has_text = match &msg.content {
             None => return Ok(()),
@@ -1883,7 +1891,7 @@ impl Claude {
             match block.kind.as_deref() {
                 Some("tool_result") => {
                     let Some(tid) = block.tool_use_id.as_deref() else {
-                        return Err(LineError::Shape("tool_result without tool_use_id".into()));
+                        return Err(shape("tool_result without tool_use_id"));
                     };
                     // A subagent's work is over when its tool call returns
                     // (unless it runs in the background).
@@ -1929,7 +1937,7 @@ impl Claude {
                     );
                 }
                 Some(other) => {
-                    em.unknown(format!("user content block type {other:?}"));
+                    unknown(em, "user content block type", other);
                     raw(em, line, self.flavor);
                     whole = true;
                 }
@@ -1993,6 +2001,7 @@ impl Claude {
 
     // ---- result -------------------------------------------------------------
 
+    #[inline(never)]
     fn result(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         let waiting = self.background.iter().any(|b| em.subagent_open(b));
         if waiting {
@@ -2032,73 +2041,86 @@ impl Claude {
         if subtype == "success" && rec.is_error != Some(true) {
             return em.finish_run(result, None, &usage);
         }
-        // A failure: its text and errors are read only now.
-        let text = rec.result.map(text_of);
-        let mut errors: Vec<String> = rec
-            .errors
-            .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
-            .unwrap_or_default();
-        if let Some(ResultError {
-            message: Some(message),
-        }) = rec
-            .error
-            .and_then(|e| serde_json::from_str::<ResultError>(e.get()).ok())
-        {
-            errors.push(message.into_owned());
+        run_failed(rec, subtype, result, &usage, em);
+    }
+}
+
+/// A run that ended in failure (`subtype`: the result's), or cancelled.
+/// Out of line: most runs succeed.
+#[inline(never)]
+fn run_failed(
+    rec: &Record,
+    subtype: &str,
+    result: Option<MetaValue>,
+    usage: &[Usage],
+    em: &mut Emitter,
+) {
+    // Its text and errors are read only now.
+    let text = rec.result.map(text_of);
+    let mut errors: Vec<String> = rec
+        .errors
+        .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
+        .unwrap_or_default();
+    if let Some(ResultError {
+        message: Some(message),
+    }) = rec
+        .error
+        .and_then(|e| serde_json::from_str::<ResultError>(e.get()).ok())
+    {
+        errors.push(message.into_owned());
+    }
+    let meta = [("result", result)];
+    let reason = rec.terminal_reason.as_deref().unwrap_or("");
+    let cancelled = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
+    };
+    match subtype {
+        _ if subtype == "error_max_turns" || reason == "max_turns" => {
+            let msg = errors
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "reached the maximum number of turns".into());
+            em.fail_run(&msg, code::MAX_TURNS, usage, &meta);
         }
-        let meta = [("result", result)];
-        let reason = rec.terminal_reason.as_deref().unwrap_or("");
-        let cancelled = |s: &str| {
-            let s = s.to_ascii_lowercase();
-            s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
-        };
-        match subtype {
-            _ if subtype == "error_max_turns" || reason == "max_turns" => {
-                let msg = errors
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "reached the maximum number of turns".into());
-                em.fail_run(&msg, code::MAX_TURNS, &usage, &meta);
-            }
-            "error_during_execution"
-                if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
+        "error_during_execution" if cancelled(reason) || errors.iter().any(|e| cancelled(e)) => {
+            em.finish_run(result, Some(Outcome::Cancelled), usage);
+        }
+        _ => {
+            let msg = text
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
+                .unwrap_or_else(|| format!("the run ended with {subtype}"));
+            let lower = msg.to_ascii_lowercase();
+            let api_type = rec.api_error_type.as_deref().unwrap_or("");
+            let code = if matches!(rec.api_error_status, Some(401 | 403))
+                || api_type.contains("authentication")
+                || api_type.contains("permission")
             {
-                em.finish_run(result, Some(Outcome::Cancelled), &usage);
-            }
-            _ => {
-                let msg = text
-                    .as_deref()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
-                    .unwrap_or_else(|| format!("the run ended with {subtype}"));
-                let lower = msg.to_ascii_lowercase();
-                let api_type = rec.api_error_type.as_deref().unwrap_or("");
-                let code = if matches!(rec.api_error_status, Some(401 | 403))
-                    || api_type.contains("authentication")
-                    || api_type.contains("permission")
-                {
-                    code::AUTH_ERROR
-                } else if rec.api_error_status.is_some()
-                    || !api_type.is_empty()
-                    || reason == "api_error"
-                    || msg.trim_start_matches('[').starts_with("API Error")
-                {
-                    if msg.contains("401") || lower.contains("authentication") {
-                        code::AUTH_ERROR
-                    } else {
-                        code::API_ERROR
-                    }
-                } else if lower.contains("invalid api key") || msg.contains("/login") {
+                code::AUTH_ERROR
+            } else if rec.api_error_status.is_some()
+                || !api_type.is_empty()
+                || reason == "api_error"
+                || msg.trim_start_matches('[').starts_with("API Error")
+            {
+                if msg.contains("401") || lower.contains("authentication") {
                     code::AUTH_ERROR
                 } else {
-                    code::CLI_ERROR
-                };
-                em.fail_run(&msg, code, &usage, &meta);
-            }
+                    code::API_ERROR
+                }
+            } else if lower.contains("invalid api key") || msg.contains("/login") {
+                code::AUTH_ERROR
+            } else {
+                code::CLI_ERROR
+            };
+            em.fail_run(&msg, code, usage, &meta);
         }
     }
+}
 
+impl Claude {
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
     /// `inputTokens` is the whole input, with the cache parts inside it
     /// (where the flavor counts them outside).
@@ -2425,6 +2447,8 @@ fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
 /// The places of the carried members, found by one scan of the text that
 /// skips strings with `memchr`; None if it is not an object with a message
 /// object. (A parser that skips nested values would allocate for them.)
+#[cold]
+#[inline(never)]
 fn scanned_places(json: &str) -> Option<Carried> {
     let b = json.as_bytes();
     let mut message = false;
@@ -2462,7 +2486,13 @@ fn scanned_places(json: &str) -> Option<Carried> {
 /// around the whole left out.
 fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
     let b = json.as_bytes();
-    places.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    // In the order they stand (three places: a sort's code is larger).
+    let key = |s: Option<(usize, usize)>| s.map(|(a, _)| a);
+    for (i, j) in [(0, 1), (1, 2), (0, 1)] {
+        if key(places[j]) < key(places[i]) {
+            places.swap(i, j);
+        }
+    }
     let mut pieces = [""; 4];
     let mut n = 0;
     let mut at = 0;
@@ -2531,7 +2561,6 @@ fn with_comma(b: &[u8], start: usize, end: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// Keep a record that parsed as RAW, copied as it is.
 /// Whether a user text is the note Claude Code writes for the model when
 /// the user interrupts it (`[Request interrupted by user]`, `… for tool
 /// use]`): the run's outcome says so; it is no message of the person's.
@@ -2539,8 +2568,34 @@ fn is_interruption(text: &str) -> bool {
     text.starts_with("[Request interrupted by user") && text.ends_with(']')
 }
 
+/// Keep a record that parsed as RAW, copied as it is. Out of line, as
+/// are the helpers below: the code that translates the usual records stays
+/// small, and so does the part of it that the processor keeps at hand.
+#[inline(never)]
 fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
     super::raw_record(em, line, flavor.source);
+}
+
+/// Note a record or block of a kind not known (`what`: which, `kind`: its
+/// type as written) for `--strict` and the report on stderr.
+#[cold]
+#[inline(never)]
+fn unknown(em: &mut Emitter, what: &str, kind: &str) {
+    em.unknown(format!("{what} {kind:?}"));
+}
+
+/// Note something not understood in a record.
+#[cold]
+#[inline(never)]
+fn noted(em: &mut Emitter, what: &str) {
+    em.unknown(what);
+}
+
+/// A record of a known type without what that type has.
+#[cold]
+#[inline(never)]
+fn shape(what: &str) -> LineError {
+    LineError::Shape(what.to_owned())
 }
 
 /// A record of subagent `sub`, if it is running: its events say so.
