@@ -301,10 +301,7 @@ impl<'a> MetaWalk<'a> {
     fn take(&mut self, id: &str, em: &mut Emitter) -> Option<MetaEntry<'a>> {
         let is_its = |e: &MetaEntry| match e.id {
             Some(found) => found.is_some_and(|f| f == id.as_bytes()),
-            None => serde_json::from_str::<MetaId>(e.text)
-                .ok()
-                .and_then(|m| m.id)
-                .is_some_and(|e| e == id),
+            None => parsed_id_is(e.text, id),
         };
         let found = (self.next..self.next + META_LOOKAHEAD)
             .map_while(|i| Some((i, self.meta.get(i)?)))
@@ -329,6 +326,17 @@ impl<'a> MetaWalk<'a> {
             i += 1;
         }
     }
+}
+
+/// Whether `tool_result_meta` entry `entry`, read by the parser (its scan
+/// met an escape), has the `id` `id`.
+#[cold]
+#[inline(never)]
+fn parsed_id_is(entry: &str, id: &str) -> bool {
+    serde_json::from_str::<MetaId>(entry)
+        .ok()
+        .and_then(|m| m.id)
+        .is_some_and(|e| e == id)
 }
 
 /// The `id` of `tool_result_meta` entry `entry`, as written without its
@@ -392,6 +400,10 @@ fn has_escape(s: &[u8]) -> bool {
 /// The members of JSON object `entry` but `id`, copied as they are, into
 /// `out` as one object; false if `entry` is not an object. A scan of the
 /// text, unless a key holds an escape: then the parser reads the keys.
+/// (Out of line: an entry's scan has placed its members already, unless
+/// it has more than [`META_MEMBERS`] or a key with an escape.)
+#[cold]
+#[inline(never)]
 fn without_id(text: &str, out: &mut String) -> bool {
     out.clear();
     let b = text.as_bytes();
@@ -1229,7 +1241,7 @@ impl Claude {
                 // record, which does.
                 let named = rec.uuid.is_none() || rec.uuid != rec.session_id;
                 if let (false, Some(text)) = (named, line.text()) {
-                    self.unstarted.set(text.trim());
+                    self.unstarted.set(json::trim(text));
                     return;
                 }
                 em.start_run(rec.session_id.as_deref(), rec.uuid.as_deref());
@@ -2395,31 +2407,41 @@ fn content_end(content: Option<&MsgContent>, json: &str, start: usize) -> Option
         MsgContent::Blocks(v) => v.last()?,
     };
     // After a string, its closing quote; after a raw value, nothing.
-    let string = |s: &Option<Cow<str>>| match s {
-        Some(Cow::Borrowed(s)) => offset(json, s).map(|at| at + s.len() + 1),
-        _ => None,
-    };
-    let raw =
-        |v: Option<&RawValue>| v.and_then(|v| offset(json, v.get()).map(|at| at + v.get().len()));
-    let after = [
-        string(&block.kind),
-        string(&block.signature),
-        string(&block.data),
-        string(&block.id),
-        string(&block.name),
-        string(&block.tool_use_id),
-        raw(block.text),
-        raw(block.thinking),
-        raw(block.input),
-        raw(block.content),
-        raw(block.source),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .filter(|&at| at > start)?;
+    let strings = [
+        &block.kind,
+        &block.signature,
+        &block.data,
+        &block.id,
+        &block.name,
+        &block.tool_use_id,
+    ];
+    let raws = [
+        block.text,
+        block.thinking,
+        block.input,
+        block.content,
+        block.source,
+    ];
+    let mut after = 0;
+    for s in strings {
+        if let Some(Cow::Borrowed(s)) = s {
+            after = after.max(end_in(json, s, 1));
+        }
+    }
+    for v in raws.into_iter().flatten() {
+        after = after.max(end_in(json, v.get(), 0));
+    }
+    if after <= start {
+        return None;
+    }
     // Inside the block, inside the list.
     json::close_end(json.as_bytes(), after, 2)
+}
+
+/// Where `part`, a slice of `json`, ends in it, `past` bytes on (its
+/// closing quote); 0 if it is not in it.
+fn end_in(json: &str, part: &str, past: usize) -> usize {
+    offset(json, part).map_or(0, |at| at + part.len() + past)
 }
 
 /// Where `part`, a slice of `json`, starts in it.
@@ -2440,7 +2462,7 @@ fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
         return None;
     }
     // The key is one that was matched: no quote inside, escaped or not.
-    let open = memchr::memrchr(b'"', &b[..close])?;
+    let open = b[..close].iter().rposition(|&c| c == b'"')?;
     Some((open, &b[open + 1..close]))
 }
 
@@ -2517,8 +2539,9 @@ fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
     pieces[n] = &json[at..];
     n += 1;
     // The record's own spaces around it (the places are inside it).
-    pieces[0] = pieces[0].trim_start();
-    pieces[n - 1] = pieces[n - 1].trim_end();
+    pieces[0] = &pieces[0][skip_ws(pieces[0].as_bytes(), 0)..];
+    let last = pieces[n - 1];
+    pieces[n - 1] = &last[..skip_ws_back(last.as_bytes(), last.len())];
     (pieces, n)
 }
 
@@ -2529,6 +2552,7 @@ fn next_to(b: &[u8], end: usize, start: usize) -> bool {
 }
 
 /// Index `i` moved past whitespace.
+#[inline(never)]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
@@ -2537,6 +2561,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Index `i` moved back over whitespace.
+#[inline(never)]
 fn skip_ws_back(b: &[u8], mut i: usize) -> usize {
     while i > 0 && b[i - 1].is_ascii_whitespace() {
         i -= 1;
