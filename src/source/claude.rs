@@ -1077,6 +1077,13 @@ impl Claude {
         if !self.flavor.agent_tools.contains(&name) {
             return;
         }
+        self.note_agent(id, block, msg);
+    }
+
+    /// [`note_agent_call`](Self::note_agent_call) for a call of an agent
+    /// tool (out of line: most calls are of other tools).
+    #[inline(never)]
+    fn note_agent(&mut self, id: &str, block: &Block, msg: &str) {
         if self.agent_calls.iter().any(|c| c.id == id) {
             return;
         }
@@ -3388,6 +3395,12 @@ impl Tasks {
 
     /// Apply the result of call `tid`; true if the list changed.
     fn result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
+        // Most runs call no task tool: no lookup, and the rest out of line.
+        !self.calls.is_empty() && self.call_result(tid, result)
+    }
+
+    #[inline(never)]
+    fn call_result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
         let Some((tool, input)) = self.calls.remove(tid) else {
             return false;
         };
