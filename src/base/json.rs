@@ -136,6 +136,20 @@ fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     memchr::memchr2(b'"', b'\\', &b[i..]).map(|n| i + n)
 }
 
+/// `text`, JSON that has parsed (or a part of it that starts and ends
+/// where a value, a member or whitespace does), without the whitespace
+/// around it: what `str::trim` takes off such text, which can only be
+/// JSON's whitespace, found without its Unicode tables.
+pub fn trim(text: &str) -> &str {
+    let b = text.as_bytes();
+    let start = skip_ws(b, 0);
+    let mut end = b.len();
+    while end > start && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    &text[start..end]
+}
+
 /// Index `i` moved past whitespace.
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && b[i].is_ascii_whitespace() {

@@ -301,10 +301,7 @@ impl<'a> MetaWalk<'a> {
     fn take(&mut self, id: &str, em: &mut Emitter) -> Option<MetaEntry<'a>> {
         let is_its = |e: &MetaEntry| match e.id {
             Some(found) => found.is_some_and(|f| f == id.as_bytes()),
-            None => serde_json::from_str::<MetaId>(e.text)
-                .ok()
-                .and_then(|m| m.id)
-                .is_some_and(|e| e == id),
+            None => parsed_id_is(e.text, id),
         };
         let found = (self.next..self.next + META_LOOKAHEAD)
             .map_while(|i| Some((i, self.meta.get(i)?)))
@@ -329,6 +326,17 @@ impl<'a> MetaWalk<'a> {
             i += 1;
         }
     }
+}
+
+/// Whether `tool_result_meta` entry `entry`, read by the parser (its scan
+/// met an escape), has the `id` `id`.
+#[cold]
+#[inline(never)]
+fn parsed_id_is(entry: &str, id: &str) -> bool {
+    serde_json::from_str::<MetaId>(entry)
+        .ok()
+        .and_then(|m| m.id)
+        .is_some_and(|e| e == id)
 }
 
 /// The `id` of `tool_result_meta` entry `entry`, as written without its
@@ -392,6 +400,10 @@ fn has_escape(s: &[u8]) -> bool {
 /// The members of JSON object `entry` but `id`, copied as they are, into
 /// `out` as one object; false if `entry` is not an object. A scan of the
 /// text, unless a key holds an escape: then the parser reads the keys.
+/// (Out of line: an entry's scan has placed its members already, unless
+/// it has more than [`META_MEMBERS`] or a key with an escape.)
+#[cold]
+#[inline(never)]
 fn without_id(text: &str, out: &mut String) -> bool {
     out.clear();
     let b = text.as_bytes();
@@ -550,6 +562,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("struct Message")
             }
+            // A message written as an array: seldom, if ever.
+            #[cold]
             fn visit_seq<S: serde::de::SeqAccess<'de>>(
                 self,
                 mut seq: S,
@@ -971,7 +985,7 @@ impl Claude {
             Some("stream_event") => {
                 self.enter_subagent(sub, rec, em);
                 let Some(ev) = &rec.event else {
-                    return Err(LineError::Shape("stream_event without event".into()));
+                    return Err(shape("stream_event without event"));
                 };
                 self.stream_event(ev, sub, line, em);
             }
@@ -1006,11 +1020,11 @@ impl Claude {
                 raw(em, line, self.flavor);
             }
             Some(other) => {
-                em.unknown(format!("record type {other:?}"));
+                unknown(em, "record type", other);
                 raw(em, line, self.flavor);
             }
             None => {
-                em.unknown("record without a type");
+                noted(em, "record without a type");
                 raw(em, line, self.flavor);
             }
         }
@@ -1063,6 +1077,13 @@ impl Claude {
         if !self.flavor.agent_tools.contains(&name) {
             return;
         }
+        self.note_agent(id, block, msg);
+    }
+
+    /// [`note_agent_call`](Self::note_agent_call) for a call of an agent
+    /// tool (out of line: most calls are of other tools).
+    #[inline(never)]
+    fn note_agent(&mut self, id: &str, block: &Block, msg: &str) {
         if self.agent_calls.iter().any(|c| c.id == id) {
             return;
         }
@@ -1122,6 +1143,7 @@ impl Claude {
     /// (`can_use_tool`) is a CUSTOM `approval_request` whose value is the
     /// request's fields and its `request_id`; other requests have no event
     /// of their own.
+    #[inline(never)]
     fn control_request(&mut self, rec: &Record, em: &mut Emitter) {
         let (Some(id), Some(request)) = (rec.request_id, rec.request) else {
             return;
@@ -1167,6 +1189,7 @@ impl Claude {
 
     /// The CLI withdraws a control request: a permission question's
     /// withdrawal is a CUSTOM `approval_cancel` with its `request_id`.
+    #[inline(never)]
     fn control_cancel(&mut self, rec: &Record, em: &mut Emitter) {
         let Some(id) = rec.request_id else { return };
         let Some(i) = self.asked.iter().position(|a| a.id == id.get()) else {
@@ -1181,6 +1204,7 @@ impl Claude {
 
     // ---- system ---------------------------------------------------------
 
+    #[inline(never)]
     fn system(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         match rec.subtype.as_deref() {
             Some("init") => {
@@ -1224,7 +1248,7 @@ impl Claude {
                 // record, which does.
                 let named = rec.uuid.is_none() || rec.uuid != rec.session_id;
                 if let (false, Some(text)) = (named, line.text()) {
-                    self.unstarted.set(text.trim());
+                    self.unstarted.set(json::trim(text));
                     return;
                 }
                 em.start_run(rec.session_id.as_deref(), rec.uuid.as_deref());
@@ -1293,6 +1317,7 @@ impl Claude {
         }
     }
 
+    #[inline(never)]
     fn stream_event(
         &mut self,
         ev: &StreamEvent,
@@ -1343,7 +1368,7 @@ impl Claude {
                     return raw(em, line, self.flavor);
                 };
                 let Some(i) = self.find_block(l, ev.index) else {
-                    em.unknown("content_block_delta for a block that never started");
+                    noted(em, "content_block_delta for a block that never started");
                     return raw(em, line, self.flavor);
                 };
                 match delta.kind.as_deref() {
@@ -1384,7 +1409,7 @@ impl Claude {
                         }
                     }
                     Some(other) => {
-                        em.unknown(format!("delta type {other:?}"));
+                        unknown(em, "delta type", other);
                         raw(em, line, self.flavor);
                     }
                     None => raw(em, line, self.flavor),
@@ -1402,7 +1427,7 @@ impl Claude {
             other if self.flavor.stream_events.contains(&other) => raw(em, line, self.flavor),
             "error" => raw(em, line, self.flavor),
             other => {
-                em.unknown(format!("stream event type {other:?}"));
+                unknown(em, "stream event type", other);
                 raw(em, line, self.flavor);
             }
         }
@@ -1595,6 +1620,7 @@ impl Claude {
 
     // ---- complete lines ---------------------------------------------------
 
+    #[inline(never)]
     fn assistant(
         &mut self,
         rec: &Record,
@@ -1602,7 +1628,7 @@ impl Claude {
         em: &mut Emitter,
     ) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
-            return Err(LineError::Shape("assistant without message".into()));
+            return Err(shape("assistant without message"));
         };
         let blocks: &[Block] = match &msg.content {
             Some(c @ (MsgContent::Blocks(_) | MsgContent::One(_))) => c.blocks(),
@@ -1841,7 +1867,7 @@ impl Claude {
                 em.tool_result(tid, Content::Text(content), &meta);
             }
             other => {
-                em.unknown(format!("content block type {other:?}"));
+                unknown(em, "content block type", other);
                 raw(em, line, self.flavor);
                 return false;
             }
@@ -1849,9 +1875,10 @@ impl Claude {
         true
     }
 
+    #[inline(never)]
     fn user(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) -> Result<(), LineError> {
         let Some(msg) = &rec.message else {
-            return Err(LineError::Shape("user without message".into()));
+            return Err(shape("user without message"));
         };
         let has_text = match &msg.content {
             None => return Ok(()),
@@ -1883,7 +1910,7 @@ impl Claude {
             match block.kind.as_deref() {
                 Some("tool_result") => {
                     let Some(tid) = block.tool_use_id.as_deref() else {
-                        return Err(LineError::Shape("tool_result without tool_use_id".into()));
+                        return Err(shape("tool_result without tool_use_id"));
                     };
                     // A subagent's work is over when its tool call returns
                     // (unless it runs in the background).
@@ -1929,7 +1956,7 @@ impl Claude {
                     );
                 }
                 Some(other) => {
-                    em.unknown(format!("user content block type {other:?}"));
+                    unknown(em, "user content block type", other);
                     raw(em, line, self.flavor);
                     whole = true;
                 }
@@ -1993,6 +2020,7 @@ impl Claude {
 
     // ---- result -------------------------------------------------------------
 
+    #[inline(never)]
     fn result(&mut self, rec: &Record, line: Line<'_>, em: &mut Emitter) {
         let waiting = self.background.iter().any(|b| em.subagent_open(b));
         if waiting {
@@ -2032,73 +2060,86 @@ impl Claude {
         if subtype == "success" && rec.is_error != Some(true) {
             return em.finish_run(result, None, &usage);
         }
-        // A failure: its text and errors are read only now.
-        let text = rec.result.map(text_of);
-        let mut errors: Vec<String> = rec
-            .errors
-            .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
-            .unwrap_or_default();
-        if let Some(ResultError {
-            message: Some(message),
-        }) = rec
-            .error
-            .and_then(|e| serde_json::from_str::<ResultError>(e.get()).ok())
-        {
-            errors.push(message.into_owned());
+        run_failed(rec, subtype, result, &usage, em);
+    }
+}
+
+/// A run that ended in failure (`subtype`: the result's), or cancelled.
+/// Out of line: most runs succeed.
+#[inline(never)]
+fn run_failed(
+    rec: &Record,
+    subtype: &str,
+    result: Option<MetaValue>,
+    usage: &[Usage],
+    em: &mut Emitter,
+) {
+    // Its text and errors are read only now.
+    let text = rec.result.map(text_of);
+    let mut errors: Vec<String> = rec
+        .errors
+        .and_then(|e| serde_json::from_str::<Vec<String>>(e.get()).ok())
+        .unwrap_or_default();
+    if let Some(ResultError {
+        message: Some(message),
+    }) = rec
+        .error
+        .and_then(|e| serde_json::from_str::<ResultError>(e.get()).ok())
+    {
+        errors.push(message.into_owned());
+    }
+    let meta = [("result", result)];
+    let reason = rec.terminal_reason.as_deref().unwrap_or("");
+    let cancelled = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
+    };
+    match subtype {
+        _ if subtype == "error_max_turns" || reason == "max_turns" => {
+            let msg = errors
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "reached the maximum number of turns".into());
+            em.fail_run(&msg, code::MAX_TURNS, usage, &meta);
         }
-        let meta = [("result", result)];
-        let reason = rec.terminal_reason.as_deref().unwrap_or("");
-        let cancelled = |s: &str| {
-            let s = s.to_ascii_lowercase();
-            s.contains("interrupt") || s.contains("abort") || s.contains("cancel")
-        };
-        match subtype {
-            _ if subtype == "error_max_turns" || reason == "max_turns" => {
-                let msg = errors
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "reached the maximum number of turns".into());
-                em.fail_run(&msg, code::MAX_TURNS, &usage, &meta);
-            }
-            "error_during_execution"
-                if cancelled(reason) || errors.iter().any(|e| cancelled(e)) =>
+        "error_during_execution" if cancelled(reason) || errors.iter().any(|e| cancelled(e)) => {
+            em.finish_run(result, Some(Outcome::Cancelled), usage);
+        }
+        _ => {
+            let msg = text
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
+                .unwrap_or_else(|| format!("the run ended with {subtype}"));
+            let lower = msg.to_ascii_lowercase();
+            let api_type = rec.api_error_type.as_deref().unwrap_or("");
+            let code = if matches!(rec.api_error_status, Some(401 | 403))
+                || api_type.contains("authentication")
+                || api_type.contains("permission")
             {
-                em.finish_run(result, Some(Outcome::Cancelled), &usage);
-            }
-            _ => {
-                let msg = text
-                    .as_deref()
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
-                    .unwrap_or_else(|| format!("the run ended with {subtype}"));
-                let lower = msg.to_ascii_lowercase();
-                let api_type = rec.api_error_type.as_deref().unwrap_or("");
-                let code = if matches!(rec.api_error_status, Some(401 | 403))
-                    || api_type.contains("authentication")
-                    || api_type.contains("permission")
-                {
-                    code::AUTH_ERROR
-                } else if rec.api_error_status.is_some()
-                    || !api_type.is_empty()
-                    || reason == "api_error"
-                    || msg.trim_start_matches('[').starts_with("API Error")
-                {
-                    if msg.contains("401") || lower.contains("authentication") {
-                        code::AUTH_ERROR
-                    } else {
-                        code::API_ERROR
-                    }
-                } else if lower.contains("invalid api key") || msg.contains("/login") {
+                code::AUTH_ERROR
+            } else if rec.api_error_status.is_some()
+                || !api_type.is_empty()
+                || reason == "api_error"
+                || msg.trim_start_matches('[').starts_with("API Error")
+            {
+                if msg.contains("401") || lower.contains("authentication") {
                     code::AUTH_ERROR
                 } else {
-                    code::CLI_ERROR
-                };
-                em.fail_run(&msg, code, &usage, &meta);
-            }
+                    code::API_ERROR
+                }
+            } else if lower.contains("invalid api key") || msg.contains("/login") {
+                code::AUTH_ERROR
+            } else {
+                code::CLI_ERROR
+            };
+            em.fail_run(&msg, code, usage, &meta);
         }
     }
+}
 
+impl Claude {
     /// Anthropic counts cache reads and writes outside `input_tokens`; AG-UI's
     /// `inputTokens` is the whole input, with the cache parts inside it
     /// (where the flavor counts them outside).
@@ -2373,31 +2414,41 @@ fn content_end(content: Option<&MsgContent>, json: &str, start: usize) -> Option
         MsgContent::Blocks(v) => v.last()?,
     };
     // After a string, its closing quote; after a raw value, nothing.
-    let string = |s: &Option<Cow<str>>| match s {
-        Some(Cow::Borrowed(s)) => offset(json, s).map(|at| at + s.len() + 1),
-        _ => None,
-    };
-    let raw =
-        |v: Option<&RawValue>| v.and_then(|v| offset(json, v.get()).map(|at| at + v.get().len()));
-    let after = [
-        string(&block.kind),
-        string(&block.signature),
-        string(&block.data),
-        string(&block.id),
-        string(&block.name),
-        string(&block.tool_use_id),
-        raw(block.text),
-        raw(block.thinking),
-        raw(block.input),
-        raw(block.content),
-        raw(block.source),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .filter(|&at| at > start)?;
+    let strings = [
+        &block.kind,
+        &block.signature,
+        &block.data,
+        &block.id,
+        &block.name,
+        &block.tool_use_id,
+    ];
+    let raws = [
+        block.text,
+        block.thinking,
+        block.input,
+        block.content,
+        block.source,
+    ];
+    let mut after = 0;
+    for s in strings {
+        if let Some(Cow::Borrowed(s)) = s {
+            after = after.max(end_in(json, s, 1));
+        }
+    }
+    for v in raws.into_iter().flatten() {
+        after = after.max(end_in(json, v.get(), 0));
+    }
+    if after <= start {
+        return None;
+    }
     // Inside the block, inside the list.
     json::close_end(json.as_bytes(), after, 2)
+}
+
+/// Where `part`, a slice of `json`, ends in it, `past` bytes on (its
+/// closing quote); 0 if it is not in it.
+fn end_in(json: &str, part: &str, past: usize) -> usize {
+    offset(json, part).map_or(0, |at| at + part.len() + past)
 }
 
 /// Where `part`, a slice of `json`, starts in it.
@@ -2418,13 +2469,15 @@ fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
         return None;
     }
     // The key is one that was matched: no quote inside, escaped or not.
-    let open = memchr::memrchr(b'"', &b[..close])?;
+    let open = b[..close].iter().rposition(|&c| c == b'"')?;
     Some((open, &b[open + 1..close]))
 }
 
 /// The places of the carried members, found by one scan of the text that
 /// skips strings with `memchr`; None if it is not an object with a message
 /// object. (A parser that skips nested values would allocate for them.)
+#[cold]
+#[inline(never)]
 fn scanned_places(json: &str) -> Option<Carried> {
     let b = json.as_bytes();
     let mut message = false;
@@ -2462,7 +2515,13 @@ fn scanned_places(json: &str) -> Option<Carried> {
 /// around the whole left out.
 fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
     let b = json.as_bytes();
-    places.sort_unstable_by_key(|s| s.map(|(a, _)| a));
+    // In the order they stand (three places: a sort's code is larger).
+    let key = |s: Option<(usize, usize)>| s.map(|(a, _)| a);
+    for (i, j) in [(0, 1), (1, 2), (0, 1)] {
+        if key(places[j]) < key(places[i]) {
+            places.swap(i, j);
+        }
+    }
     let mut pieces = [""; 4];
     let mut n = 0;
     let mut at = 0;
@@ -2487,8 +2546,9 @@ fn cut(json: &str, mut places: Carried) -> ([&str; 4], usize) {
     pieces[n] = &json[at..];
     n += 1;
     // The record's own spaces around it (the places are inside it).
-    pieces[0] = pieces[0].trim_start();
-    pieces[n - 1] = pieces[n - 1].trim_end();
+    pieces[0] = &pieces[0][skip_ws(pieces[0].as_bytes(), 0)..];
+    let last = pieces[n - 1];
+    pieces[n - 1] = &last[..skip_ws_back(last.as_bytes(), last.len())];
     (pieces, n)
 }
 
@@ -2499,6 +2559,7 @@ fn next_to(b: &[u8], end: usize, start: usize) -> bool {
 }
 
 /// Index `i` moved past whitespace.
+#[inline(never)]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
@@ -2507,6 +2568,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Index `i` moved back over whitespace.
+#[inline(never)]
 fn skip_ws_back(b: &[u8], mut i: usize) -> usize {
     while i > 0 && b[i - 1].is_ascii_whitespace() {
         i -= 1;
@@ -2531,7 +2593,6 @@ fn with_comma(b: &[u8], start: usize, end: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// Keep a record that parsed as RAW, copied as it is.
 /// Whether a user text is the note Claude Code writes for the model when
 /// the user interrupts it (`[Request interrupted by user]`, `… for tool
 /// use]`): the run's outcome says so; it is no message of the person's.
@@ -2539,8 +2600,34 @@ fn is_interruption(text: &str) -> bool {
     text.starts_with("[Request interrupted by user") && text.ends_with(']')
 }
 
+/// Keep a record that parsed as RAW, copied as it is. Out of line, as
+/// are the helpers below: the code that translates the usual records stays
+/// small, and so does the part of it that the processor keeps at hand.
+#[inline(never)]
 fn raw(em: &mut Emitter, line: Line<'_>, flavor: Of) {
     super::raw_record(em, line, flavor.source);
+}
+
+/// Note a record or block of a kind not known (`what`: which, `kind`: its
+/// type as written) for `--strict` and the report on stderr.
+#[cold]
+#[inline(never)]
+fn unknown(em: &mut Emitter, what: &str, kind: &str) {
+    em.unknown(format!("{what} {kind:?}"));
+}
+
+/// Note something not understood in a record.
+#[cold]
+#[inline(never)]
+fn noted(em: &mut Emitter, what: &str) {
+    em.unknown(what);
+}
+
+/// A record of a known type without what that type has.
+#[cold]
+#[inline(never)]
+fn shape(what: &str) -> LineError {
+    LineError::Shape(what.to_owned())
 }
 
 /// A record of subagent `sub`, if it is running: its events say so.
@@ -3308,6 +3395,12 @@ impl Tasks {
 
     /// Apply the result of call `tid`; true if the list changed.
     fn result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
+        // Most runs call no task tool: no lookup, and the rest out of line.
+        !self.calls.is_empty() && self.call_result(tid, result)
+    }
+
+    #[inline(never)]
+    fn call_result(&mut self, tid: &str, result: Option<&RawValue>) -> bool {
         let Some((tool, input)) = self.calls.remove(tid) else {
             return false;
         };

@@ -183,7 +183,7 @@ pub fn line_json(line: &[u8]) -> Option<&RawValue> {
 /// A record that has parsed, to copy into an event (`RUN_FINISHED.result`,
 /// metadata) as it is: no second parse, and no second UTF-8 check.
 pub fn record_json(line: Line<'_>) -> Option<MetaValue<'_>> {
-    line.text().map(|json| MetaValue::Record(json.trim()))
+    line.text().map(|text| MetaValue::Record(json::trim(text)))
 }
 
 /// A RAW event around a record that has parsed (so it is one valid JSON
@@ -191,7 +191,7 @@ pub fn record_json(line: Line<'_>) -> Option<MetaValue<'_>> {
 /// UTF-8 (in a string the parser skipped) goes out as bytes.
 pub fn raw_record(em: &mut Emitter, line: Line<'_>, source: &str) {
     match line.text() {
-        Some(json) => em.raw_line(json.trim(), source),
+        Some(text) => em.raw_line(json::trim(text), source),
         None => passthrough(em, source, 0, &line),
     }
 }
