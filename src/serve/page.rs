@@ -252,7 +252,7 @@ fn context_block(
     if items.is_empty() && state.is_none() {
         return Ok(None);
     }
-    let mut block = String::from("<context from the application>\n");
+    let mut block = String::from(CONTEXT_OPEN);
     for i in &items {
         block.push_str(&format!("{}: {}\n", i.description.trim(), i.value.trim()));
     }
@@ -260,8 +260,21 @@ fn context_block(
         let one_line = s.replace(['\n', '\r'], " ");
         block.push_str(&format!("The application's state (JSON): {one_line}\n"));
     }
-    block.push_str("</context from the application>\n\n");
+    block.push_str(CONTEXT_CLOSE);
     Ok(Some(block))
+}
+
+/// The lines that open and close the block of [`context_block`].
+const CONTEXT_OPEN: &str = "<context from the application>\n";
+const CONTEXT_CLOSE: &str = "</context from the application>\n\n";
+
+/// A prompt as the page wrote it: without the block of the page's
+/// context put before it ([`context_block`]), if it begins with one.
+pub(super) fn without_context(prompt: &str) -> &str {
+    prompt
+        .strip_prefix(CONTEXT_OPEN)
+        .and_then(|rest| rest.split_once(CONTEXT_CLOSE))
+        .map_or(prompt, |(_, words)| words)
 }
 
 /// The fields a waiting run reads besides the resume, to be added to its
