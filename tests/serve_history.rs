@@ -248,3 +248,55 @@ fn a_thread_that_cannot_be_rebuilt_is_told_why() {
     assert!(why.contains("Claude Code's transcript"), "{why}");
     assert!(!why.contains('/'), "a path of the server's in {why}");
 }
+
+#[test]
+fn a_message_with_files_comes_back_with_a_stand_in_for_each() {
+    use base64::Engine as _;
+    let b64 = |f: &str| {
+        let bytes = std::fs::read(root().join("testdata/files").join(f)).unwrap();
+        (
+            base64::engine::general_purpose::STANDARD.encode(&bytes),
+            bytes.len(),
+        )
+    };
+    let ((png, png_len), (pdf, pdf_len)) = (b64("dot.png"), b64("dot.pdf"));
+    let argv = tmp("files-argv");
+    let recording = root().join("testdata/claude/2.1.332/text.jsonl");
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("FAKE_ARGV", &argv)];
+    let server = serve("claude", &[], env);
+    let message = serde_json::json!([{"id": "m1", "role": "user", "content": [
+        {"type": "text", "text": "What is on this page?"},
+        {"type": "image", "source": {"type": "data", "value": png, "mimeType": "image/png"},
+         "metadata": {"filename": "shot.png"}},
+        {"type": "binary", "mimeType": "application/pdf", "data": pdf},
+    ]}]);
+    let (code, _) = post(&server.addr, &body("t", "r1", message.clone()));
+    assert_eq!(code, 200);
+    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(
+        types(&back),
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    );
+    let kept = &back[1]["messages"][0];
+    assert_eq!(kept["id"], "m1");
+    let expected = serde_json::json!([
+        {"type": "text", "text": "What is on this page?"},
+        {"type": "text", "text": format!(
+            "[image \"shot.png\" (image/png, {png_len} bytes): not kept in the thread's history]")},
+        {"type": "text", "text": format!(
+            "[binary (application/pdf, {pdf_len} bytes): not kept in the thread's history]")},
+    ]);
+    assert_eq!(kept["content"], expected);
+    // The page that sends the message again asks for the thread: it is
+    // not run again.
+    let _ = std::fs::remove_file(&argv);
+    let (_, again) = post(&server.addr, &body("t", "r3", message));
+    assert_eq!(
+        types(&again),
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    );
+    assert!(
+        !argv.exists(),
+        "a message with files the thread holds ran again"
+    );
+}

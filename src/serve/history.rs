@@ -46,8 +46,9 @@ pub(super) struct Recorder {
     full: bool,
     /// Events to send after the run's first (its RUN_STARTED), once.
     after_start: Vec<u8>,
-    /// The user's message the run answers (its id and words), if any.
-    user: Option<(String, String)>,
+    /// The user's message the run answers (its id and content as kept:
+    /// [`kept_user`]), if any.
+    user: Option<(String, Value)>,
     /// Events seen so far.
     events: usize,
     /// What the run used, published in the page's state.
@@ -66,9 +67,8 @@ impl Recorder {
                 || format!("user-{}", crate::base::uuid::v7()),
                 str::to_owned,
             );
-        let text = input.last_user_text().unwrap_or_default();
         Recorder {
-            user: Some((id, text)),
+            user: Some((id, kept_user(input))),
             ..Recorder::default()
         }
     }
@@ -206,6 +206,15 @@ impl Recorder {
     }
 }
 
+/// What the history keeps of the request's last user message: its words
+/// as the page sent them (without the page's context), or, when it holds
+/// files, its parts with a stand-in for each file
+/// ([`crate::serve::page::kept_content`]).
+fn kept_user(input: &RunAgentInput) -> Value {
+    crate::serve::page::kept_content(input.last_user_content())
+        .unwrap_or_else(|| Value::String(input.last_user_text().unwrap_or_default()))
+}
+
 /// Adds `delta` to the text in `field`, in place.
 fn append(field: &mut Value, delta: &str) {
     match field {
@@ -238,8 +247,8 @@ pub(super) fn keep(shared: &Shared, thread: &str, run: Recorder) {
 /// over [`MAX_HISTORY`].
 pub(super) fn save(file: &Path, run: Recorder) {
     let mut all = load(file).unwrap_or_default();
-    if let Some((id, text)) = run.user {
-        all.push(json!({"id": id, "role": "user", "content": text}));
+    if let Some((id, content)) = run.user {
+        all.push(json!({"id": id, "role": "user", "content": content}));
     }
     // The user's message is the request's (the CLI's echo of it is left
     // out); an empty assistant message is none.
@@ -420,21 +429,22 @@ pub(super) fn for_reloaded(
 }
 
 /// Whether the request's last user message is one the thread's history
-/// already holds, the same id with the same text (a page that sends only
+/// already holds, the same id with the same content (a page that sends only
 /// what the server has: it asks for the thread, it does not ask again).
 pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
-    let (Some(id), Some(text)) = (input.last_user_id(), input.last_user_text()) else {
+    let Some(id) = input.last_user_id() else {
         return false;
     };
+    let content = kept_user(input);
     let file = shared
         .threads
         .lock()
         .expect("not poisoned")
         .history_file(&input.thread_id);
     load(&file).is_some_and(|messages| {
-        messages.iter().any(|m| {
-            m["role"] == "user" && m["id"].as_str() == Some(id) && m["content"] == text.as_str()
-        })
+        messages
+            .iter()
+            .any(|m| m["role"] == "user" && m["id"].as_str() == Some(id) && m["content"] == content)
     })
 }
 
@@ -1071,7 +1081,7 @@ mod tests {
         let big = "x".repeat(MAX_HISTORY / 4);
         for i in 0..6 {
             let run = Recorder {
-                user: Some((format!("u{i}"), big.clone())),
+                user: Some((format!("u{i}"), big.clone().into())),
                 ..Recorder::default()
             };
             save(&file, run);

@@ -569,6 +569,9 @@ struct PartIn<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     filename: Option<Cow<'a, str>>,
+    /// A `text` part's words.
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -684,17 +687,75 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
     }
 }
 
-/// How a refusal names part `i` (from 1): its place, kind and file name.
-fn part_name(i: usize, part: &PartIn) -> String {
+/// The file name a part gives: the 0.0 `filename`, or the 1.0
+/// `metadata.filename`.
+fn file_name(part: &PartIn) -> Option<String> {
     #[derive(Deserialize)]
     struct Meta {
         filename: Option<String>,
     }
-    let file = part.filename.as_deref().map(str::to_owned).or_else(|| {
+    part.filename.as_deref().map(str::to_owned).or_else(|| {
         part.metadata
             .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
             .and_then(|m| m.filename)
+    })
+}
+
+/// What the thread's history keeps of the last user message's content
+/// when it holds files (`None` when it holds none: its text is kept): its
+/// parts in order, each text part as it is, and each file, whose bytes
+/// are not kept, as a text part that stands in for it, naming its kind,
+/// its name, its type and its size: `[image "shot.png" (image/png, 75
+/// bytes): not kept in the thread's history]`.
+pub(super) fn kept_content(content: Option<&RawValue>) -> Option<serde_json::Value> {
+    let json = content.map(RawValue::get).filter(|c| c.starts_with('['))?;
+    let parts: Vec<PartIn> = serde_json::from_str(json).ok()?;
+    if parts.iter().all(|p| p.kind.as_deref() == Some("text")) {
+        return None;
+    }
+    let kept = parts.iter().map(|part| {
+        let text = match (part.kind.as_deref(), &part.text) {
+            (Some("text"), Some(t)) => t.to_string(),
+            _ => stand_in(part),
+        };
+        serde_json::json!({"type": "text", "text": text})
     });
+    Some(serde_json::Value::Array(kept.collect()))
+}
+
+/// The text that stands in for a file part in the thread's history.
+fn stand_in(part: &PartIn) -> String {
+    let kind = shown(part.kind.as_deref().unwrap_or("file"));
+    let (mime, data) = match &part.source {
+        Some(s) => (s.mime_type.as_deref(), s.value.as_deref()),
+        None => (part.mime_type.as_deref(), part.data.as_deref()),
+    };
+    let mut about = Vec::new();
+    if let Some(mime) = mime {
+        about.push(shown(mime));
+    }
+    if let Some(data) = data.filter(|_| part.source.as_ref().is_none_or(|s| s.kind == "data")) {
+        let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+        let digits = data.len() - padding;
+        about.push(format!("{} bytes", digits * 3 / 4));
+    }
+    let about = if about.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", about.join(", "))
+    };
+    match file_name(part) {
+        Some(name) => format!(
+            "[{kind} {:?}{about}: not kept in the thread's history]",
+            shown(&name)
+        ),
+        None => format!("[{kind}{about}: not kept in the thread's history]"),
+    }
+}
+
+/// How a refusal names part `i` (from 1): its place, kind and file name.
+fn part_name(i: usize, part: &PartIn) -> String {
+    let file = file_name(part);
     let kind = shown(part.kind.as_deref().unwrap_or("no type"));
     match file {
         Some(f) => format!("the user message's part {i} ({kind} {:?})", shown(&f)),
