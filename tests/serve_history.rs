@@ -300,3 +300,40 @@ fn a_message_with_files_comes_back_with_a_stand_in_for_each() {
         "a message with files the thread holds ran again"
     );
 }
+
+#[test]
+fn codex_s_app_server_reads_a_thread_back_whose_history_was_lost() {
+    let state = tmp("codex-state");
+    let sent = tmp("codex-sent");
+    let recording = root().join("testdata/codex/0.169.0/resume.jsonl");
+    // The real app-server's answer to `initialize` and `thread/read`.
+    let server_side = root().join("testdata/transcripts/codex-0.169.0/thread-read.transcript");
+    let env: &[(&str, &Path)] = &[
+        ("FAKE_REPLAY", &recording),
+        ("FAKE_SERVER", &server_side),
+        ("FAKE_SENT", &sent),
+    ];
+    let server = serve("codex", &["--state-dir", state.to_str().unwrap()], env);
+    let (code, _) = post(
+        &server.addr,
+        &body("t", "r1", serde_json::json!([user("m1", "Hi")])),
+    );
+    assert_eq!(code, 200);
+    forget_history(&state, "codex");
+    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(
+        types(&back),
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    );
+    assert_eq!(said(&back[1]["messages"]), TWO_TURNS);
+    // It asked for the thread the run reported, with its turns.
+    let asked = std::fs::read_to_string(&sent).unwrap();
+    let read: serde_json::Value = asked
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["method"] == "thread/read")
+        .unwrap();
+    let session = session_of(&recording, "thread_id");
+    assert_eq!(read["params"]["threadId"], session.as_str());
+    assert_eq!(read["params"]["includeTurns"], true);
+}

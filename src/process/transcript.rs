@@ -4,14 +4,20 @@
 //! configuration directory (`projects/<working directory>/<session>.jsonl`),
 //! whose user and assistant records are the records of its stream; and
 //! Copilot CLI's `session-state/<session>/events.jsonl`, the events of
-//! its JSON mode. The other CLIs have none read here ([`read`] says why).
+//! its JSON mode; and Codex's thread as its app-server reads it back
+//! (`codex app-server`, `thread/read` with its turns), each turn's items
+//! as the notifications of a turn. The other CLIs have none read here
+//! ([`read`] says why).
 //!
-//! The file is untrusted-sized input: at most [`MAX_TRANSCRIPT`] bytes of
-//! its end are read (the oldest records go first, as in a kept history),
-//! and at most [`MAX_FOLDERS`] folders are looked in for it.
+//! A transcript is untrusted-sized input: at most [`MAX_TRANSCRIPT`] bytes
+//! of a file's end are read (the oldest records go first, as in a kept
+//! history), at most [`MAX_FOLDERS`] folders are looked in for it, and the
+//! app-server's answer is read up to the same size, for
+//! [`CODEX_READ_TIMEOUT`] at most.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -41,18 +47,20 @@ impl Cannot {
 
 /// The AG-UI events (NDJSON) of the transcript of `session`, a session
 /// of `cli` run in `cwd`, or why there is none to read.
-pub fn read(cli: Dialect, session: &str, cwd: &Path) -> Result<Vec<u8>, Cannot> {
+///
+/// `cli_path` is the CLI's program as the runs name it (`--cli`), for a
+/// CLI asked for its transcript (Codex's app-server).
+pub fn read(
+    cli: Dialect,
+    session: &str,
+    cwd: &Path,
+    cli_path: Option<&Path>,
+) -> Result<Vec<u8>, Cannot> {
     let title = cli.spec().title;
     let file = match cli.name() {
         "claude" => claude_session_file(claude_config_dir(), session, cwd),
         "copilot" => copilot_session_file(session),
-        "codex" | "codex-app-server" => {
-            return Err(Cannot::said(
-                "Codex keeps its threads itself (the app-server's `thread/read`), which this \
-                 server does not read back"
-                    .into(),
-            ))
-        }
+        "codex" | "codex-app-server" => return codex_thread(session, cli_path),
         "acp" => {
             return Err(Cannot::said(
                 "an ACP agent replays a session only when asked to load it (`session/load`), \
@@ -94,6 +102,101 @@ pub fn translate(cli: Dialect, bytes: Vec<u8>) -> Option<Vec<u8>> {
         return None;
     }
     Some(crate::run::translate_bytes(FromCli::Dialect(cli), &records))
+}
+
+/// How long Codex's app-server has to answer `thread/read`.
+const CODEX_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The thread `session` as Codex's app-server reads it (`codex
+/// app-server`: `initialize`, then `thread/read` with its turns), each
+/// turn's items handed to the app-server's translator as the
+/// notifications of a turn that completed them.
+fn codex_thread(session: &str, cli_path: Option<&Path>) -> Result<Vec<u8>, Cannot> {
+    let unread = |detail: String| Cannot {
+        why: "Codex's app-server could not read the thread's session back".into(),
+        detail: Some(detail),
+    };
+    session_ok(session).map_err(unread)?;
+    let codex = Dialect::named("codex").expect("a dialect");
+    let exe = crate::process::spawn::executable(codex, cli_path)
+        .map_err(|name| unread(format!("no {} on PATH", name.display())))?;
+    let mut child = std::process::Command::new(&exe)
+        .arg("app-server")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| unread(format!("{}: {e}", exe.display())))?;
+    let asks = serde_json::json!([
+        {"id": 0, "method": "initialize", "params": {"clientInfo":
+            {"name": "agui_translate", "title": "agui-translate", "version": env!("CARGO_PKG_VERSION")}}},
+        {"method": "initialized"},
+        {"id": 1, "method": "thread/read", "params": {"threadId": session, "includeTurns": true}},
+    ]);
+    let mut stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(codex_answer(stdout));
+    });
+    for ask in asks.as_array().expect("an array") {
+        let _ = std::io::Write::write_all(&mut stdin, format!("{ask}\n").as_bytes());
+    }
+    let answer = rx.recv_timeout(CODEX_READ_TIMEOUT);
+    drop(stdin);
+    // SAFETY: the group of the child started here, not yet waited for.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    let answer = match answer {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(why)) => return Err(unread(why)),
+        Err(_) => return Err(unread(format!("no answer in {CODEX_READ_TIMEOUT:?}"))),
+    };
+    if let Some(error) = answer.get("error") {
+        return Err(unread(format!("thread/read: {error}")));
+    }
+    let thread = &answer["result"]["thread"];
+    let mut lines = Vec::new();
+    for turn in thread["turns"].as_array().into_iter().flatten() {
+        let params = |item: &serde_json::Value| serde_json::json!({"threadId": session, "turnId": turn["id"], "item": item});
+        let started = serde_json::json!({"method": "turn/started", "params": {"threadId": session,
+            "turn": {"id": turn["id"], "items": [], "status": "inProgress"}}});
+        lines.push(started);
+        for item in turn["items"].as_array().into_iter().flatten() {
+            lines.push(serde_json::json!({"method": "item/completed", "params": params(item)}));
+        }
+        let ended = serde_json::json!({"method": "turn/completed", "params": {"threadId": session,
+            "turn": {"id": turn["id"], "items": [], "status": turn["status"]}}});
+        lines.push(ended);
+    }
+    let mut records = Vec::new();
+    for line in lines {
+        records.extend_from_slice(line.to_string().as_bytes());
+        records.push(b'\n');
+    }
+    let server = Dialect::named("codex-app-server").expect("a dialect");
+    translate(server, records).ok_or_else(|| unread("the thread has no turn".into()))
+}
+
+/// The app-server's answer to request 1 (`thread/read`), from its stdout,
+/// reading at most [`MAX_TRANSCRIPT`] bytes.
+fn codex_answer(stdout: std::process::ChildStdout) -> Result<serde_json::Value, String> {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line) {
+            Ok(0) => return Err("it ended without answering".into()),
+            Err(e) => return Err(e.to_string()),
+            Ok(_) => {}
+        }
+        if !line.starts_with(b"{\"id\":1,") {
+            continue;
+        }
+        return serde_json::from_slice(&line).map_err(|e| format!("its answer: {e}"));
+    }
 }
 
 /// Claude Code's configuration directory: `CLAUDE_CONFIG_DIR`, or

@@ -310,8 +310,12 @@ pub(super) fn of_thread(
     let Some(session) = session else {
         return Ok(None);
     };
-    let cwd = run_dir(&shared.run_options);
-    match crate::process::transcript::read(shared.cli, &session, &cwd) {
+    let cwd = own_option(&shared.run_options, "--cwd")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    let cli_path = own_option(&shared.run_options, "--cli").map(Path::new);
+    match crate::process::transcript::read(shared.cli, &session, &cwd, cli_path) {
         Ok(events) => Ok(Some((write(&file, messages_of(&events)), true))),
         Err(cannot) => {
             let detail = cannot
@@ -330,22 +334,17 @@ pub(super) fn of_thread(
     }
 }
 
-/// The directory the runs start their CLI in: `--cwd` among the run
-/// options, or the server's own.
-fn run_dir(run_options: &[String]) -> std::path::PathBuf {
-    let own: Vec<&String> = run_options.iter().take_while(|o| *o != "--").collect();
-    let given = own
-        .iter()
-        .enumerate()
-        .find_map(|(i, o)| match o.strip_prefix("--cwd=") {
-            Some(dir) => Some(dir.to_owned()),
-            None if *o == "--cwd" => own.get(i + 1).map(|d| d.to_string()),
+/// The value of the run option `name` (`--name VALUE` or `--name=VALUE`)
+/// among the run's own options (before a `--`).
+fn own_option<'a>(run_options: &'a [String], name: &str) -> Option<&'a str> {
+    let own: Vec<&'a String> = run_options.iter().take_while(|o| *o != "--").collect();
+    own.iter().enumerate().find_map(|(i, o)| {
+        match o.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
+            Some(v) => Some(v),
+            None if o.as_str() == name => own.get(i + 1).map(|v| v.as_str()),
             None => None,
-        });
-    given
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default()
+        }
+    })
 }
 
 /// The messages of a CLI's transcript translated (`events`, NDJSON): the
