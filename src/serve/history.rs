@@ -1072,6 +1072,32 @@ mod tests {
     }
 
     #[test]
+    fn a_message_s_files_are_kept_as_stand_ins_between_its_words() {
+        let kept = |content: &str| {
+            let raw = RawValue::from_string(content.to_owned()).unwrap();
+            crate::serve::page::kept_content(Some(&raw))
+        };
+        assert_eq!(kept(r#""Hi""#), None);
+        assert_eq!(kept(r#"[{"type":"text","text":"Hi"}]"#), None);
+        let parts = kept(
+            r#"[{"type":"text","text":"a"},{"type":"text"},{"type":"text","text":"b"},
+                {"type":"document","source":{"type":"data","value":"JVBERg==","mimeType":"application/pdf"}},
+                {"type":"image","source":{"type":"url","value":"https://example.com/a.png"}},
+                {"type":"text","text":"c"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            parts,
+            json!([
+                {"type": "text", "text": "a\nb"},
+                {"type": "text", "text": "[document (application/pdf, 4 bytes): not kept in the thread's history]"},
+                {"type": "text", "text": "[image: not kept in the thread's history]"},
+                {"type": "text", "text": "c"},
+            ])
+        );
+    }
+
+    #[test]
     fn the_history_is_bounded_oldest_first() {
         let dir = std::env::temp_dir().join(format!("agui-history-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

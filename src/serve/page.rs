@@ -703,24 +703,74 @@ fn file_name(part: &PartIn) -> Option<String> {
 
 /// What the thread's history keeps of the last user message's content
 /// when it holds files (`None` when it holds none: its text is kept): its
-/// parts in order, each text part as it is, and each file, whose bytes
+/// parts in order, its text parts (those side by side made one, a line
+/// each, as the prompt has them) as they are, and each file, whose bytes
 /// are not kept, as a text part that stands in for it, naming its kind,
 /// its name, its type and its size: `[image "shot.png" (image/png, 75
-/// bytes): not kept in the thread's history]`.
+/// bytes): not kept in the thread's history]`. Read part by part: a
+/// content of many parts costs no list of them.
 pub(super) fn kept_content(content: Option<&RawValue>) -> Option<serde_json::Value> {
+    use serde::de::DeserializeSeed;
     let json = content.map(RawValue::get).filter(|c| c.starts_with('['))?;
-    let parts: Vec<PartIn> = serde_json::from_str(json).ok()?;
-    if parts.iter().all(|p| p.kind.as_deref() == Some("text")) {
-        return None;
+    let mut kept = Kept::default();
+    let mut de = serde_json::Deserializer::from_str(json);
+    (&mut kept).deserialize(&mut de).ok()?;
+    kept.text_part();
+    (kept.files > 0).then_some(serde_json::Value::Array(kept.parts))
+}
+
+/// The parts kept of a content so far ([`kept_content`]).
+#[derive(Default)]
+struct Kept {
+    parts: Vec<serde_json::Value>,
+    /// Text parts read since the last file, a line each.
+    text: Option<String>,
+    files: usize,
+}
+
+impl Kept {
+    /// The text parts read since the last file, as one part.
+    fn text_part(&mut self) {
+        if let Some(text) = self.text.take().filter(|t| !t.trim().is_empty()) {
+            self.parts
+                .push(serde_json::json!({"type": "text", "text": text}));
+        }
     }
-    let kept = parts.iter().map(|part| {
-        let text = match (part.kind.as_deref(), &part.text) {
-            (Some("text"), Some(t)) => t.to_string(),
-            _ => stand_in(part),
-        };
-        serde_json::json!({"type": "text", "text": text})
-    });
-    Some(serde_json::Value::Array(kept.collect()))
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut Kept {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Kept {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of parts")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(part) = seq.next_element::<PartIn<'de>>()? {
+            match (part.kind.as_deref(), part.text.as_deref()) {
+                (Some("text"), Some(words)) => {
+                    let text = self.text.get_or_insert_with(String::new);
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(words);
+                }
+                (Some("text"), None) => {}
+                _ => {
+                    self.text_part();
+                    self.parts
+                        .push(serde_json::json!({"type": "text", "text": stand_in(&part)}));
+                    self.files += 1;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The text that stands in for a file part in the thread's history.
