@@ -1053,6 +1053,89 @@ fn http_agent_gets_its_thread_back() {
     let _ = std::fs::remove_dir_all(&state);
 }
 
+/// A page that comes back to a thread whose history the server did not
+/// keep (`tests/conformance/transcript.cjs`): the 1.0 and 0.0.59
+/// HttpAgent take the thread rebuilt from Claude Code's real session file,
+/// a message with files back with its stand-ins, and the run error of a
+/// thread that cannot be rebuilt (Gemini CLI's).
+#[test]
+fn http_agent_takes_a_thread_rebuilt_or_refused() {
+    if skipped("http_agent_takes_a_thread_rebuilt_or_refused") {
+        return;
+    }
+    let dir = root().join("tests/conformance");
+    ensure_packages(&dir);
+    let scratch = std::env::temp_dir().join(format!("agui-transcript-node-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (state, config) = (scratch.join("state"), scratch.join("config"));
+    let recording = root().join("testdata/claude/2.1.332/text.jsonl");
+    let text = std::fs::read_to_string(&recording).unwrap();
+    let at = text.find("\"session_id\":\"").unwrap() + 14;
+    let session = text[at..].split('"').next().unwrap();
+    std::fs::create_dir_all(config.join("projects/-scratch-work")).unwrap();
+    std::fs::copy(
+        root().join("testdata/transcripts/claude-2.1.332/resume.transcript"),
+        config.join(format!("projects/-scratch-work/{session}.jsonl")),
+    )
+    .unwrap();
+    // The history of the thread `lost` (its files are named by its id in
+    // hex), removed.
+    let forget = |state: &Path, cli: &str| {
+        std::fs::remove_file(state.join(cli).join("6c6f7374.history.json")).unwrap();
+    };
+    let turn = |addr: &str, thread: &str, content: serde_json::Value| {
+        let body = serde_json::json!({"threadId": thread, "protocolVersion": "1.0",
+            "messages": [{"id": format!("{thread}-m"), "role": "user", "content": content}]});
+        assert!(common::post_raw(addr, &body.to_string()).starts_with("HTTP/1.1 200"));
+    };
+    let node = |addr: &str, client: &str, mode: &str, thread: &str| {
+        let out = Command::new("node")
+            .arg(dir.join("transcript.cjs"))
+            .args([&format!("http://{addr}/agent"), client, mode, thread])
+            .output()
+            .unwrap_or_else(|e| panic!("node is needed for the AG-UI conformance test ({e}); install Node.js, or set {SKIP_VAR}=1 to skip it"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.trim() == "OK",
+            "{client} {mode}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("CLAUDE_CONFIG_DIR", &config)];
+    let server = common::serve("claude", &["--state-dir", state.to_str().unwrap()], env);
+    turn(&server.addr, "lost", "Hi".into());
+    let png = std::fs::read(root().join("testdata/files/dot.png")).unwrap();
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD.encode(png);
+    turn(
+        &server.addr,
+        "files",
+        serde_json::json!([
+            {"type": "text", "text": "What is on this page?"},
+            {"type": "image", "source": {"type": "data", "value": png, "mimeType": "image/png"},
+             "metadata": {"filename": "shot.png"}},
+        ]),
+    );
+    for client in ["1.0", "0.0.59"] {
+        forget(&state, "claude");
+        node(&server.addr, client, "rebuilt", "lost");
+        node(&server.addr, client, "files", "files");
+    }
+    let gemini_state = scratch.join("gemini");
+    let resume = root().join("testdata/gemini/0.61.0/resume.jsonl");
+    let gemini = common::serve(
+        "gemini",
+        &["--state-dir", gemini_state.to_str().unwrap()],
+        &[("FAKE_REPLAY", &resume)],
+    );
+    turn(&gemini.addr, "lost", "Hi".into());
+    forget(&gemini_state, "gemini");
+    for client in ["1.0", "0.0.59"] {
+        node(&gemini.addr, client, "unavailable", "lost");
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
 /// A page reloaded mid-run (`tests/conformance/rejoin.cjs`): an HttpAgent
 /// run is aborted while the CLI still writes, and a fresh HttpAgent on the
 /// same thread that sends no message rejoins it within the rejoin grace,

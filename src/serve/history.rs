@@ -46,8 +46,9 @@ pub(super) struct Recorder {
     full: bool,
     /// Events to send after the run's first (its RUN_STARTED), once.
     after_start: Vec<u8>,
-    /// The user's message the run answers (its id and words), if any.
-    user: Option<(String, String)>,
+    /// The user's message the run answers (its id and content as kept:
+    /// [`kept_user`]), if any.
+    user: Option<(String, Value)>,
     /// Events seen so far.
     events: usize,
     /// What the run used, published in the page's state.
@@ -66,9 +67,8 @@ impl Recorder {
                 || format!("user-{}", crate::base::uuid::v7()),
                 str::to_owned,
             );
-        let text = input.last_user_text().unwrap_or_default();
         Recorder {
-            user: Some((id, text)),
+            user: Some((id, kept_user(input))),
             ..Recorder::default()
         }
     }
@@ -206,6 +206,15 @@ impl Recorder {
     }
 }
 
+/// What the history keeps of the request's last user message: its words
+/// as the page sent them (without the page's context), or, when it holds
+/// files, its parts with a stand-in for each file
+/// ([`crate::serve::page::kept_content`]).
+fn kept_user(input: &RunAgentInput) -> Value {
+    crate::serve::page::kept_content(input.last_user_content())
+        .unwrap_or_else(|| Value::String(input.last_user_text().unwrap_or_default()))
+}
+
 /// Adds `delta` to the text in `field`, in place.
 fn append(field: &mut Value, delta: &str) {
     match field {
@@ -250,8 +259,8 @@ pub(super) fn keep(shared: &Shared, thread: &str, run: Recorder) {
 /// over [`MAX_HISTORY`].
 pub(super) fn save(file: &Path, run: Recorder) {
     let mut all = load(file).unwrap_or_default();
-    if let Some((id, text)) = run.user {
-        all.push(json!({"id": id, "role": "user", "content": text}));
+    if let Some((id, content)) = run.user {
+        all.push(json!({"id": id, "role": "user", "content": content}));
     }
     // The user's message is the request's (the CLI's echo of it is left
     // out); an empty assistant message is none.
@@ -264,6 +273,12 @@ pub(super) fn save(file: &Path, run: Recorder) {
             m.as_object_mut().expect("an object").remove("content");
         }
     }
+    write(file, all);
+}
+
+/// Writes the messages `all` to `file`, the oldest dropped while the
+/// whole is over [`MAX_HISTORY`]; what is written.
+fn write(file: &Path, mut all: Vec<Value>) -> Vec<Value> {
     let mut bytes = serde_json::to_vec(&all).expect("JSON");
     while bytes.len() > MAX_HISTORY && !all.is_empty() {
         let drop = (all.len() / 8).max(1);
@@ -279,6 +294,96 @@ pub(super) fn save(file: &Path, run: Recorder) {
             ),
         );
     }
+    all
+}
+
+/// The code of the RUN_ERROR that answers a request for a thread whose
+/// history cannot be given back.
+const UNAVAILABLE: &str = "history_unavailable";
+
+/// The messages of a thread: those kept, or, for a thread whose history
+/// was not kept (one from before it was, one whose file was lost, one
+/// another server ran) but whose session is known, those of the CLI's own
+/// transcript of the session, kept from then on (`true` with them).
+/// `Ok(None)`: the thread is not known. `Err`: it cannot be rebuilt,
+/// saying why (to the page; the server's log has it too).
+pub(super) fn of_thread(
+    shared: &Shared,
+    thread: &str,
+) -> Result<Option<(Vec<Value>, bool)>, String> {
+    let (file, session) = {
+        let threads = shared.threads.lock().expect("not poisoned");
+        let session = threads.session(thread).map(str::to_owned);
+        (threads.history_file(thread), session)
+    };
+    if let Some(kept) = load(&file) {
+        return Ok(Some((kept, false)));
+    }
+    let Some(session) = session else {
+        return Ok(None);
+    };
+    let cwd = own_option(&shared.run_options, "--cwd")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    let cli_path = own_option(&shared.run_options, "--cli").map(Path::new);
+    match crate::process::transcript::read(shared.cli, &session, &cwd, cli_path) {
+        Ok(events) => Ok(Some((write(&file, messages_of(&events)), true))),
+        Err(cannot) => {
+            let detail = cannot
+                .detail
+                .map_or_else(String::new, |d| format!(" ({d})"));
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!(
+                    "agui-translate: serve: warning: thread {thread:?} has no history kept, and \
+                     it cannot be rebuilt: {}{detail}\n",
+                    cannot.why
+                ),
+            );
+            Err(cannot.why)
+        }
+    }
+}
+
+/// The value of the run option `name` (`--name VALUE` or `--name=VALUE`)
+/// among the run's own options (before a `--`).
+fn own_option<'a>(run_options: &'a [String], name: &str) -> Option<&'a str> {
+    let own: Vec<&'a String> = run_options.iter().take_while(|o| *o != "--").collect();
+    own.iter().enumerate().find_map(|(i, o)| {
+        match o.strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
+            Some(v) => Some(v),
+            None if o.as_str() == name => own.get(i + 1).map(|v| v.as_str()),
+            None => None,
+        }
+    })
+}
+
+/// The messages of a CLI's transcript translated (`events`, NDJSON): the
+/// user's (as the page wrote them, without its context), the assistant's
+/// and the tools', as a kept history holds them.
+fn messages_of(events: &[u8]) -> Vec<Value> {
+    let mut r = Recorder::default();
+    for line in events.split(|&b| b == b'\n') {
+        if let Ok(e) = serde_json::from_slice::<Value>(line) {
+            r.apply(&e);
+        }
+    }
+    let mut all: Vec<Value> = r
+        .messages
+        .into_iter()
+        .filter(|m| m["role"] == "tool" || m["content"] != "" || m.get("toolCalls").is_some())
+        .collect();
+    for m in &mut all {
+        if m["role"] == "user" {
+            let words =
+                crate::serve::page::without_context(m["content"].as_str().unwrap_or_default());
+            m["content"] = words.into();
+        } else if m["content"] == "" {
+            m.as_object_mut().expect("an object").remove("content");
+        }
+    }
+    all
 }
 
 /// The events that give a page that lacks its thread's earlier messages
@@ -287,21 +392,38 @@ pub(super) fn save(file: &Path, run: Recorder) {
 /// snapshots: the 1.0 client keeps in place the messages it holds and
 /// drops those a snapshot leaves out, so the first (the history) puts the
 /// earlier messages first, and the second adds the new message after them.
+///
+/// With `rebuild` (a new turn), a thread whose history was not kept gets
+/// it from the CLI's transcript ([`of_thread`]); its messages have the
+/// CLI's ids, not the page's, so a page that sends earlier user messages
+/// is taken to hold them. One that cannot be rebuilt gets none (the
+/// server's log says why).
 pub(super) fn for_reloaded(
     shared: &Shared,
     input: &RunAgentInput,
     new: Option<&RawValue>,
+    rebuild: bool,
 ) -> Vec<u8> {
-    let file = shared
-        .threads
-        .lock()
-        .expect("not poisoned")
-        .history_file(&input.thread_id);
-    let Some(mut messages) = load(&file).filter(|m| !m.is_empty()) else {
+    let thread = if rebuild {
+        of_thread(shared, &input.thread_id).ok().flatten()
+    } else {
+        let file = shared
+            .threads
+            .lock()
+            .expect("not poisoned")
+            .history_file(&input.thread_id);
+        load(&file).map(|m| (m, false))
+    };
+    let Some((mut messages, rebuilt)) = thread.filter(|(m, _)| !m.is_empty()) else {
         return Vec::new();
     };
     let last_user = messages.iter().rev().find(|m| m["role"] == "user");
-    if last_user.is_some_and(|m| input.has_user_message(m["id"].as_str().unwrap_or_default())) {
+    let holds = if rebuilt {
+        input.user_messages() > 1
+    } else {
+        last_user.is_some_and(|m| input.has_user_message(m["id"].as_str().unwrap_or_default()))
+    };
+    if holds {
         return Vec::new();
     }
     let mut out = format!(
@@ -318,21 +440,22 @@ pub(super) fn for_reloaded(
 }
 
 /// Whether the request's last user message is one the thread's history
-/// already holds, the same id with the same text (a page that sends only
+/// already holds, the same id with the same content (a page that sends only
 /// what the server has: it asks for the thread, it does not ask again).
 pub(super) fn holds_last(shared: &Shared, input: &RunAgentInput) -> bool {
-    let (Some(id), Some(text)) = (input.last_user_id(), input.last_user_text()) else {
+    let Some(id) = input.last_user_id() else {
         return false;
     };
+    let content = kept_user(input);
     let file = shared
         .threads
         .lock()
         .expect("not poisoned")
         .history_file(&input.thread_id);
     load(&file).is_some_and(|messages| {
-        messages.iter().any(|m| {
-            m["role"] == "user" && m["id"].as_str() == Some(id) && m["content"] == text.as_str()
-        })
+        messages
+            .iter()
+            .any(|m| m["role"] == "user" && m["id"].as_str() == Some(id) && m["content"] == content)
     })
 }
 
@@ -343,7 +466,10 @@ const MAX_INFO: u64 = 64 * 1024;
 /// RUN_STARTED, the thread's MESSAGES_SNAPSHOT, its STATE_SNAPSHOT (the
 /// page's `state`, or the thread's kept one, with what its last run used,
 /// as each run publishes it) and RUN_FINISHED, starting no CLI; `false`
-/// when the thread has no history (nothing was written).
+/// when the thread is not known (nothing was written). A thread whose
+/// history was not kept gets it from the CLI's transcript, and one whose
+/// history cannot be rebuilt so gets RUN_STARTED and a RUN_ERROR saying
+/// why (`history_unavailable`).
 pub(super) fn answer(
     conn: &mut TcpStream,
     shared: &Shared,
@@ -351,13 +477,19 @@ pub(super) fn answer(
     state: Option<&str>,
     cors: &str,
 ) -> bool {
-    let (file, info_file) = {
+    let info_file = {
         let threads = shared.threads.lock().expect("not poisoned");
-        let thread = &input.thread_id;
-        (threads.history_file(thread), threads.info_file(thread))
+        threads.info_file(&input.thread_id)
     };
-    let Some(messages) = load(&file) else {
-        return false;
+    let messages = match of_thread(shared, &input.thread_id) {
+        Ok(Some((messages, _))) => messages,
+        Ok(None) => return false,
+        Err(why) => {
+            let why = format!("this thread's history is not kept here, and {why}");
+            let out = crate::serve::launch::error_events(shared, input, &why, UNAVAILABLE);
+            let _ = crate::serve::launch::answer_events(conn, cors, &out);
+            return true;
+        }
     };
     let run = crate::serve::launch::made_run(shared, input, |em| em.finish_run(None, None, &[]));
     // The snapshots go after the run's first event, its RUN_STARTED.
@@ -883,6 +1015,114 @@ mod tests {
         assert_eq!(r.messages[1]["content"], r#"[{"text":"ok","type":"text"}]"#);
     }
 
+    /// The messages rebuilt from a CLI's real transcript (recorded).
+    fn rebuilt(cli: &str, transcript: &str) -> Vec<Value> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/transcripts")
+            .join(transcript);
+        let cli = crate::dialect::Dialect::named(cli).unwrap();
+        let events = crate::process::transcript::translate(cli, std::fs::read(path).unwrap());
+        messages_of(&events.unwrap())
+    }
+
+    /// Each message as `role: text`, its tool calls `role -> name(args)`.
+    fn said(messages: &[Value]) -> Vec<String> {
+        let mut out = Vec::new();
+        for m in messages {
+            let role = m["role"].as_str().unwrap();
+            if let Some(text) = m["content"].as_str() {
+                out.push(format!("{role}: {text}"));
+            }
+            for c in m["toolCalls"].as_array().into_iter().flatten() {
+                let f = &c["function"];
+                out.push(format!(
+                    "{role} -> {}({})",
+                    f["name"].as_str().unwrap(),
+                    f["arguments"].as_str().unwrap()
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_thread_is_rebuilt_from_claude_code_s_session_file() {
+        let two_turns = rebuilt("claude", "claude-2.1.332/resume.transcript");
+        assert_eq!(
+            said(&two_turns),
+            [
+                "user: Remember the word 'teal'.",
+                "assistant: I will remember teal.",
+                "user: Which word did I ask you to remember?",
+                "assistant: The word was teal.",
+            ]
+        );
+        let shell = rebuilt("claude", "claude-2.1.332/shell.transcript");
+        assert_eq!(
+            said(&shell),
+            [
+                "user: Run echo in the shell.",
+                "assistant: I will run a command.",
+                r#"assistant -> Bash({"command":"echo hello from the shell","description":"Run echo"})"#,
+                "tool: hello from the shell",
+                "assistant: The command printed: hello from the shell.",
+            ]
+        );
+        let call = &shell[1]["toolCalls"][0]["id"];
+        assert_eq!(shell[2]["toolCallId"], *call, "{shell:?}");
+    }
+
+    #[test]
+    fn a_thread_is_rebuilt_from_copilot_cli_s_session_events() {
+        let two_turns = rebuilt("copilot", "copilot-1.0.102/resume.transcript");
+        assert_eq!(
+            said(&two_turns),
+            [
+                "user: Remember the word 'teal'.",
+                "assistant: I will remember teal.",
+                "user: Which word did I ask you to remember?",
+                "assistant: The word was teal.",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_page_s_context_is_not_the_user_s_words() {
+        let events = [
+            json!({"type":"TEXT_MESSAGE_START","messageId":"u","role":"user"}),
+            json!({"type":"TEXT_MESSAGE_CONTENT","messageId":"u","delta":"<context from the application>\nPage: a\n</context from the application>\n\nHi"}),
+            json!({"type":"TEXT_MESSAGE_END","messageId":"u"}),
+        ];
+        let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+        assert_eq!(said(&messages_of(text.as_bytes())), ["user: Hi"]);
+    }
+
+    #[test]
+    fn a_message_s_files_are_kept_as_stand_ins_between_its_words() {
+        let kept = |content: &str| {
+            let raw = RawValue::from_string(content.to_owned()).unwrap();
+            crate::serve::page::kept_content(Some(&raw))
+        };
+        assert_eq!(kept(r#""Hi""#), None);
+        assert_eq!(kept(r#"[{"type":"text","text":"Hi"}]"#), None);
+        let parts = kept(
+            r#"[{"type":"text","text":"a"},{"type":"text"},{"type":"text","text":"b"},
+                {"type":"document","source":{"type":"data","value":"JVBERg==","mimeType":"application/pdf"}},
+                {"type":"image","source":{"type":"url","value":"https://example.com/a.png"}},
+                {"type":"text","text":"c"}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            parts,
+            json!([
+                {"type": "text", "text": "a\nb"},
+                {"type": "text", "text": "[document (application/pdf, 4 bytes): not kept in the thread's history]"},
+                {"type": "text", "text": "[image: not kept in the thread's history]"},
+                {"type": "text", "text": "c"},
+            ])
+        );
+    }
+
     #[test]
     fn the_history_is_bounded_oldest_first() {
         let dir = std::env::temp_dir().join(format!("agui-history-test-{}", std::process::id()));
@@ -892,7 +1132,7 @@ mod tests {
         let big = "x".repeat(MAX_HISTORY / 4);
         for i in 0..6 {
             let run = Recorder {
-                user: Some((format!("u{i}"), big.clone())),
+                user: Some((format!("u{i}"), big.clone().into())),
                 ..Recorder::default()
             };
             save(&file, run);

@@ -332,6 +332,11 @@ impl RunAgentInput<'_> {
         self.messages.user_ids.iter().any(|m| m == id)
     }
 
+    /// How many user messages (with an id) the request holds.
+    pub(super) fn user_messages(&self) -> usize {
+        self.messages.user_ids.len()
+    }
+
     /// The text of the last user message, as the page sent it (without the
     /// page's context).
     pub(super) fn last_user_text(&self) -> Option<String> {

@@ -240,8 +240,12 @@ fn stream_turn(
 ) {
     let input = &request.input;
     let mut said = crate::serve::history::Recorder::for_request(input);
-    let mut after_start =
-        crate::serve::history::for_reloaded(shared, input, input.last_user_content());
+    let mut after_start = crate::serve::history::for_reloaded(
+        shared,
+        input,
+        input.last_user_content(),
+        !request.resuming,
+    );
     let page_state = request.state_given.as_deref();
     let info = crate::serve::page::RunInfo::new(
         input,

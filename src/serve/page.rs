@@ -265,7 +265,7 @@ fn context_block(
     if items.is_empty() && state.is_none() {
         return Ok(None);
     }
-    let mut block = String::from("<context from the application>\n");
+    let mut block = String::from(CONTEXT_OPEN);
     for i in &items {
         block.push_str(&format!("{}: {}\n", i.description.trim(), i.value.trim()));
     }
@@ -273,8 +273,21 @@ fn context_block(
         let one_line = s.replace(['\n', '\r'], " ");
         block.push_str(&format!("The application's state (JSON): {one_line}\n"));
     }
-    block.push_str("</context from the application>\n\n");
+    block.push_str(CONTEXT_CLOSE);
     Ok(Some(block))
+}
+
+/// The lines that open and close the block of [`context_block`].
+const CONTEXT_OPEN: &str = "<context from the application>\n";
+const CONTEXT_CLOSE: &str = "</context from the application>\n\n";
+
+/// A prompt as the page wrote it: without the block of the page's
+/// context put before it ([`context_block`]), if it begins with one.
+pub(super) fn without_context(prompt: &str) -> &str {
+    prompt
+        .strip_prefix(CONTEXT_OPEN)
+        .and_then(|rest| rest.split_once(CONTEXT_CLOSE))
+        .map_or(prompt, |(_, words)| words)
 }
 
 /// The fields a waiting run reads besides the resume, to be added to its
@@ -599,6 +612,9 @@ struct PartIn<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     filename: Option<Cow<'a, str>>,
+    /// A `text` part's words.
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -714,17 +730,125 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
     }
 }
 
-/// How a refusal names part `i` (from 1): its place, kind and file name.
-fn part_name(i: usize, part: &PartIn) -> String {
+/// The file name a part gives: the 0.0 `filename`, or the 1.0
+/// `metadata.filename`.
+fn file_name(part: &PartIn) -> Option<String> {
     #[derive(Deserialize)]
     struct Meta {
         filename: Option<String>,
     }
-    let file = part.filename.as_deref().map(str::to_owned).or_else(|| {
+    part.filename.as_deref().map(str::to_owned).or_else(|| {
         part.metadata
             .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
             .and_then(|m| m.filename)
-    });
+    })
+}
+
+/// What the thread's history keeps of the last user message's content
+/// when it holds files (`None` when it holds none: its text is kept): its
+/// parts in order, its text parts (those side by side made one, a line
+/// each, as the prompt has them) as they are, and each file, whose bytes
+/// are not kept, as a text part that stands in for it, naming its kind,
+/// its name, its type and its size: `[image "shot.png" (image/png, 75
+/// bytes): not kept in the thread's history]`. Read part by part: a
+/// content of many parts costs no list of them.
+pub(super) fn kept_content(content: Option<&RawValue>) -> Option<serde_json::Value> {
+    use serde::de::DeserializeSeed;
+    let json = content.map(RawValue::get).filter(|c| c.starts_with('['))?;
+    let mut kept = Kept::default();
+    let mut de = serde_json::Deserializer::from_str(json);
+    (&mut kept).deserialize(&mut de).ok()?;
+    kept.text_part();
+    (kept.files > 0).then_some(serde_json::Value::Array(kept.parts))
+}
+
+/// The parts kept of a content so far ([`kept_content`]).
+#[derive(Default)]
+struct Kept {
+    parts: Vec<serde_json::Value>,
+    /// Text parts read since the last file, a line each.
+    text: Option<String>,
+    files: usize,
+}
+
+impl Kept {
+    /// The text parts read since the last file, as one part.
+    fn text_part(&mut self) {
+        if let Some(text) = self.text.take().filter(|t| !t.trim().is_empty()) {
+            self.parts
+                .push(serde_json::json!({"type": "text", "text": text}));
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut Kept {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Kept {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of parts")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(part) = seq.next_element::<PartIn<'de>>()? {
+            match (part.kind.as_deref(), part.text.as_deref()) {
+                (Some("text"), Some(words)) => {
+                    let text = self.text.get_or_insert_with(String::new);
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(words);
+                }
+                (Some("text"), None) => {}
+                _ => {
+                    self.text_part();
+                    self.parts
+                        .push(serde_json::json!({"type": "text", "text": stand_in(&part)}));
+                    self.files += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The text that stands in for a file part in the thread's history.
+fn stand_in(part: &PartIn) -> String {
+    let kind = shown(part.kind.as_deref().unwrap_or("file"));
+    let (mime, data) = match &part.source {
+        Some(s) => (s.mime_type.as_deref(), s.value.as_deref()),
+        None => (part.mime_type.as_deref(), part.data.as_deref()),
+    };
+    let mut about = Vec::new();
+    if let Some(mime) = mime {
+        about.push(shown(mime));
+    }
+    if let Some(data) = data.filter(|_| part.source.as_ref().is_none_or(|s| s.kind == "data")) {
+        let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+        let digits = data.len() - padding;
+        about.push(format!("{} bytes", digits * 3 / 4));
+    }
+    let about = if about.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", about.join(", "))
+    };
+    match file_name(part) {
+        Some(name) => format!(
+            "[{kind} {:?}{about}: not kept in the thread's history]",
+            shown(&name)
+        ),
+        None => format!("[{kind}{about}: not kept in the thread's history]"),
+    }
+}
+
+/// How a refusal names part `i` (from 1): its place, kind and file name.
+fn part_name(i: usize, part: &PartIn) -> String {
+    let file = file_name(part);
     let kind = shown(part.kind.as_deref().unwrap_or("no type"));
     match file {
         Some(f) => format!("the user message's part {i} ({kind} {:?})", shown(&f)),
