@@ -971,11 +971,12 @@ pub struct RunArgs {
     pub page_tools: Option<PathBuf>,
 
     /// Give the CLI this file with the prompt (repeatable): an image (png,
-    /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
-    /// Code gets it as a content block of its stream-json user message,
-    /// Codex (images only) in its app-server's turn input, Copilot CLI
-    /// (images only) as `--attachment`, OpenCode as `--file`, Gemini and
-    /// ACP agents (images only) as prompt blocks over ACP; Qwen refuses it.
+    /// jpg, gif, webp), a PDF or WAV audio, its type told by its extension.
+    /// Claude Code gets it as a content block of its stream-json user
+    /// message, Codex (images only) in its app-server's turn input, Copilot
+    /// CLI (images only) as `--attachment`, OpenCode as `--file`, Gemini
+    /// and ACP agents (images and audio) as prompt blocks over ACP; audio
+    /// goes over ACP only; Qwen refuses it.
     /// How `serve` passes a page's files.
     #[arg(
         long,

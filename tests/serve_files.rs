@@ -64,6 +64,10 @@ fn document(mime: &str, bytes: &[u8]) -> Value {
     json!({"type": "document", "source": {"type": "data", "value": b64(bytes), "mimeType": mime}})
 }
 
+fn audio(mime: &str, bytes: &[u8]) -> Value {
+    json!({"type": "audio", "source": {"type": "data", "value": b64(bytes), "mimeType": mime}})
+}
+
 fn text(t: &str) -> Value {
     json!({"type": "text", "text": t})
 }
@@ -399,7 +403,34 @@ fn each_cli_that_cannot_take_a_file_says_so() {
         (
             "gemini",
             json!([document("application/pdf", &pdf())]),
-            "gemini over the Agent Client Protocol takes images only",
+            "gemini over the Agent Client Protocol takes images and audio only",
+        ),
+        // Recorded: Qwen Code 0.24.4 says promptCapabilities.audio over
+        // ACP, and its model got no audio.
+        (
+            "qwen",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "qwen cannot take audio: Qwen Code says promptCapabilities.audio",
+        ),
+        (
+            "claude",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "claude cannot take audio: only an agent over the Agent Client Protocol",
+        ),
+        (
+            "codex",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "codex cannot take audio",
+        ),
+        (
+            "copilot",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "copilot cannot take audio",
+        ),
+        (
+            "opencode",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "opencode cannot take audio",
         ),
         // Recorded: Copilot CLI 1.0.102 named the PDF to its model by its
         // path and line count, without its bytes.
@@ -436,7 +467,7 @@ fn each_cli_that_cannot_take_a_file_says_so() {
             &argv,
             json!([document("application/pdf", &pdf())]),
             &[&format!(
-                "{cli} over the Agent Client Protocol takes images only"
+                "{cli} over the Agent Client Protocol takes images and audio only"
             )],
         );
     }
@@ -1138,4 +1169,65 @@ fn allow_fetch_takes_hosts_only() {
             "{bad:?}: {err}"
         );
     }
+}
+
+/// What the recorded model said of dot.wav.
+const WAV_SAID: &str = "audio/wav received: 844 bytes, sha256 f4ee38454deae3222110e8170271825cff1a638c2e488d91ac0a07307637fcc5.";
+
+#[test]
+fn gemini_recorded_getting_audio_gets_the_same_audio_block_from_serve() {
+    let (sent, recorded) = (
+        tmp("rec-gemini-audio-sent"),
+        tmp("rec-gemini-audio-recorded"),
+    );
+    let replay = recording("acp/gemini-0.61.0/audio.jsonl");
+    let server = common::serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent),
+            ("ACP_RECORDED", &recorded),
+        ],
+    );
+    let parts = json!([
+        text("What is in this recording?"),
+        audio("audio/wav", &dot("dot.wav"))
+    ]);
+    let (status, rest) = post(&server.addr, &body("t-audio", parts));
+    assert_eq!(status, 200, "{rest}");
+    let ev = events(&rest);
+    assert_eq!(types(&ev).last(), Some(&"RUN_FINISHED"), "{rest}");
+    assert!(said(&ev).contains(WAV_SAID), "{:?}", said(&ev));
+    let prompt = |file: &Path| {
+        let lines = common::values(&std::fs::read_to_string(file).unwrap());
+        let p = lines
+            .iter()
+            .find(|m| m["method"] == "session/prompt")
+            .unwrap_or_else(|| panic!("no session/prompt in {lines:?}"));
+        p["params"]["prompt"].clone()
+    };
+    let got = prompt(&sent);
+    assert_eq!(got, prompt(&recorded));
+    assert_eq!(got[0]["type"], "audio");
+    assert_eq!(got[0]["mimeType"], "audio/wav");
+    assert_eq!(unb64(got[0]["data"].as_str().unwrap()), dot("dot.wav"));
+}
+
+#[test]
+fn an_acp_agent_that_takes_no_audio_ends_the_run_saying_so() {
+    let parts = json!([text("Listen."), audio("audio/wav", &dot("dot.wav"))]);
+    let (sent, events) = gemini_acp("noaudio", parts);
+    assert!(
+        !sent.iter().any(|m| m["method"] == "session/prompt"),
+        "no prompt is sent: {sent:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{events:?}");
+    let msg = last["message"].as_str().unwrap();
+    assert!(
+        msg.contains("takes no audio") && msg.contains("promptCapabilities.audio"),
+        "{msg}"
+    );
 }
