@@ -883,7 +883,8 @@ impl Web {
 
 /// A web server answering each request on a thread of its own:
 /// `/dot.png` is testdata/files/dot.png, `/page.html` is HTML,
-/// `/moved.png` a redirect to `/dot.png`, `/big.png` announces 4096 bytes,
+/// `/moved.png` a redirect to `/dot.png`, `/big.png` announces 4096 bytes
+/// (`/2m.png` 2 MiB),
 /// `/endless.png` sends bytes with no length until the reader goes, and
 /// anything else is `404`.
 fn web() -> Web {
@@ -930,6 +931,9 @@ fn web() -> Web {
                         b"",
                     ),
                     "/big.png" => answer("200 OK", "Content-Type: image/png\r\n", &[7u8; 4096]),
+                    "/2m.png" => {
+                        answer("200 OK", "Content-Type: image/png\r\n", &vec![7u8; 2 << 20])
+                    }
                     "/endless.png" => {
                         let head = "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n\r\n";
                         let _ = conn.write_all(head.as_bytes());
@@ -1078,8 +1082,31 @@ fn a_fetched_file_over_max_attachment_is_refused_as_it_is_read() {
         &server,
         &argv,
         json!([image_url(&web.url("/endless.png"), Some("image/png"))]),
-        &["more than the 2048 bytes", "the rest was not read"],
+        &[
+            "sent more than the 2048 a file may have (--max-attachment)",
+            "the rest was not read",
+        ],
     );
+}
+
+#[test]
+fn the_fetched_files_of_a_message_together_are_bounded_as_a_body_is() {
+    // 2 MiB a file: together 18 MiB (16 MiB more than one file), nine.
+    let web = web();
+    let (server, argv, _) = fetching("fetch-total", &web, &["--max-attachment", "2M"]);
+    let parts: Vec<Value> = (0..10)
+        .map(|_| image_url(&web.url("/2m.png"), Some("image/png")))
+        .collect();
+    refused(
+        &server,
+        &argv,
+        Value::Array(parts),
+        &[
+            "part 10 (image)",
+            "more than the 0 bytes left of the 18874368 the fetched files of a message may have together",
+        ],
+    );
+    assert_eq!(web.asked().len(), 10);
 }
 
 #[test]

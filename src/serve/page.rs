@@ -653,6 +653,8 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
+        // What the message's fetches may still bring, together.
+        let mut left = fetch_total(self.max);
         while let Some(part) = seq.next_element::<PartIn<'de>>()? {
             i += 1;
             if part.kind.as_deref() == Some("text") {
@@ -664,7 +666,7 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
                     "a user message may hold at most {MAX_ATTACHMENTS} files"
                 ))
             } else {
-                attachment(&part, self.to, self.max, self.fetch)
+                attachment(&part, self.to, self.max, (self.fetch, &mut left))
             };
             match file {
                 Ok(f) => self.files.push(f),
@@ -701,7 +703,7 @@ fn attachment(
     part: &PartIn,
     to: Takes,
     max: usize,
-    fetch: &[FetchHost],
+    fetch: (&[FetchHost], &mut usize),
 ) -> Result<Attached, String> {
     let (how, value, mime) = match (part.kind.as_deref(), &part.source) {
         (Some("image" | "audio" | "video" | "document"), Some(s)) => {
@@ -796,6 +798,14 @@ fn media_type(mime: &str) -> Result<(&'static str, &'static str), String> {
 // answer of a server the page may have put there (its status, its type,
 // its size: counted as it is read).
 
+/// The most bytes the fetched files of one message may have together,
+/// when a file may have `max`: what a request body may carry of files
+/// (16 MiB more than one file), so that a fetching message costs no more
+/// memory than a sending one.
+fn fetch_total(max: usize) -> usize {
+    max.saturating_add(16 << 20)
+}
+
 /// The longest URL a part may give.
 const MAX_URL: usize = 8 * 1024;
 /// How long connecting to a named host may take.
@@ -872,7 +882,7 @@ fn fetched_part(
     mime: Option<&str>,
     to: Takes,
     max: usize,
-    hosts: &[FetchHost],
+    (hosts, left): (&[FetchHost], &mut usize),
 ) -> Result<Attached, String> {
     let (host, uri) = parsed_url(url)?;
     if !hosts.contains(&host) {
@@ -897,7 +907,16 @@ fn fetched_part(
             return Err(why);
         }
     }
-    let (bytes, answered) = fetch(uri, &host.host, max)?;
+    let limit = if *left < max {
+        format!(
+            "the {left} bytes left of the {} the fetched files of a message may have together",
+            fetch_total(max)
+        )
+    } else {
+        format!("the {max} a file may have (--max-attachment)")
+    };
+    let (bytes, answered) = fetch(uri, &host.host, max.min(*left), &limit)?;
+    *left -= bytes.len();
     let answered =
         answered.ok_or_else(|| format!("{} answered with no Content-Type", host.host))?;
     let (media_type, ext) =
@@ -915,12 +934,14 @@ fn fetched_part(
 }
 
 /// The body of a `GET` of `uri` (on `host`) and its Content-Type: at most
-/// `max` bytes, counted as they come; no redirect followed, no proxy, no
-/// credentials or cookies sent.
+/// `max` bytes (`limit` says what they are, for a refusal), counted as
+/// they come; no redirect followed, no proxy, no credentials or cookies
+/// sent.
 fn fetch(
     uri: ureq::http::Uri,
     host: &str,
     max: usize,
+    limit: &str,
 ) -> Result<(Vec<u8>, Option<String>), String> {
     use std::io::Read;
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -960,25 +981,24 @@ fn fetch(
     let length = header("content-length").and_then(|l| l.trim().parse::<u64>().ok());
     if let Some(length) = length.filter(|&l| l > max as u64) {
         return Err(format!(
-            "{host} announced {length} bytes, more than the {max} a file may have (--max-attachment)"
+            "{host} announced {length} bytes, more than {limit}"
         ));
     }
     let kind = header("content-type");
     let mut bytes = Vec::new();
-    let limit = max as u64 + 1;
+    let most = max as u64 + 1;
     let reader = response
         .into_body()
         .into_with_config()
         .limit(u64::MAX)
         .reader();
     reader
-        .take(limit)
+        .take(most)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("reading it from {host} failed: {e}"))?;
     if bytes.len() > max {
         return Err(format!(
-            "{host} sent more than the {max} bytes a file may have (--max-attachment); \
-             the rest was not read"
+            "{host} sent more than {limit}; the rest was not read"
         ));
     }
     Ok((bytes, kind))
