@@ -295,7 +295,7 @@ _agui__translate() {
             return 0
             ;;
         agui__translate__subcmd__serve)
-            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --max-attachment --rejoin-grace --keep-idle --state-dir --help gemini codex claude qwen copilot opencode acp"
+            opts="-h --listen --token --token-file --no-token --allow-origin --allow-host --agui-version --raw --max-attachment --allow-fetch --rejoin-grace --keep-idle --state-dir --help gemini codex claude qwen copilot opencode acp"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +330,10 @@ _agui__translate() {
                     return 0
                     ;;
                 --max-attachment)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-fetch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

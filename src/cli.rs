@@ -248,7 +248,7 @@ pub enum Command {
     /// Serve a CLI as an AG-UI endpoint: each POSTed RunAgentInput is a run,
     /// streamed back as server-sent events.
     #[command(long_about = SERVE_LONG_ABOUT)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
 }
 
 const SERVE_LONG_ABOUT: &str = "\
@@ -371,6 +371,17 @@ pub struct ServeArgs {
         default_value = "20M"
     )]
     pub max_attachment: usize,
+
+    /// Fetch a page's `url` parts (an image, a PDF given by its URL) from
+    /// HOST: `HOST` or `HOST:PORT` over HTTPS (port 443 unless given),
+    /// `http://HOST[:PORT]` over plain HTTP; repeatable. A URL's scheme,
+    /// host and port must be those of one named; no redirect is followed,
+    /// no proxy taken, credentials in a URL are refused, the file's type
+    /// must be the part's `mimeType` and the answer's Content-Type, and its
+    /// size at most `--max-attachment`. Without it no URL is fetched (a
+    /// `400`).
+    #[arg(long, value_name = "HOST")]
+    pub allow_fetch: Vec<String>,
 
     /// How long a run goes on after its client has gone away (a page
     /// reloaded mid-run, an aborted run), for a request on its thread with
@@ -969,11 +980,12 @@ pub struct RunArgs {
     pub page_tools: Option<PathBuf>,
 
     /// Give the CLI this file with the prompt (repeatable): an image (png,
-    /// jpg, gif, webp) or a PDF, its type told by its extension. Claude
-    /// Code gets it as a content block of its stream-json user message,
-    /// Codex (images only) in its app-server's turn input, Copilot CLI
-    /// (images only) as `--attachment`, OpenCode as `--file`, Gemini and
-    /// ACP agents (images only) as prompt blocks over ACP; Qwen refuses it.
+    /// jpg, gif, webp), a PDF or WAV audio, its type told by its extension.
+    /// Claude Code gets it as a content block of its stream-json user
+    /// message, Codex (images only) in its app-server's turn input, Copilot
+    /// CLI (images only) as `--attachment`, OpenCode as `--file`, Gemini
+    /// and ACP agents (images and audio) as prompt blocks over ACP; audio
+    /// goes over ACP only; Qwen refuses it.
     /// How `serve` passes a page's files.
     #[arg(
         long,

@@ -27,7 +27,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(Command::Run(run)) => run_cli(*run),
         Some(Command::Check(c)) => check(c),
-        Some(Command::Serve(s)) => serve(s),
+        Some(Command::Serve(s)) => serve(*s),
         None => translate(args.filter),
     }
 }
@@ -91,6 +91,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         state_dir: a.state_dir,
         raw: a.raw,
         max_attachment: a.max_attachment,
+        allow_fetch: a.allow_fetch,
         rejoin_grace: a.rejoin_grace,
         keep_idle: a.keep_idle,
     };

@@ -64,6 +64,10 @@ fn document(mime: &str, bytes: &[u8]) -> Value {
     json!({"type": "document", "source": {"type": "data", "value": b64(bytes), "mimeType": mime}})
 }
 
+fn audio(mime: &str, bytes: &[u8]) -> Value {
+    json!({"type": "audio", "source": {"type": "data", "value": b64(bytes), "mimeType": mime}})
+}
+
 fn text(t: &str) -> Value {
     json!({"type": "text", "text": t})
 }
@@ -399,7 +403,34 @@ fn each_cli_that_cannot_take_a_file_says_so() {
         (
             "gemini",
             json!([document("application/pdf", &pdf())]),
-            "gemini over the Agent Client Protocol takes images only",
+            "gemini over the Agent Client Protocol takes images and audio only",
+        ),
+        // Recorded: Qwen Code 0.24.4 says promptCapabilities.audio over
+        // ACP, and its model got no audio.
+        (
+            "qwen",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "qwen cannot take audio: Qwen Code says promptCapabilities.audio",
+        ),
+        (
+            "claude",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "claude cannot take audio: only an agent over the Agent Client Protocol",
+        ),
+        (
+            "codex",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "codex cannot take audio",
+        ),
+        (
+            "copilot",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "copilot cannot take audio",
+        ),
+        (
+            "opencode",
+            json!([audio("audio/wav", &dot("dot.wav"))]),
+            "opencode cannot take audio",
         ),
         // Recorded: Copilot CLI 1.0.102 named the PDF to its model by its
         // path and line count, without its bytes.
@@ -436,7 +467,7 @@ fn each_cli_that_cannot_take_a_file_says_so() {
             &argv,
             json!([document("application/pdf", &pdf())]),
             &[&format!(
-                "{cli} over the Agent Client Protocol takes images only"
+                "{cli} over the Agent Client Protocol takes images and audio only"
             )],
         );
     }
@@ -826,4 +857,404 @@ fn opencode_recorded_getting_an_image_and_a_pdf_gets_them_from_serve_as_its_file
             "{args:?}"
         );
     }
+}
+
+// `serve --allow-fetch`: a `url` part whose host the operator named is
+// fetched by the server, and its bytes take a `data` part's route. A web
+// server on the loopback address stands for the named host; it notes each
+// path it is asked for, so that a refusal made before any fetch is seen to
+// fetch nothing.
+
+/// The web server of a fetch test: its `host:port`, and the paths asked.
+struct Web {
+    host: String,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Web {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.host)
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+/// A web server answering each request on a thread of its own:
+/// `/dot.png` is testdata/files/dot.png, `/page.html` is HTML,
+/// `/moved.png` a redirect to `/dot.png`, `/big.png` announces 4096 bytes
+/// (`/2m.png` 2 MiB),
+/// `/endless.png` sends bytes with no length until the reader goes, and
+/// anything else is `404`.
+fn web() -> Web {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (log, at) = (asked.clone(), host.clone());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let (log, at) = (log.clone(), at.clone());
+            std::thread::spawn(move || {
+                let mut head = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                head.read_line(&mut line).unwrap();
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                loop {
+                    let mut l = String::new();
+                    if head.read_line(&mut l).unwrap_or(0) == 0 || l == "\r\n" {
+                        break;
+                    }
+                }
+                log.lock().unwrap().push(path.clone());
+                let answer = |status: &str, headers: &str, body: &[u8]| {
+                    let mut a = format!(
+                        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    a.extend_from_slice(body);
+                    a
+                };
+                let sent = match path.as_str() {
+                    "/dot.png" => answer("200 OK", "Content-Type: image/png\r\n", &dot("dot.png")),
+                    "/page.html" => answer(
+                        "200 OK",
+                        "Content-Type: text/html; charset=utf-8\r\n",
+                        b"<html></html>",
+                    ),
+                    "/moved.png" => answer(
+                        "302 Found",
+                        &format!("Location: http://{at}/dot.png\r\n"),
+                        b"",
+                    ),
+                    "/big.png" => answer("200 OK", "Content-Type: image/png\r\n", &[7u8; 4096]),
+                    "/2m.png" => {
+                        answer("200 OK", "Content-Type: image/png\r\n", &vec![7u8; 2 << 20])
+                    }
+                    "/endless.png" => {
+                        let head = "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n\r\n";
+                        let _ = conn.write_all(head.as_bytes());
+                        while conn.write_all(&[7u8; 1024]).is_ok() {}
+                        return;
+                    }
+                    _ => answer("404 Not Found", "", b""),
+                };
+                let _ = conn.write_all(&sent);
+            });
+        }
+    });
+    Web { host, asked }
+}
+
+/// `serve claude` (a text answer replayed) with `args`: the server, and
+/// where the CLI's arguments and stdin go.
+fn claude_with(tag: &str, args: &[&str]) -> (common::Server, PathBuf, PathBuf) {
+    let (argv, stdin) = (tmp(&format!("{tag}-argv")), tmp(&format!("{tag}-stdin")));
+    let replay = root().join("testdata/claude/2.1.332/text.jsonl");
+    let server = common::serve_run(
+        "claude",
+        args,
+        &[],
+        &[
+            ("FAKE_REPLAY", &replay),
+            ("FAKE_STDIN", &stdin),
+            ("FAKE_ARGV", &argv),
+        ],
+    );
+    (server, argv, stdin)
+}
+
+/// An image part with a `url` source, of type `mime` if given.
+fn image_url(url: &str, mime: Option<&str>) -> Value {
+    let mut source = json!({"type": "url", "value": url});
+    if let Some(m) = mime {
+        source["mimeType"] = json!(m);
+    }
+    json!({"type": "image", "source": source})
+}
+
+/// `serve claude --allow-fetch` for `web`, with `args` besides.
+fn fetching(tag: &str, web: &Web, args: &[&str]) -> (common::Server, PathBuf, PathBuf) {
+    let named = format!("http://{}", web.host);
+    let mut all = vec!["--allow-fetch", "example.com", "--allow-fetch", &named];
+    all.extend_from_slice(args);
+    claude_with(tag, &all)
+}
+
+#[test]
+fn a_url_part_from_a_named_host_is_fetched_and_reaches_the_cli_unchanged() {
+    let web = web();
+    let (server, _, stdin) = fetching("fetch-ok", &web, &[]);
+    // The 1.0 part with its type, and the 0.0 `binary` one, whose type
+    // is the answer's.
+    let parts = json!([
+        text("What is in these?"),
+        image_url(&web.url("/dot.png"), Some("image/PNG")),
+        {"type": "binary", "url": web.url("/dot.png"), "filename": "dot.png"},
+    ]);
+    let (status, rest) = post(&server.addr, &body("t-fetch", parts));
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(
+        types(&events(&rest)).last(),
+        Some(&"RUN_FINISHED"),
+        "{rest}"
+    );
+    let blocks = claude_blocks(&stdin);
+    assert_eq!(blocks.len(), 3, "{blocks:?}");
+    for b in &blocks[..2] {
+        assert_eq!(b["source"]["media_type"], "image/png");
+        assert_eq!(unb64(b["source"]["data"].as_str().unwrap()), dot("dot.png"));
+    }
+    assert_eq!(web.asked(), ["/dot.png", "/dot.png"]);
+}
+
+#[test]
+fn a_url_from_a_host_not_named_is_refused_saying_how_to_allow_it() {
+    let web = web();
+    let (server, argv, _) = fetching("fetch-unnamed", &web, &[]);
+    let port = web.host.rsplit(':').next().unwrap();
+    // Another name of the same address, another port, another scheme.
+    let other = format!("http://localhost:{port}/dot.png");
+    refused(
+        &server,
+        &argv,
+        json!([text("look"), image_url(&other, Some("image/png"))]),
+        &[
+            "part 2 (image)",
+            "never fetches a URL from a host",
+            &format!("--allow-fetch http://localhost:{port}"),
+        ],
+    );
+    let https = format!("https://{}/dot.png", web.host);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&https, None)]),
+        &[&format!("--allow-fetch 127.0.0.1:{port})")],
+    );
+    refused(
+        &server,
+        &argv,
+        json!([image_url("https://example.com:8443/a.png", None)]),
+        &["--allow-fetch example.com:8443"],
+    );
+    refused(
+        &server,
+        &argv,
+        json!([image_url("ftp://example.com/a.png", None)]),
+        &["not an https:// (or http://) URL"],
+    );
+    assert_eq!(web.asked(), Vec::<String>::new());
+}
+
+#[test]
+fn a_url_with_credentials_is_refused_unfetched() {
+    let web = web();
+    let (server, argv, _) = fetching("fetch-credentials", &web, &[]);
+    let url = format!("http://user:secret@{}/dot.png", web.host);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&url, Some("image/png"))]),
+        &["part 1 (image)", "credentials in the URL are refused"],
+    );
+    assert_eq!(web.asked(), Vec::<String>::new());
+}
+
+#[test]
+fn a_fetched_file_over_max_attachment_is_refused_as_it_is_read() {
+    let web = web();
+    let (server, argv, _) = fetching("fetch-size", &web, &["--max-attachment", "2K"]);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/big.png"), Some("image/png"))]),
+        &[
+            "announced 4096 bytes, more than the 2048",
+            "--max-attachment",
+        ],
+    );
+    // No length said, and no end: the reading stops at the limit.
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/endless.png"), Some("image/png"))]),
+        &[
+            "sent more than the 2048 a file may have (--max-attachment)",
+            "the rest was not read",
+        ],
+    );
+}
+
+#[test]
+fn the_fetched_files_of_a_message_together_are_bounded_as_a_body_is() {
+    // 2 MiB a file: together 18 MiB (16 MiB more than one file), nine.
+    let web = web();
+    let (server, argv, _) = fetching("fetch-total", &web, &["--max-attachment", "2M"]);
+    let parts: Vec<Value> = (0..10)
+        .map(|_| image_url(&web.url("/2m.png"), Some("image/png")))
+        .collect();
+    refused(
+        &server,
+        &argv,
+        Value::Array(parts),
+        &[
+            "part 10 (image)",
+            "more than the 0 bytes left of the 18874368 the fetched files of a message may have together",
+        ],
+    );
+    assert_eq!(web.asked().len(), 10);
+}
+
+#[test]
+fn a_fetched_file_of_another_type_than_said_or_listed_is_refused() {
+    let web = web();
+    let (server, argv, _) = fetching("fetch-type", &web, &[]);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/page.html"), Some("image/png"))]),
+        &[
+            "answered a file of type",
+            "text/html",
+            "is not one this server takes",
+        ],
+    );
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/dot.png"), Some("image/jpeg"))]),
+        &["its mimeType is image/jpeg, but 127.0.0.1 answered image/png"],
+    );
+    // A type off the list is refused before anything is fetched.
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/nothing.txt"), Some("text/plain"))]),
+        &["text/plain", "is not one this server takes"],
+    );
+    assert_eq!(web.asked(), ["/page.html", "/dot.png"]);
+}
+
+#[test]
+fn a_redirect_is_not_followed() {
+    let web = web();
+    let (server, argv, _) = fetching("fetch-redirect", &web, &[]);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/moved.png"), Some("image/png"))]),
+        &["answered 302 Found, a redirect to", "follows no redirect"],
+    );
+    assert_eq!(web.asked(), ["/moved.png"]);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&web.url("/gone.png"), Some("image/png"))]),
+        &["answered 404 Not Found"],
+    );
+}
+
+#[test]
+fn an_unreachable_host_is_refused_saying_so() {
+    // A port nothing listens on any more.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let named = format!("http://127.0.0.1:{port}");
+    let (server, argv, _) = claude_with("fetch-unreachable", &["--allow-fetch", &named]);
+    refused(
+        &server,
+        &argv,
+        json!([image_url(&format!("{named}/dot.png"), Some("image/png"))]),
+        &["part 1 (image)", "fetching it from 127.0.0.1 failed"],
+    );
+}
+
+#[test]
+fn allow_fetch_takes_hosts_only() {
+    for bad in [
+        "example.com/a",
+        "user@example.com",
+        "https://example.com/",
+        "",
+        "ftp://x",
+    ] {
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_agui-translate"))
+            .args(["serve", "claude", "--no-token", "--allow-fetch", bad])
+            .env_clear()
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--allow-fetch") && err.contains("not HOST"),
+            "{bad:?}: {err}"
+        );
+    }
+}
+
+/// What the recorded model said of dot.wav.
+const WAV_SAID: &str = "audio/wav received: 844 bytes, sha256 f4ee38454deae3222110e8170271825cff1a638c2e488d91ac0a07307637fcc5.";
+
+#[test]
+fn gemini_recorded_getting_audio_gets_the_same_audio_block_from_serve() {
+    let (sent, recorded) = (
+        tmp("rec-gemini-audio-sent"),
+        tmp("rec-gemini-audio-recorded"),
+    );
+    let replay = recording("acp/gemini-0.61.0/audio.jsonl");
+    let server = common::serve(
+        "gemini",
+        &[],
+        &[
+            ("FAKE_ACP", Path::new("1")),
+            ("ACP_REPLAY", &replay),
+            ("ACP_SENT", &sent),
+            ("ACP_RECORDED", &recorded),
+        ],
+    );
+    let parts = json!([
+        text("What is in this recording?"),
+        audio("audio/wav", &dot("dot.wav"))
+    ]);
+    let (status, rest) = post(&server.addr, &body("t-audio", parts));
+    assert_eq!(status, 200, "{rest}");
+    let ev = events(&rest);
+    assert_eq!(types(&ev).last(), Some(&"RUN_FINISHED"), "{rest}");
+    assert!(said(&ev).contains(WAV_SAID), "{:?}", said(&ev));
+    let prompt = |file: &Path| {
+        let lines = common::values(&std::fs::read_to_string(file).unwrap());
+        let p = lines
+            .iter()
+            .find(|m| m["method"] == "session/prompt")
+            .unwrap_or_else(|| panic!("no session/prompt in {lines:?}"));
+        p["params"]["prompt"].clone()
+    };
+    let got = prompt(&sent);
+    assert_eq!(got, prompt(&recorded));
+    assert_eq!(got[0]["type"], "audio");
+    assert_eq!(got[0]["mimeType"], "audio/wav");
+    assert_eq!(unb64(got[0]["data"].as_str().unwrap()), dot("dot.wav"));
+}
+
+#[test]
+fn an_acp_agent_that_takes_no_audio_ends_the_run_saying_so() {
+    let parts = json!([text("Listen."), audio("audio/wav", &dot("dot.wav"))]);
+    let (sent, events) = gemini_acp("noaudio", parts);
+    assert!(
+        !sent.iter().any(|m| m["method"] == "session/prompt"),
+        "no prompt is sent: {sent:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{events:?}");
+    let msg = last["message"].as_str().unwrap();
+    assert!(
+        msg.contains("takes no audio") && msg.contains("promptCapabilities.audio"),
+        "{msg}"
+    );
 }

@@ -47,7 +47,7 @@ import stdio
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
              "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two",
-             "approval-page-tool", "approval-page-tool-together", "image", "state-update"}
+             "approval-page-tool", "approval-page-tool-together", "image", "audio", "state-update"}
 
 # How long after the model served a turn marked "CANCEL" the client cancels.
 CANCEL_AFTER = 3.0
@@ -251,8 +251,9 @@ def _play(client, ctx, engine, deadline):
                 print("  the effort was not chosen", file=sys.stderr)
                 return
     session = Session(client, ctx, session_id)
-    # A scenario's files: image blocks before the text.
-    images = [{"type": "image", "mimeType": attach.mime(p), "data": attach.b64(p)} for p in ctx.files]
+    # A scenario's files: image (or audio) blocks before the text.
+    images = [{"type": attach.mime(p).split("/")[0], "mimeType": attach.mime(p), "data": attach.b64(p)}
+              for p in ctx.files]
     rid = client.request("session/prompt", {"sessionId": session_id,
                                             "prompt": images + [{"type": "text", "text": ctx.prompt}]})
     if _wait_for(client, rid, deadline, session.handle, _canceller(client, engine, session_id)) is None:

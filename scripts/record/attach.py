@@ -26,11 +26,11 @@ from pathlib import Path
 FOLDER = Path(__file__).resolve().parent.parent.parent / "testdata" / "files"
 
 TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
-         ".pdf": "application/pdf"}
+         ".pdf": "application/pdf", ".wav": "audio/wav"}
 
 # What a file of each kind begins with: how an altered copy is recognised.
 MAGIC = {"image/png": b"\x89PNG", "image/jpeg": b"\xff\xd8\xff", "image/gif": b"GIF8", "image/webp": b"RIFF",
-         "application/pdf": b"%PDF"}
+         "application/pdf": b"%PDF", "audio/wav": b"RIFF"}
 
 BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 

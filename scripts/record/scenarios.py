@@ -377,6 +377,8 @@ SCENARIOS = [
              files=["dot.png"]),
     Scenario("pdf", "What is in this PDF?", [turn(text="The model's request: " + FILES_RECEIVED)],
              files=["dot.pdf"]),
+    Scenario("audio", "What is in this recording?", [turn(text="The model's request: " + FILES_RECEIVED)],
+             files=["dot.wav"]),
     Scenario(
         "state-update",
         "Switch the application to the dev branch.",

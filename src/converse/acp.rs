@@ -219,6 +219,8 @@ struct McpCaps {
 struct PromptCaps {
     #[serde(default)]
     image: Option<bool>,
+    #[serde(default)]
+    audio: Option<bool>,
 }
 
 impl Caps {
@@ -228,6 +230,10 @@ impl Caps {
 
     fn images(&self) -> bool {
         self.prompt_capabilities.as_ref().and_then(|p| p.image) == Some(true)
+    }
+
+    fn audio(&self) -> bool {
+        self.prompt_capabilities.as_ref().and_then(|p| p.audio) == Some(true)
     }
 
     fn mcp_over_http(&self) -> bool {
@@ -264,6 +270,11 @@ enum Block<'a> {
         text: &'a str,
     },
     Image {
+        #[serde(rename = "mimeType")]
+        mime_type: &'a str,
+        data: String,
+    },
+    Audio {
         #[serde(rename = "mimeType")]
         mime_type: &'a str,
         data: String,
@@ -816,19 +827,22 @@ impl<'a> Session<'a> {
         self.request(agent_in, SESSION, "session/load", params)
     }
 
-    /// Why the agent cannot take the session's images, if it has some and
-    /// cannot: its `initialize` answer does not say
-    /// `promptCapabilities.image`.
+    /// Why the agent cannot take the session's images or audio, if it has
+    /// some and cannot: its `initialize` answer does not say
+    /// `promptCapabilities.image` (or `.audio`).
     fn cannot_take_images(&self, caps: &Caps) -> Option<String> {
-        if self.opts.attachments.is_empty() {
+        let has = |audio: bool| self.opts.attachments.iter().any(|a| a.is_audio() == audio);
+        let (what, capability) = if has(false) && !caps.images() {
+            ("images", "image")
+        } else if has(true) && !caps.audio() {
+            ("audio", "audio")
+        } else {
             return None;
-        }
-        (!caps.images()).then(|| {
-            format!(
-                "{} takes no images (its initialize answer has no promptCapabilities.image): the attached files were not sent",
-                self.opts.agent
-            )
-        })
+        };
+        Some(format!(
+            "{} takes no {what} (its initialize answer has no promptCapabilities.{capability}): the attached files were not sent",
+            self.opts.agent
+        ))
     }
 
     /// Send the prompt: the images, then the text.
@@ -843,9 +857,11 @@ impl<'a> Session<'a> {
             self.opts.attachments
         };
         for a in attachments {
-            prompt.push(Block::Image {
-                mime_type: a.media_type,
-                data: a.base64()?,
+            let (mime_type, data) = (a.media_type, a.base64()?);
+            prompt.push(if a.is_audio() {
+                Block::Audio { mime_type, data }
+            } else {
+                Block::Image { mime_type, data }
             });
         }
         let next = self.next.take();

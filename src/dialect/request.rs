@@ -45,13 +45,15 @@ pub struct Attachment {
 }
 
 /// The media types a run can attach, with the extension a file of each
-/// has: images and PDF documents, the kinds the CLIs' own routes take.
+/// has: images, PDF documents and WAV audio, the kinds the CLIs' own
+/// routes take.
 pub const MEDIA_TYPES: &[(&str, &str)] = &[
     ("image/png", "png"),
     ("image/jpeg", "jpg"),
     ("image/gif", "gif"),
     ("image/webp", "webp"),
     ("application/pdf", "pdf"),
+    ("audio/wav", "wav"),
 ];
 
 /// The media types of [`MEDIA_TYPES`], for a message: `image/png, …`.
@@ -86,9 +88,14 @@ impl Attachment {
         Ok(Attachment { path, media_type })
     }
 
-    /// Whether it is an image (else a PDF document).
+    /// Whether it is an image (else a PDF document, or audio).
     pub fn is_image(&self) -> bool {
         self.media_type.starts_with("image/")
+    }
+
+    /// Whether it is audio (an ACP agent's audio prompt block).
+    pub fn is_audio(&self) -> bool {
+        self.media_type.starts_with("audio/")
     }
 
     /// Its bytes, base64 (standard alphabet, padded); an error names the
@@ -109,15 +116,30 @@ impl Attachment {
 /// blocks), OpenCode too (`--file`), Copilot CLI images (`--attachment`: a
 /// PDF reaches its model as a path, not as bytes), Codex images (its
 /// app-server's `turn/start` input); Gemini CLI over ACP only
-/// ([`files_pick_acp`]); Qwen Code none.
+/// ([`files_pick_acp`]); Qwen Code none. Audio goes over the Agent Client
+/// Protocol only (audio prompt blocks: the agent must say
+/// `promptCapabilities.audio`, as Gemini CLI does); Qwen Code says it too,
+/// but its model was recorded not getting the audio.
 pub fn attachment_refused(cli: &str, media_type: &str, acp: bool) -> Option<String> {
     let image = media_type.starts_with("image/");
+    let audio = media_type.starts_with("audio/");
     match cli {
+        "qwen" if audio => {
+            return Some(
+                "qwen cannot take audio: Qwen Code says promptCapabilities.audio over the Agent Client Protocol, but an audio prompt block does not reach its model (recorded with 0.24.4)"
+                    .into(),
+            )
+        }
         "qwen" => {}
-        _ if acp && image => return None,
+        _ if acp && (image || audio) => return None,
         _ if acp => {
             return Some(format!(
-                "{cli} over the Agent Client Protocol takes images only (as image prompt blocks), not {media_type}"
+                "{cli} over the Agent Client Protocol takes images and audio only (as image and audio prompt blocks), not {media_type}"
+            ))
+        }
+        _ if audio => {
+            return Some(format!(
+                "{cli} cannot take audio: only an agent over the Agent Client Protocol that says promptCapabilities.audio takes it (gemini), as audio prompt blocks"
             ))
         }
         _ => {}

@@ -77,6 +77,7 @@ impl<'a> Request<'a> {
             shared.ask,
             &shared.run_options,
             shared.max_attachment,
+            &shared.allow_fetch,
             || {
                 let threads = shared.threads.lock().expect("not poisoned");
                 threads.kept_state(&input.thread_id)

@@ -64,6 +64,8 @@ struct Shared {
     run_options: Vec<String>,
     /// The most bytes a file of a page's may have (`--max-attachment`).
     max_attachment: usize,
+    /// The hosts a page's `url` parts are fetched from (`--allow-fetch`).
+    allow_fetch: Vec<page::FetchHost>,
     /// Where runs leave their session ids: a directory of this server's
     /// own, which no other user can write in.
     session_dir: PathBuf,
@@ -135,6 +137,9 @@ pub struct Config {
     pub raw: RawMode,
     /// The most bytes a file of a page's may have, decoded.
     pub max_attachment: usize,
+    /// The hosts a page's `url` parts are fetched from
+    /// (`[http://]HOST[:PORT]`).
+    pub allow_fetch: Vec<String>,
     /// How long a run whose client has gone away goes on, for a reader to
     /// rejoin it; zero: it ends at once.
     pub rejoin_grace: std::time::Duration,
@@ -186,6 +191,7 @@ pub fn main(
         access: Access::new(local, &a.allow_host, &a.allow_origin),
         run_options: a.run_options,
         max_attachment: a.max_attachment,
+        allow_fetch: settings.allow_fetch,
         session_dir: session_dir.0.clone(),
         version: settings.version,
         raw: settings.raw,
@@ -268,6 +274,7 @@ struct Settings {
     version: Version,
     ask: bool,
     raw: Option<RawMode>,
+    allow_fetch: Vec<page::FetchHost>,
 }
 
 /// The options checked, in the order the messages name them; `Err` says
@@ -298,6 +305,11 @@ fn settings(a: &Config) -> Result<Settings, String> {
     {
         return Err(format!("--allow-host {h:?}: not a host name (no port)"));
     }
+    let allow_fetch = a
+        .allow_fetch
+        .iter()
+        .map(|h| page::fetch_host(h))
+        .collect::<Result<Vec<_>, _>>()?;
     // The run options are checked once, here, as every run will get them.
     // `--agui-version` among the run options forces the release as serve's
     // own does.
@@ -327,6 +339,7 @@ fn settings(a: &Config) -> Result<Settings, String> {
         version,
         ask,
         raw,
+        allow_fetch,
     })
 }
 

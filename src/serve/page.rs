@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use base64::Engine as _;
 
@@ -65,7 +66,8 @@ impl Page {
     /// The page's tools, context, state, answers, choices and files in
     /// `input`, checked for a server of `cli` with the run `options`
     /// (`ask`: `--approval ask` among them) whose files may have
-    /// `max_attachment` bytes; `kept` gives the thread's kept state, asked
+    /// `max_attachment` bytes (a `url` part's fetched when its host is
+    /// one of `fetch`); `kept` gives the thread's kept state, asked
     /// for when the page gives none. `Err` says which field and why (a
     /// `400`).
     pub(super) fn check(
@@ -74,6 +76,7 @@ impl Page {
         ask: bool,
         options: &[String],
         max_attachment: usize,
+        fetch: &[FetchHost],
         kept: impl FnOnce() -> Option<String>,
     ) -> Result<Self, String> {
         let tools = match input.tools.map(RawValue::get) {
@@ -116,6 +119,7 @@ impl Page {
                 input.last_user_content(),
                 Takes::of(cli, ask, options),
                 max_attachment,
+                fetch,
             )?,
         })
     }
@@ -654,12 +658,13 @@ impl Takes {
 }
 
 /// The files of `content` (the last user message's) a run of `to` takes,
-/// each at most `max` bytes decoded; `Err` names the first part refused
-/// and why.
+/// each at most `max` bytes decoded, those of `url` parts fetched from
+/// `fetch`'s hosts; `Err` names the first part refused and why.
 pub(super) fn attachments(
     content: Option<&RawValue>,
     to: Takes,
     max: usize,
+    fetch: &[FetchHost],
 ) -> Result<Vec<Attached>, String> {
     use serde::de::DeserializeSeed;
     let Some(json) = content.map(RawValue::get).filter(|c| c.starts_with('[')) else {
@@ -670,6 +675,7 @@ pub(super) fn attachments(
     let seed = Parts {
         to,
         max,
+        fetch,
         files: &mut files,
         refused: &mut refused,
     };
@@ -687,6 +693,7 @@ pub(super) fn attachments(
 struct Parts<'s> {
     to: Takes,
     max: usize,
+    fetch: &'s [FetchHost],
     files: &'s mut Vec<Attached>,
     refused: &'s mut Option<String>,
 }
@@ -705,6 +712,8 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
+        // What the message's fetches may still bring, together.
+        let mut left = fetch_total(self.max);
         while let Some(part) = seq.next_element::<PartIn<'de>>()? {
             i += 1;
             if part.kind.as_deref() == Some("text") {
@@ -716,7 +725,7 @@ impl<'de> serde::de::Visitor<'de> for Parts<'_> {
                     "a user message may hold at most {MAX_ATTACHMENTS} files"
                 ))
             } else {
-                attachment(&part, self.to, self.max)
+                attachment(&part, self.to, self.max, (self.fetch, &mut left))
             };
             match file {
                 Ok(f) => self.files.push(f),
@@ -857,7 +866,12 @@ fn part_name(i: usize, part: &PartIn) -> String {
 }
 
 /// One part checked and decoded, or why a run of `cli` cannot take it.
-fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> {
+fn attachment(
+    part: &PartIn,
+    to: Takes,
+    max: usize,
+    fetch: (&[FetchHost], &mut usize),
+) -> Result<Attached, String> {
     let (how, value, mime) = match (part.kind.as_deref(), &part.source) {
         (Some("image" | "audio" | "video" | "document"), Some(s)) => {
             (s.kind.as_ref(), s.value.as_deref(), s.mime_type.as_deref())
@@ -867,7 +881,7 @@ fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> 
         }
         (Some("binary"), _) => match (&part.data, &part.url, &part.id) {
             (Some(d), _, _) => ("data", Some(d.as_ref()), part.mime_type.as_deref()),
-            (None, Some(u), _) => ("url", Some(u.as_ref()), None),
+            (None, Some(u), _) => ("url", Some(u.as_ref()), part.mime_type.as_deref()),
             (None, None, Some(_)) => ("file", None, None),
             (None, None, None) => return Err("it has no data".into()),
         },
@@ -881,13 +895,7 @@ fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> 
     };
     match how {
         "data" => {}
-        "url" => {
-            return Err(
-                "a url source: this server never fetches a URL; send the file's bytes \
-                        (a data source, base64)"
-                    .into(),
-            )
-        }
+        "url" => {}
         "file" => {
             return Err(
                 "a file handle (of a provider's): this server cannot read it; send the \
@@ -902,20 +910,12 @@ fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> 
             ))
         }
     }
+    if how == "url" {
+        let url = value.ok_or("a url source needs its value (the URL)")?;
+        return fetched_part(url, mime, to, max, fetch);
+    }
     let mime = mime.ok_or("a data source needs its mimeType")?;
-    let bare = mime
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let Some(&(media_type, ext)) = MEDIA_TYPES.iter().find(|(t, _)| *t == bare) else {
-        return Err(format!(
-            "type {:?} is not one this server takes ({})",
-            shown(mime),
-            media_types()
-        ));
-    };
+    let (media_type, ext) = media_type(mime)?;
     if let Some(why) = attachment_refused(to.cli.name(), media_type, to.acp) {
         return Err(why);
     }
@@ -937,6 +937,238 @@ fn attachment(part: &PartIn, to: Takes, max: usize) -> Result<Attached, String> 
         ));
     }
     Ok(Attached { ext, bytes })
+}
+
+/// The media type `mime` names (its parameters and case aside), with the
+/// extension of a file of it; `Err` when it is not one of [`MEDIA_TYPES`].
+fn media_type(mime: &str) -> Result<(&'static str, &'static str), String> {
+    let bare = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match MEDIA_TYPES.iter().find(|(t, _)| *t == bare) {
+        Some(&found) => Ok(found),
+        None => Err(format!(
+            "type {:?} is not one this server takes ({})",
+            shown(mime),
+            media_types()
+        )),
+    }
+}
+
+// `serve --allow-fetch HOST`: a `url` part whose host the operator named is
+// fetched here, where the page's files are prepared, and its bytes then
+// take the route of a `data` part's. Everything of it is the page's
+// input: the URL (its scheme, host and port, no credentials), and the
+// answer of a server the page may have put there (its status, its type,
+// its size: counted as it is read).
+
+/// The most bytes the fetched files of one message may have together,
+/// when a file may have `max`: what a request body may carry of files
+/// (16 MiB more than one file), so that a fetching message costs no more
+/// memory than a sending one.
+fn fetch_total(max: usize) -> usize {
+    max.saturating_add(16 << 20)
+}
+
+/// The longest URL a part may give.
+const MAX_URL: usize = 8 * 1024;
+/// How long connecting to a named host may take.
+const FETCH_CONNECT: Duration = Duration::from_secs(10);
+/// How long a fetch may take in all, from its start to the last byte.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A host `--allow-fetch` names: `HOST[:PORT]` for HTTPS (port 443 unless
+/// given), `http://HOST[:PORT]` for plain HTTP (port 80 unless given).
+/// A URL is fetched when its scheme, host (in any case) and port are
+/// exactly those of one named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FetchHost {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+/// The host `--allow-fetch` names in `arg`, or why it names none.
+pub(super) fn fetch_host(arg: &str) -> Result<FetchHost, String> {
+    let (https, authority) = match arg.strip_prefix("http://") {
+        Some(rest) => (false, rest),
+        None => (true, arg.strip_prefix("https://").unwrap_or(arg)),
+    };
+    let scheme = if https { "https" } else { "http" };
+    let url = format!("{scheme}://{authority}/");
+    match parsed_url(&url) {
+        Ok((host, uri)) if uri.authority().is_some_and(|a| a.as_str() == authority) => {
+            Ok(host)
+        }
+        _ => Err(format!(
+            "--allow-fetch {:?}: not HOST, HOST:PORT or http://HOST[:PORT] (no path, no credentials)",
+            shown(arg)
+        )),
+    }
+}
+
+/// `url` parsed (as the request will be made to it): its host, or why it
+/// is not a URL this server could fetch whatever the host.
+fn parsed_url(url: &str) -> Result<(FetchHost, ureq::http::Uri), String> {
+    if url.len() > MAX_URL {
+        return Err(format!("a URL of {} bytes, more than {MAX_URL}", url.len()));
+    }
+    if !url.bytes().all(|b| b.is_ascii_graphic() && b != b'\\') {
+        return Err(
+            "its URL holds a space, a control character, a backslash or a byte that is not ASCII"
+                .into(),
+        );
+    }
+    let uri: ureq::http::Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err("not an https:// (or http://) URL".into()),
+    };
+    let Some(authority) = uri.authority() else {
+        return Err("a URL without a host".into());
+    };
+    if authority.as_str().contains('@') {
+        return Err("credentials in the URL are refused: this server sends none".into());
+    }
+    let host = authority.host().to_ascii_lowercase();
+    if host.is_empty() {
+        return Err("a URL without a host".into());
+    }
+    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+    Ok((FetchHost { https, host, port }, uri))
+}
+
+/// The file of a `url` part (of type `mime`, if it says) for a run of
+/// `to`: fetched when its host is one of `hosts`, else refused.
+fn fetched_part(
+    url: &str,
+    mime: Option<&str>,
+    to: Takes,
+    max: usize,
+    (hosts, left): (&[FetchHost], &mut usize),
+) -> Result<Attached, String> {
+    let (host, uri) = parsed_url(url)?;
+    if !hosts.contains(&host) {
+        let named = match (host.https, host.port) {
+            (true, 443) => host.host.clone(),
+            (true, port) => format!("{}:{port}", host.host),
+            (false, 80) => format!("http://{}", host.host),
+            (false, port) => format!("http://{}:{port}", host.host),
+        };
+        return Err(format!(
+            "a url source from {}: this server never fetches a URL from a host its operator \
+             has not named (serve --allow-fetch {}); send the file's bytes (a data source, \
+             base64)",
+            shown(&named),
+            shown(&named)
+        ));
+    }
+    // What the page says it is, checked before anything is fetched.
+    let declared = mime.map(media_type).transpose()?;
+    if let Some((media_type, _)) = declared {
+        if let Some(why) = attachment_refused(to.cli.name(), media_type, to.acp) {
+            return Err(why);
+        }
+    }
+    let limit = if *left < max {
+        format!(
+            "the {left} bytes left of the {} the fetched files of a message may have together",
+            fetch_total(max)
+        )
+    } else {
+        format!("the {max} a file may have (--max-attachment)")
+    };
+    let (bytes, answered) = fetch(uri, &host.host, max.min(*left), &limit)?;
+    *left -= bytes.len();
+    let answered =
+        answered.ok_or_else(|| format!("{} answered with no Content-Type", host.host))?;
+    let (media_type, ext) =
+        media_type(&answered).map_err(|why| format!("{} answered a file of {why}", host.host))?;
+    if let Some((declared, _)) = declared.filter(|(t, _)| *t != media_type) {
+        return Err(format!(
+            "its mimeType is {declared}, but {} answered {media_type}",
+            host.host
+        ));
+    }
+    if let Some(why) = attachment_refused(to.cli.name(), media_type, to.acp) {
+        return Err(why);
+    }
+    Ok(Attached { ext, bytes })
+}
+
+/// The body of a `GET` of `uri` (on `host`) and its Content-Type: at most
+/// `max` bytes (`limit` says what they are, for a refusal), counted as
+/// they come; no redirect followed, no proxy, no credentials or cookies
+/// sent.
+fn fetch(
+    uri: ureq::http::Uri,
+    host: &str,
+    max: usize,
+    limit: &str,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    use std::io::Read;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .proxy(None)
+        .timeout_connect(Some(FETCH_CONNECT))
+        .timeout_global(Some(FETCH_TIMEOUT))
+        .user_agent(concat!("agui-translate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let response = agent
+        .get(uri)
+        .call()
+        .map_err(|e| format!("fetching it from {host} failed: {e}"))?;
+    let status = response.status();
+    let header = |name: &str| {
+        let value = response.headers().get(name)?;
+        Some(String::from_utf8_lossy(value.as_bytes()).into_owned())
+    };
+    if status.is_redirection() {
+        let to = header("location").map_or(String::new(), |l| format!(" to {:?}", shown(&l)));
+        return Err(format!(
+            "{host} answered {status}, a redirect{to}: this server follows no redirect; give the file's own URL"
+        ));
+    }
+    if !status.is_success() {
+        return Err(format!("{host} answered {status}"));
+    }
+    if let Some(coding) = header("content-encoding").filter(|c| !c.eq_ignore_ascii_case("identity"))
+    {
+        return Err(format!(
+            "{host} answered an encoded body ({:?}), not the file's bytes",
+            shown(&coding)
+        ));
+    }
+    let length = header("content-length").and_then(|l| l.trim().parse::<u64>().ok());
+    if let Some(length) = length.filter(|&l| l > max as u64) {
+        return Err(format!(
+            "{host} announced {length} bytes, more than {limit}"
+        ));
+    }
+    let kind = header("content-type");
+    let mut bytes = Vec::new();
+    let most = max as u64 + 1;
+    let reader = response
+        .into_body()
+        .into_with_config()
+        .limit(u64::MAX)
+        .reader();
+    reader
+        .take(most)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading it from {host} failed: {e}"))?;
+    if bytes.len() > max {
+        return Err(format!(
+            "{host} sent more than {limit}; the rest was not read"
+        ));
+    }
+    Ok((bytes, kind))
 }
 
 /// Base64 as pages send it: the standard alphabet, padded or not.
@@ -1140,7 +1372,7 @@ mod tests {
         let i = input(
             r#"{"threadId":"t","context":[{"description":"User's name","value":"Ada"},{"description":"Open file","value":"src/lib.rs"}],"state":{"count":2}}"#,
         );
-        let page = Page::check(&i, claude(), false, &[], MAX_FILE, || None).unwrap();
+        let page = Page::check(&i, claude(), false, &[], MAX_FILE, &[], || None).unwrap();
         assert_eq!(
             page.prompt("Hi".into()),
             "<context from the application>\nUser's name: Ada\nOpen file: src/lib.rs\nThe application's state (JSON): {\"count\":2}\n</context from the application>\n\nHi"
@@ -1151,6 +1383,7 @@ mod tests {
             false,
             &[],
             MAX_FILE,
+            &[],
             || None,
         )
         .unwrap();
@@ -1168,6 +1401,7 @@ mod tests {
                 false,
                 &[],
                 MAX_FILE,
+                &[],
                 kept,
             )
             .unwrap()
@@ -1211,6 +1445,7 @@ mod tests {
                 ask,
                 options,
                 MAX_FILE,
+                &[],
                 kept,
             )
             .unwrap();
@@ -1227,7 +1462,7 @@ mod tests {
     #[test]
     fn each_field_has_its_limit() {
         let why = |json: &str| {
-            Page::check(&input(json), claude(), false, &[], MAX_FILE, || None)
+            Page::check(&input(json), claude(), false, &[], MAX_FILE, &[], || None)
                 .err()
                 .unwrap()
         };
@@ -1436,7 +1671,8 @@ mod tests {
             r#"[{"type":"text","text":"a"},{"type":"image","source":{"type":"data","value":"AAEC/w==","mimeType":"image/PNG"}},{"type":"binary","mimeType":"application/pdf; x=y","data":"JVBERg"}]"#,
         )
         .unwrap();
-        let files = attachments(Some(&raw), Takes::of(claude(), false, &[]), MAX_FILE).unwrap();
+        let files =
+            attachments(Some(&raw), Takes::of(claude(), false, &[]), MAX_FILE, &[]).unwrap();
         let args = attach_args(&dir.join("7"), &files).unwrap();
         let files_dir = dir.join("7.files");
         let mode = std::fs::metadata(&files_dir).unwrap().permissions().mode();

@@ -28,6 +28,7 @@ Driven by the environment:
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
   ACP_MODE=noload   answer session/load with a JSON-RPC error
   ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
+  ACP_MODE=noaudio  say promptCapabilities.image but not .audio
   ACP_MODE=models   offer the models a/one and a/two in session/new's
                     configOptions, and the efforts of the model (a/one: low,
                     high; a/two: low, max) as the option `effort` of category
@@ -369,8 +370,10 @@ def main():
             continue
         if method == "initialize":
             caps = {"loadSession": True}
-            if mode != "noimage":
+            if mode == "noaudio":
                 caps["promptCapabilities"] = {"image": True}
+            elif mode != "noimage":
+                caps["promptCapabilities"] = {"image": True, "audio": True}
             send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": caps,
                                         "authMethods": []}})
         elif method == "session/new":

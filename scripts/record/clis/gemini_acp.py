@@ -23,9 +23,9 @@ error = gemini.error
 aux = gemini.aux
 converse = acp.converse
 
-# The files a scenario sends: image blocks of `session/prompt`, before the
+# The files a scenario sends: image and audio blocks of `session/prompt`, before the
 # text (acp.py), as `run --attach` gives them.
-FILES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+FILES = {"image/png", "image/jpeg", "image/gif", "image/webp", "audio/wav"}
 
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = acp.SCENARIOS

@@ -26,6 +26,11 @@ converse = acp.converse
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = acp.SCENARIOS
 
+# No FILES: Qwen Code 0.24.4 says promptCapabilities.audio (and .image),
+# but the `audio` scenario's block, recorded with FILES = {"audio/wav"},
+# did not reach the model ("audio/wav not received."); `serve` refuses
+# files for it.
+
 
 def supports(version, scenario):
     if scenario.name not in SCENARIOS:
