@@ -78,9 +78,12 @@ def cell(verdict):
 
 
 def recorded():
-    """The folders of testdata/ that hold recorded versions, in table order."""
+    """The folders of testdata/ that hold recorded versions (a version's
+    folder of `.jsonl` recordings; a CLI's own transcripts are not), in
+    table order."""
     found = {d.name for d in (ROOT / "testdata").iterdir()
-             if d.is_dir() and any(v.is_dir() and is_version(v.name) for v in d.iterdir())}
+             if d.is_dir() and any(v.is_dir() and is_version(v.name) and any(v.glob("*.jsonl"))
+                                   for v in d.iterdir())}
     return [c for c in CLIS if c in found] + sorted(found - set(CLIS))
 
 
