@@ -84,6 +84,29 @@ const TWO_TURNS: [&str; 4] = [
     "assistant: The word was teal.",
 ];
 
+/// The thread `t` gets a first turn, its kept history is lost, and then
+/// it is asked for with no message: rebuilt, both turns said.
+fn asked_for_after_its_history_is_lost(addr: &str, state: &Path, cli: &str) {
+    let (code, _) = post(
+        addr,
+        &body("t", "r1", serde_json::json!([user("m1", "Hi")])),
+    );
+    assert_eq!(code, 200);
+    forget_history(state, cli);
+    let (code, back) = post(addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(code, 200);
+    assert_eq!(
+        types(&back),
+        [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
+    assert_eq!(said(&back[1]["messages"]), TWO_TURNS);
+}
+
 #[test]
 fn claude_code_s_session_file_gives_a_thread_back_whose_history_was_lost() {
     let state = tmp("claude-state");
@@ -185,23 +208,7 @@ fn copilot_cli_s_session_events_give_a_thread_back() {
     .unwrap();
     let env: &[(&str, &Path)] = &[("FAKE_REPLAY", &recording), ("COPILOT_HOME", &home)];
     let server = serve("copilot", &["--state-dir", state.to_str().unwrap()], env);
-    let (code, _) = post(
-        &server.addr,
-        &body("t", "r1", serde_json::json!([user("m1", "Hi")])),
-    );
-    assert_eq!(code, 200);
-    forget_history(&state, "copilot");
-    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
-    assert_eq!(
-        types(&back),
-        [
-            "RUN_STARTED",
-            "MESSAGES_SNAPSHOT",
-            "STATE_SNAPSHOT",
-            "RUN_FINISHED"
-        ]
-    );
-    assert_eq!(said(&back[1]["messages"]), TWO_TURNS);
+    asked_for_after_its_history_is_lost(&server.addr, &state, "copilot");
 }
 
 #[test]
@@ -334,23 +341,7 @@ fn codex_s_app_server_reads_a_thread_back_whose_history_was_lost() {
         ("FAKE_SENT", &sent),
     ];
     let server = serve("codex", &["--state-dir", state.to_str().unwrap()], env);
-    let (code, _) = post(
-        &server.addr,
-        &body("t", "r1", serde_json::json!([user("m1", "Hi")])),
-    );
-    assert_eq!(code, 200);
-    forget_history(&state, "codex");
-    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
-    assert_eq!(
-        types(&back),
-        [
-            "RUN_STARTED",
-            "MESSAGES_SNAPSHOT",
-            "STATE_SNAPSHOT",
-            "RUN_FINISHED"
-        ]
-    );
-    assert_eq!(said(&back[1]["messages"]), TWO_TURNS);
+    asked_for_after_its_history_is_lost(&server.addr, &state, "codex");
     // It asked for the thread the run reported, with its turns.
     let asked = std::fs::read_to_string(&sent).unwrap();
     let read: serde_json::Value = asked
