@@ -1414,7 +1414,14 @@ fn gemini_copilot_and_opencode_change_the_state_over_acp() {
             [&json!({"branch": "main"}), &model_state()],
             "{cli}: {one:?}"
         );
-        assert!(at("TOOL_CALL_END") < states[1].0, "{cli}: {one:?}");
+        // Gemini CLI calls the tool only once the run has granted it, so
+        // its call is shown first; Copilot CLI and OpenCode ask nothing,
+        // and their call may reach the server before the line that shows
+        // it is read: their state comes before the call's result all the
+        // same.
+        if cli == "gemini" {
+            assert!(at("TOOL_CALL_END") < states[1].0, "{cli}: {one:?}");
+        }
         assert!(states[1].0 < at("TOOL_CALL_RESULT"), "{cli}: {one:?}");
         assert_eq!(last(&one)["type"], "RUN_FINISHED", "{cli}: {one:?}");
         assert!(
