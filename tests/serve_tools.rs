@@ -1399,7 +1399,7 @@ fn gemini_copilot_and_opencode_change_the_state_over_acp() {
         assert_eq!(start["toolCallName"], "ag_ui_update_state", "{cli}");
         let args = &one[at("TOOL_CALL_ARGS")]["delta"];
         let args: Value = serde_json::from_str(args.as_str().unwrap()).unwrap();
-        assert_eq!(args, json!({"state": model_state()}), "{cli}");
+        assert_eq!(args, json!({"state": model_state()}), "{cli}: {one:?}");
         let result = &one[at("TOOL_CALL_RESULT")];
         assert_eq!(result["toolCallId"], start["toolCallId"], "{cli}");
         assert_eq!(

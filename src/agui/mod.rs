@@ -670,6 +670,10 @@ pub struct Emitter {
     page_calls: std::collections::VecDeque<(String, String)>,
     /// The calls of this program's own tool started, oldest first.
     own_calls: std::collections::VecDeque<String>,
+    /// The inputs of this program's own tool's calls that reached its
+    /// server before the stream showed the call, oldest first: see
+    /// [`Emitter::own_call_input`].
+    own_inputs: std::collections::VecDeque<Option<Box<RawValue>>>,
     /// The page's tool calls shown before the CLI's stream showed them
     /// (their names, oldest first): see [`Emitter::announce_page_call`].
     page_announced: std::collections::VecDeque<String>,
@@ -737,6 +741,7 @@ impl Emitter {
             page_names: Vec::new(),
             page_calls: std::collections::VecDeque::new(),
             own_calls: std::collections::VecDeque::new(),
+            own_inputs: std::collections::VecDeque::new(),
             page_announced: std::collections::VecDeque::new(),
         }
     }
@@ -924,14 +929,30 @@ impl Emitter {
     /// the oldest such call still open (shown without its input: Gemini
     /// CLI's over ACP): its arguments, and it ends. False when no such call
     /// is open.
+    /// An input that comes before the stream shows its call (the agent's
+    /// request may reach the server before the line that shows the call
+    /// is read) is kept for the next such call ([`Emitter::early_own_input`]).
     pub fn own_call_input(&mut self, args: Option<&RawValue>) -> bool {
         let open = self.own_calls.iter().find(|c| self.is_open(c)).cloned();
         let Some(id) = open else {
+            if self.own_inputs.len() >= PAGE_CALLS {
+                self.own_inputs.pop_front();
+            }
+            self.own_inputs.push_back(args.map(|a| a.to_owned()));
             return false;
         };
         self.tool_args_given(&id, args);
         self.tool_end(&id);
         true
+    }
+
+    /// The input of this program's own tool's call `id`, just started,
+    /// if it reached the server before the call was shown; it is taken.
+    pub fn early_own_input(&mut self, id: &str) -> Option<Option<Box<RawValue>>> {
+        if !self.is_own_call(id) || !self.is_open(id) {
+            return None;
+        }
+        self.own_inputs.pop_front()
     }
 
     /// The session id the input gave last, even when `--thread-id` replaces
@@ -2280,6 +2301,22 @@ mod tests {
             .map(|e| e["delta"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(args, [r#"{"state":{"a":1}}"#]);
+    }
+
+    #[test]
+    fn an_own_call_s_input_that_comes_before_the_call_waits_for_it() {
+        let mut em = Emitter::new(Format::Ndjson, None, None);
+        em.set_page_tools("page-", Vec::new());
+        em.set_own_tool("ag_ui_update_state");
+        let args = RawValue::from_string(r#"{"state":{"a":1}}"#.into()).unwrap();
+        // The agent's request reached the server first: kept.
+        assert!(!em.own_call_input(Some(&args)));
+        em.tool_start("x", "other", None);
+        assert!(em.early_own_input("x").is_none(), "not this program's tool");
+        em.tool_start("c1", "page-ag_ui_update_state", None);
+        let input = em.early_own_input("c1").expect("kept for the call");
+        assert_eq!(input.unwrap().get(), args.get());
+        assert!(em.early_own_input("c1").is_none(), "taken once");
     }
 
     #[test]

@@ -769,6 +769,10 @@ impl Acp {
         }
         let mut made = !em.tool_started(id);
         self.start_tool(id, u, em);
+        if let Some(input) = em.early_own_input(id) {
+            Self::end_tool(id, input.as_deref(), em);
+            made = true;
+        }
         // A pending call's `rawInput` may be partial (OpenCode's holds the
         // working folder only): the arguments are those it runs with.
         let status = u.status.as_deref();
@@ -854,6 +858,9 @@ impl Acp {
         let mut page = false;
         if let (Some(c), Some(tid)) = (&call, call_id) {
             self.start_tool(tid, c, em);
+            if let Some(input) = em.early_own_input(tid) {
+                Self::end_tool(tid, input.as_deref(), em);
+            }
             // A call of the page's tools (or the state's) is the page's to
             // decide, not the user's (the run grants it): no
             // approval_request. Without its input (Gemini CLI's), it is
