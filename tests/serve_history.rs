@@ -353,3 +353,82 @@ fn codex_s_app_server_reads_a_thread_back_whose_history_was_lost() {
     assert_eq!(read["params"]["threadId"], session.as_str());
     assert_eq!(read["params"]["includeTurns"], true);
 }
+
+/// An ACP agent's session, loaded (`session/load`) in the run's directory
+/// with no MCP server: what it replays before its answer is the thread's.
+#[test]
+fn an_acp_agent_loads_a_thread_back_whose_history_was_lost() {
+    let state = tmp("acp-state");
+    let sent = tmp("acp-sent");
+    let env: &[(&str, &Path)] = &[("FAKE_ACP", Path::new("1")), ("ACP_SENT", &sent)];
+    let server = common::serve_run("acp", &["--state-dir", state.to_str().unwrap()], &[], env);
+    let (code, _) = post(
+        &server.addr,
+        &body("t", "r1", serde_json::json!([user("m1", "say hello")])),
+    );
+    assert_eq!(code, 200);
+    forget_history(&state, "acp");
+    let (code, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(code, 200);
+    assert_eq!(
+        types(&back),
+        [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
+    // The stand-in replays a turn of its own; only what came before its
+    // answer is the session's.
+    assert_eq!(
+        said(&back[1]["messages"]),
+        ["user: earlier", "assistant: Earlier answer."]
+    );
+    let asked: Vec<serde_json::Value> = std::fs::read_to_string(&sent)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let session = asked
+        .iter()
+        .find(|l| l["method"] == "session/prompt")
+        .unwrap()["params"]["sessionId"]
+        .clone();
+    let load = asked
+        .iter()
+        .find(|l| l["method"] == "session/load")
+        .unwrap();
+    assert_eq!(load["params"]["sessionId"], session);
+    assert_eq!(load["params"]["mcpServers"], serde_json::json!([]));
+    assert!(load["params"]["cwd"].as_str().unwrap().starts_with('/'));
+    // The prompt was sent once: the thread given back started no turn.
+    let prompts = asked.iter().filter(|l| l["method"] == "session/prompt");
+    assert_eq!(prompts.count(), 1);
+    // Asked again, the rebuilt history is kept: no second load.
+    let (_, again) = post(&server.addr, &body("t", "r3", serde_json::json!([])));
+    assert_eq!(said(&again[1]["messages"]).len(), 2);
+    let loads = std::fs::read_to_string(&sent)
+        .unwrap()
+        .matches("session/load")
+        .count();
+    assert_eq!(loads, 1);
+
+    // An agent that cannot load sessions: told why.
+    let state = tmp("acp-nocaps-state");
+    let env: &[(&str, &Path)] = &[
+        ("FAKE_ACP", Path::new("1")),
+        ("ACP_MODE", Path::new("nocaps")),
+    ];
+    let server = common::serve_run("acp", &["--state-dir", state.to_str().unwrap()], &[], env);
+    post(
+        &server.addr,
+        &body("t", "r1", serde_json::json!([user("m1", "say hello")])),
+    );
+    forget_history(&state, "acp");
+    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(types(&back), ["RUN_STARTED", "RUN_ERROR"]);
+    assert_eq!(back[1]["code"], "history_unavailable");
+    let why = back[1]["message"].as_str().unwrap();
+    assert!(why.contains("no loadSession capability"), "{why}");
+}

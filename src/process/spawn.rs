@@ -1603,6 +1603,34 @@ fn live_acp(
     Some(start)
 }
 
+/// The program and arguments that start `cli` as an Agent Client Protocol
+/// agent, as a run with no request of its own (`extra` its arguments
+/// after `--`) starts it: `--cli` (`cli_path`), or for `run acp` COMMAND.
+pub fn acp_command(
+    cli: Dialect,
+    cli_path: Option<&Path>,
+    extra: &[String],
+) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let Some(start) = cli.acp() else {
+        anyhow::bail!("{cli} does not speak the Agent Client Protocol");
+    };
+    let exe = match cli.program {
+        "" => agent_executable(cli_path, extra),
+        _ => executable(cli, cli_path),
+    }
+    .map_err(|name| anyhow::anyhow!("no {} on PATH", name.display()))?;
+    let request = RunRequest {
+        extra: extra.to_vec(),
+        ..RunRequest::default()
+    };
+    let version = || probe_version(&exe).and_then(|v| any_version(&v));
+    let mut args = (start.argv)(&request, &version)?;
+    if cli.program.is_empty() && cli_path.is_none() && !args.is_empty() {
+        args.remove(0);
+    }
+    Ok((exe, args))
+}
+
 /// `run acp -- COMMAND ARGS…`: the agent's executable, `--cli` or COMMAND,
 /// found as [`executable`] finds a CLI's.
 fn agent_executable(cli_path: Option<&Path>, extra: &[String]) -> Result<PathBuf, PathBuf> {

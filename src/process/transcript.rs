@@ -6,14 +6,16 @@
 //! Copilot CLI's `session-state/<session>/events.jsonl`, the events of
 //! its JSON mode; and Codex's thread as its app-server reads it back
 //! (`codex app-server`, `thread/read` with its turns), each turn's items
-//! as the notifications of a turn. The other CLIs have none read here
-//! ([`read`] says why).
+//! as the notifications of a turn; and, for a run over the Agent Client
+//! Protocol, the session as the agent replays it when asked to load it
+//! (`session/load`). The other CLIs have none read here ([`read`] says
+//! why).
 //!
 //! A transcript is untrusted-sized input: at most [`MAX_TRANSCRIPT`] bytes
 //! of a file's end are read (the oldest records go first, as in a kept
 //! history), at most [`MAX_FOLDERS`] folders are looked in for it, and the
-//! app-server's answer is read up to the same size, for
-//! [`CODEX_READ_TIMEOUT`] at most.
+//! app-server's answer (and an ACP agent's replay) is read up to the same
+//! size, for [`CODEX_READ_TIMEOUT`] at most.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
@@ -50,24 +52,25 @@ impl Cannot {
 ///
 /// `cli_path` is the CLI's program as the runs name it (`--cli`), for a
 /// CLI asked for its transcript (Codex's app-server).
+///
+/// `acp`: the run went over the Agent Client Protocol, started with
+/// these arguments after `--`: the agent is asked to load the session
+/// ([`acp_session`]).
 pub fn read(
     cli: Dialect,
     session: &str,
     cwd: &Path,
     cli_path: Option<&Path>,
+    acp: Option<&[String]>,
 ) -> Result<Vec<u8>, Cannot> {
     let title = cli.spec().title;
+    if let Some(extra) = acp.filter(|_| cli.acp().is_some()) {
+        return acp_session(cli, session, cwd, cli_path, extra);
+    }
     let file = match cli.name() {
         "claude" => claude_session_file(claude_config_dir(), session, cwd),
         "copilot" => copilot_session_file(session),
         "codex" | "codex-app-server" => return codex_thread(session, cli_path),
-        "acp" => {
-            return Err(Cannot::said(
-                "an ACP agent replays a session only when asked to load it (`session/load`), \
-                 which this server does not ask for a thread's history"
-                    .into(),
-            ))
-        }
         "gemini" | "qwen" => {
             return Err(Cannot::said(format!(
                 "{title} keeps its chats in a format of its own, which this server does not \
@@ -196,6 +199,130 @@ fn codex_answer(stdout: std::process::ChildStdout) -> Result<serde_json::Value, 
             continue;
         }
         return serde_json::from_slice(&line).map_err(|e| format!("its answer: {e}"));
+    }
+}
+
+/// What the agent said in the time it had to load a session.
+enum Loaded {
+    /// The `session/update` notifications it replayed, then its answer.
+    Replayed(Vec<u8>),
+    /// Its `initialize` answer has no `agentCapabilities.loadSession`.
+    CannotLoad,
+}
+
+/// The session `session` as the ACP agent replays it when asked to load it
+/// (`initialize`, then `session/load` in `cwd` with no MCP server): the
+/// `session/update` notifications sent before the load's answer, handed
+/// to the ACP translator. The agent is started as a run over ACP starts
+/// it, and ended once it has answered, or after [`CODEX_READ_TIMEOUT`].
+fn acp_session(
+    cli: Dialect,
+    session: &str,
+    cwd: &Path,
+    cli_path: Option<&Path>,
+    extra: &[String],
+) -> Result<Vec<u8>, Cannot> {
+    let title = cli.spec().title;
+    let unread = |detail: String| Cannot {
+        why: format!("{title} could not load the thread's session back"),
+        detail: Some(detail),
+    };
+    session_ok(session).map_err(unread)?;
+    let (exe, args) = crate::process::spawn::acp_command(cli, cli_path, extra)
+        .map_err(|e| unread(e.to_string()))?;
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let mut child = std::process::Command::new(&exe)
+        .args(&args)
+        .current_dir(&cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| unread(format!("{}: {e}", exe.display())))?;
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let load = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/load",
+        "params": {"sessionId": session, "cwd": cwd, "mcpServers": []}});
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(acp_replay(stdin, stdout, &load));
+    });
+    let answer = rx.recv_timeout(CODEX_READ_TIMEOUT);
+    // SAFETY: the group of the child started here, not yet waited for.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    let records = match answer {
+        Ok(Ok(Loaded::Replayed(records))) => records,
+        Ok(Ok(Loaded::CannotLoad)) => {
+            return Err(Cannot::said(format!(
+                "{title} cannot load a session (its initialize answer has no loadSession \
+                 capability)"
+            )))
+        }
+        Ok(Err(why)) => return Err(unread(why)),
+        Err(_) => return Err(unread(format!("no answer in {CODEX_READ_TIMEOUT:?}"))),
+    };
+    let acp = Dialect::named("acp").expect("a dialect");
+    translate(acp, records).ok_or_else(|| unread("it replayed no message".into()))
+}
+
+/// The agent's side of a session's load: `initialize` asked, then (if the
+/// agent can load sessions) `load`; the `session/update` notifications
+/// until the load's answer (at most [`MAX_TRANSCRIPT`] bytes read).
+fn acp_replay(
+    mut stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    load: &serde_json::Value,
+) -> Result<Loaded, String> {
+    use std::io::{BufRead, Write};
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+            "clientInfo": {"name": "agui-translate", "title": "agui-translate", "version": env!("CARGO_PKG_VERSION")}}});
+    let said = |e: std::io::Error| format!("it could not be asked: {e}");
+    stdin
+        .write_all(format!("{init}\n").as_bytes())
+        .map_err(said)?;
+    let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
+    let mut records = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line) {
+            Ok(0) => return Err("it ended without answering".into()),
+            Err(e) => return Err(e.to_string()),
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if msg["method"] == "session/update" {
+            records.extend_from_slice(line.trim_ascii_end());
+            records.push(b'\n');
+            continue;
+        }
+        if msg.get("method").is_some() {
+            continue;
+        }
+        if let Some(error) = msg.get("error") {
+            let what = if msg["id"] == 0 {
+                "initialize"
+            } else {
+                "session/load"
+            };
+            return Err(format!("{what}: {error}"));
+        }
+        if msg["id"] == 0 {
+            if msg["result"]["agentCapabilities"]["loadSession"] != true {
+                return Ok(Loaded::CannotLoad);
+            }
+            stdin
+                .write_all(format!("{load}\n").as_bytes())
+                .map_err(said)?;
+        } else if msg["id"] == 1 {
+            return Ok(Loaded::Replayed(records));
+        }
     }
 }
 

@@ -327,7 +327,8 @@ pub(super) fn of_thread(
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
     let cli_path = own_option(&shared.run_options, "--cli").map(Path::new);
-    match crate::process::transcript::read(shared.cli, &session, &cwd, cli_path) {
+    let acp = over_acp(shared);
+    match crate::process::transcript::read(shared.cli, &session, &cwd, cli_path, acp) {
         Ok(events) => Ok(Some((write(&file, messages_of(&events)), true))),
         Err(cannot) => {
             let detail = cannot
@@ -344,6 +345,23 @@ pub(super) fn of_thread(
             Err(cannot.why)
         }
     }
+}
+
+/// The arguments after `--` of the runs, when they go over the Agent
+/// Client Protocol: always for `serve acp`, and for a CLI that speaks it
+/// too when the run options ask (`--transport acp`, or `--approval ask`
+/// without `--transport stream`).
+fn over_acp(shared: &Shared) -> Option<&[String]> {
+    let options = &shared.run_options;
+    let extra = options
+        .iter()
+        .position(|o| o == "--")
+        .map_or(&options[..0], |i| &options[i + 1..]);
+    let transport = own_option(options, "--transport");
+    let acp = shared.cli.name() == "acp"
+        || transport == Some("acp")
+        || (own_option(options, "--approval") == Some("ask") && transport != Some("stream"));
+    (acp && shared.cli.acp().is_some()).then_some(extra)
 }
 
 /// The value of the run option `name` (`--name VALUE` or `--name=VALUE`)

@@ -27,6 +27,7 @@ Driven by the environment:
   ACP_MODE=garbage  print a line that is not JSON-RPC and exit
   ACP_MODE=refuse   answer session/new with a JSON-RPC error
   ACP_MODE=noload   answer session/load with a JSON-RPC error
+  ACP_MODE=nocaps   say no loadSession in the initialize answer
   ACP_MODE=noimage  say no promptCapabilities.image in the initialize answer
   ACP_MODE=noaudio  say promptCapabilities.image but not .audio
   ACP_MODE=models   offer the models a/one and a/two in session/new's
@@ -369,7 +370,7 @@ def main():
         if mode == "mute" or (mode == "mutenew" and method != "initialize"):
             continue
         if method == "initialize":
-            caps = {"loadSession": True}
+            caps = {} if mode == "nocaps" else {"loadSession": True}
             if mode == "noaudio":
                 caps["promptCapabilities"] = {"image": True}
             elif mode != "noimage":
