@@ -182,19 +182,24 @@ fn codex_thread(session: &str, cli_path: Option<&Path>) -> Result<Vec<u8>, Canno
     translate(server, records).ok_or_else(|| unread("the thread has no turn".into()))
 }
 
+/// The next line of a process asked for its transcript into `line`; an
+/// error if it ended first or could not be read.
+fn next_line(lines: &mut impl std::io::BufRead, line: &mut Vec<u8>) -> Result<(), String> {
+    line.clear();
+    match lines.read_until(b'\n', line) {
+        Ok(0) => Err("it ended without answering".into()),
+        Err(e) => Err(e.to_string()),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// The app-server's answer to request 1 (`thread/read`), from its stdout,
 /// reading at most [`MAX_TRANSCRIPT`] bytes.
 fn codex_answer(stdout: std::process::ChildStdout) -> Result<serde_json::Value, String> {
-    use std::io::BufRead;
     let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line) {
-            Ok(0) => return Err("it ended without answering".into()),
-            Err(e) => return Err(e.to_string()),
-            Ok(_) => {}
-        }
+        next_line(&mut lines, &mut line)?;
         if !line.starts_with(b"{\"id\":1,") {
             continue;
         }
@@ -275,7 +280,7 @@ fn acp_replay(
     stdout: std::process::ChildStdout,
     load: &serde_json::Value,
 ) -> Result<Loaded, String> {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": 1,
             "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
@@ -288,12 +293,7 @@ fn acp_replay(
     let mut records = Vec::new();
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line) {
-            Ok(0) => return Err("it ended without answering".into()),
-            Err(e) => return Err(e.to_string()),
-            Ok(_) => {}
-        }
+        next_line(&mut lines, &mut line)?;
         let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&line) else {
             continue;
         };
