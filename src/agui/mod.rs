@@ -13,11 +13,13 @@
 //! trailing warning) then still belongs to the run instead of being lost.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher as _, BuildHasherDefault};
 use std::io;
 use std::sync::Arc;
+
+use foldhash::HashMap;
 
 mod digest;
 mod open;
@@ -728,7 +730,7 @@ impl Emitter {
             args_json: Vec::new(),
             args_scratch: crate::base::closer::Closer::default(),
             input_had_run: false,
-            run_subagents: HashMap::new(),
+            run_subagents: HashMap::default(),
             raw_mode: RawMode::All,
             translated: 0,
             line_start: None,

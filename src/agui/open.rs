@@ -2,7 +2,9 @@
 //! subagents), with every lookup by id in constant or logarithmic time: a
 //! stream that leaves thousands of calls open must not slow down with each.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use crate::base::closer::Closer;

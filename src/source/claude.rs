@@ -3365,11 +3365,11 @@ impl Task {
 #[derive(Clone, Default)]
 struct Tasks {
     /// Calls waiting for their result: tool call id → tool and input.
-    calls: std::collections::HashMap<String, (TaskTool, Box<RawValue>)>,
+    calls: foldhash::HashMap<String, (TaskTool, Box<RawValue>)>,
     /// In order of creation.
     list: Vec<Task>,
     /// Task id → position in `list`.
-    index: std::collections::HashMap<String, usize>,
+    index: foldhash::HashMap<String, usize>,
 }
 
 /// A task tool's structured result (`tool_use_result`).

@@ -15,8 +15,8 @@
 //! [`Codex::legacy`]. Legacy streams have no closing event: the end of input
 //! closes the run.
 
+use foldhash::{HashMap, HashSet};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fmt::Write as _;
 
