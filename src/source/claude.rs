@@ -2358,7 +2358,7 @@ fn parsed_places(rec: &Record, json: &str) -> Option<Carried> {
     let keys = rec.message.as_ref()?.keys;
     // The message is the value of a member written `"message"`.
     let open = skip_ws_back(b, offset(json, keys.first?)?.checked_sub(1)?);
-    if open == 0 || b[open - 1] != b'{' || key_before(b, open - 1)?.1 != b"message" {
+    if open == 0 || b[open - 1] != b'{' || key_before(b, open - 1, b"message")?.is_none() {
         return None;
     }
     let mut places = [None; 3];
@@ -2393,9 +2393,8 @@ fn parsed_places(rec: &Record, json: &str) -> Option<Carried> {
             continue;
         };
         let start = offset(json, value.get())?;
-        let (at, key) = key_before(b, start)?;
         // A key written with escapes is not cut, as by the scan.
-        if key == name.as_bytes() {
+        if let Some(at) = key_before(b, start, name.as_bytes())? {
             *place = Some((at, start + value.get().len()));
         }
     }
@@ -2457,9 +2456,13 @@ fn offset(json: &str, part: &str) -> Option<usize> {
     (at + part.len() <= json.len()).then_some(at)
 }
 
-/// The key of the member whose value starts at `b[start]`, in text that has
-/// parsed: where its opening quote stands, and the key as written.
-fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
+/// Where the opening quote stands of the key of the member whose value
+/// starts at `b[start]`, in text that has parsed, if that key is written
+/// `name` (Some(None) if it is written otherwise; None if no key is there).
+/// The bytes before the key's closing quote are compared with `name`, not
+/// searched for its opening quote: a key that was matched holds no quote,
+/// so a quote after a backslash there is inside a key written otherwise.
+fn key_before(b: &[u8], start: usize, name: &[u8]) -> Option<Option<usize>> {
     let colon = skip_ws_back(b, start);
     if colon == 0 || b[colon - 1] != b':' {
         return None;
@@ -2468,9 +2471,10 @@ fn key_before(b: &[u8], start: usize) -> Option<(usize, &[u8])> {
     if b[close] != b'"' {
         return None;
     }
-    // The key is one that was matched: no quote inside, escaped or not.
-    let open = b[..close].iter().rposition(|&c| c == b'"')?;
-    Some((open, &b[open + 1..close]))
+    let open = close.checked_sub(name.len() + 1);
+    Some(open.filter(|&open| {
+        b[open] == b'"' && &b[open + 1..close] == name && (open == 0 || b[open - 1] != b'\\')
+    }))
 }
 
 /// The places of the carried members, found by one scan of the text that
