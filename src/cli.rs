@@ -1039,7 +1039,8 @@ pub struct RunArgs {
     pub check: bool,
 
     /// At the end, write the CLI's session id (what `--resume` takes) to
-    /// FILE: how `serve` resumes a thread.
+    /// FILE, with a second line `acp` when the run spoke the Agent Client
+    /// Protocol: how `serve` resumes a thread.
     #[arg(long, value_name = "FILE", hide = true)]
     pub session_file: Option<PathBuf>,
 

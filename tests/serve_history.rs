@@ -414,6 +414,37 @@ fn an_acp_agent_loads_a_thread_back_whose_history_was_lost() {
         .count();
     assert_eq!(loads, 1);
 
+    // OpenCode 1.18.33 with `--transport auto`, which takes ACP by itself:
+    // the thread's session is known to be one made over ACP, and is loaded
+    // back so (the server's options alone do not say so).
+    let state = tmp("opencode-auto-acp-state");
+    let sent = tmp("opencode-auto-acp-sent");
+    let env: &[(&str, &Path)] = &[
+        ("FAKE_ACP", Path::new("1")),
+        ("FAKE_VERSION", Path::new("1.18.33")),
+        ("ACP_SENT", &sent),
+    ];
+    let server = common::serve_run(
+        "opencode",
+        &["--state-dir", state.to_str().unwrap()],
+        &[],
+        env,
+    );
+    let (_, first) = post(
+        &server.addr,
+        &body("t", "r1", serde_json::json!([user("m1", "say hello")])),
+    );
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED", "{first:?}");
+    forget_history(&state, "opencode");
+    let (_, back) = post(&server.addr, &body("t", "r2", serde_json::json!([])));
+    assert_eq!(types(&back)[1], "MESSAGES_SNAPSHOT", "{back:?}");
+    assert_eq!(
+        said(&back[1]["messages"]),
+        ["user: earlier", "assistant: Earlier answer."]
+    );
+    let sent = std::fs::read_to_string(&sent).unwrap();
+    assert_eq!(sent.matches("session/load").count(), 1);
+
     // An agent that cannot load sessions: told why.
     let state = tmp("acp-nocaps-state");
     let env: &[(&str, &Path)] = &[

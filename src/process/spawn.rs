@@ -354,7 +354,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         child.server(&a, cwd.as_deref(), &mut talk)
     }?;
     let Some(conversed) = conversed else {
-        keep(&a, &em, tr.as_ref())?;
+        keep(&a, &em, tr.as_ref(), agent.is_some())?;
         return Ok(ExitCode::from(EXPIRED));
     };
     if conversed.idle_over {
@@ -390,7 +390,7 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         Options::default(),
         &mut stats,
     )?;
-    keep(&a, &em, tr.as_ref())?;
+    keep(&a, &em, tr.as_ref(), agent.is_some())?;
     Ok(ended.exit_code())
 }
 
@@ -1289,7 +1289,7 @@ fn kept_turns(
         if !well {
             return (ran, false);
         }
-        if let Err(e) = keep(a, talk.em, &*talk.tr) {
+        if let Err(e) = keep(a, talk.em, &*talk.tr, true) {
             let _ = writeln!(io::stderr(), "agui-translate: {e:#}");
             return (ran, false);
         }
@@ -1407,14 +1407,18 @@ impl Ended {
 }
 
 /// What a run leaves for the thread's next: the CLI's session id
-/// (`--session-file`) and its carried list (`--plan-file`).
+/// (`--session-file`: the id, and a second line `acp` when the run spoke
+/// the Agent Client Protocol, `acp`, so that the session is loaded back the
+/// way it was made) and its carried list (`--plan-file`).
 fn keep(
     a: &Run,
     em: &crate::agui::Emitter,
     tr: &dyn crate::source::Translate,
+    acp: bool,
 ) -> anyhow::Result<()> {
     if let (Some(file), Some(session)) = (&a.session_file, em.cli_thread()) {
-        std::fs::write(file, session)
+        let route = if acp { "\nacp" } else { "" };
+        std::fs::write(file, format!("{session}{route}"))
             .with_context(|| format!("--session-file {}", file.display()))?;
     }
     if let (Some(file), Some(list)) = (&a.plan_file, tr.carried()) {

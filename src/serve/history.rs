@@ -311,10 +311,11 @@ pub(super) fn of_thread(
     shared: &Shared,
     thread: &str,
 ) -> Result<Option<(Vec<Value>, bool)>, String> {
-    let (file, session) = {
+    let (file, session, made_over_acp) = {
         let threads = shared.threads.lock().expect("not poisoned");
         let session = threads.session(thread).map(str::to_owned);
-        (threads.history_file(thread), session)
+        let acp = threads.session_over_acp(thread);
+        (threads.history_file(thread), session, acp)
     };
     if let Some(kept) = load(&file) {
         return Ok(Some((kept, false)));
@@ -327,7 +328,7 @@ pub(super) fn of_thread(
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
     let cli_path = own_option(&shared.run_options, "--cli").map(Path::new);
-    let acp = over_acp(shared);
+    let acp = over_acp(shared, made_over_acp);
     match crate::process::transcript::read(shared.cli, &session, &cwd, cli_path, acp) {
         Ok(events) => Ok(Some((write(&file, messages_of(&events)), true))),
         Err(cannot) => {
@@ -347,11 +348,12 @@ pub(super) fn of_thread(
     }
 }
 
-/// The arguments after `--` of the runs, when they go over the Agent
-/// Client Protocol: always for `serve acp`, and for a CLI that speaks it
-/// too when the run options ask (`--transport acp`, or `--approval ask`
+/// The arguments after `--` of the runs, when the session was made over
+/// the Agent Client Protocol: always for `serve acp`; for a CLI that speaks
+/// it too, when its run said so (`--transport auto` takes it when it can),
+/// or when the run options ask (`--transport acp`, or `--approval ask`
 /// without `--transport stream`).
-fn over_acp(shared: &Shared) -> Option<&[String]> {
+fn over_acp(shared: &Shared, made_over_acp: bool) -> Option<&[String]> {
     let options = &shared.run_options;
     let extra = options
         .iter()
@@ -359,6 +361,7 @@ fn over_acp(shared: &Shared) -> Option<&[String]> {
         .map_or(&options[..0], |i| &options[i + 1..]);
     let transport = own_option(options, "--transport");
     let acp = shared.cli.name() == "acp"
+        || made_over_acp
         || transport == Some("acp")
         || (own_option(options, "--approval") == Some("ask") && transport != Some("stream"));
     (acp && shared.cli.acp().is_some()).then_some(extra)

@@ -3,7 +3,9 @@
 //! file of the page's shared state (`RunAgentInput.state`, which the model
 //! may change), in a private state directory.
 //!
-//! Each thread is one file, `<stem>.json` = `{"thread": ID, "session": ID}`,
+//! Each thread is one file, `<stem>.json` = `{"thread": ID, "session": ID}`
+//! (with `"acp": true` when the session was made over the Agent Client
+//! Protocol, where its history is loaded back from),
 //! written whole to a temporary file in the same directory and renamed over
 //! the old one, so that a crash leaves the old version or the new, never a
 //! part. The stem is the thread id in hex (cut and hashed when long); the
@@ -73,6 +75,11 @@ pub fn own_dir(dir: &Path) -> Result<(), String> {
 struct Entry {
     thread: String,
     session: String,
+    /// Whether the session was made over the Agent Client Protocol (the
+    /// route a run with `--transport auto` took): it is loaded back that
+    /// way. Absent, as in the files of earlier servers: not known so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    acp: bool,
 }
 
 /// Threads of one CLI, in one directory.
@@ -147,10 +154,19 @@ impl Threads {
 
     /// The session id of `thread`, if one is kept.
     pub fn session(&self, thread: &str) -> Option<&str> {
+        self.entry(thread).map(|e| e.session.as_str())
+    }
+
+    /// Whether the session of `thread` is known to be one made over the
+    /// Agent Client Protocol.
+    pub fn session_over_acp(&self, thread: &str) -> bool {
+        self.entry(thread).is_some_and(|e| e.acp)
+    }
+
+    fn entry(&self, thread: &str) -> Option<&Entry> {
         self.by_stem
             .get(&file_stem(thread))
             .filter(|e| e.thread == thread)
-            .map(|e| e.session.as_str())
     }
 
     /// The file where the runs of `thread` keep its plan.
@@ -193,11 +209,12 @@ impl Threads {
         write_atomic(&self.state_file(thread), state.as_bytes())
     }
 
-    /// A run of `thread` has ended, having reported `session` (or none):
-    /// the session is kept for the next run. A thread with no session kept
-    /// keeps no plan either.
-    pub fn ran(&mut self, thread: &str, session: Option<&str>) -> io::Result<()> {
-        let Some(session) = session else {
+    /// A run of `thread` has ended, having reported `session` (or none),
+    /// with whether it was made over the Agent Client Protocol: the session
+    /// is kept for the next run. A thread with no session kept keeps no
+    /// plan either.
+    pub fn ran(&mut self, thread: &str, session: Option<(&str, bool)>) -> io::Result<()> {
+        let Some((session, acp)) = session else {
             if self.session(thread).is_none() {
                 remove(&self.plan_file(thread));
                 remove(&self.history_file(thread));
@@ -206,7 +223,7 @@ impl Threads {
             }
             return Ok(());
         };
-        if self.session(thread) == Some(session) {
+        if self.session(thread) == Some(session) && self.session_over_acp(thread) == acp {
             return Ok(());
         }
         if !session_ok(session) {
@@ -217,6 +234,7 @@ impl Threads {
         let entry = Entry {
             thread: thread.to_owned(),
             session: session.to_owned(),
+            acp,
         };
         let json = serde_json::to_vec(&entry).map_err(io::Error::other)?;
         write_atomic(&self.dir.join(format!("{stem}.json")), &json)?;
@@ -314,12 +332,38 @@ mod tests {
         fs::metadata(p).unwrap().permissions().mode() & 0o777
     }
 
+    /// The route a session was made by outlives the process, and a file
+    /// of an earlier server, without it, reads as not known to be ACP.
+    #[test]
+    fn a_session_made_over_acp_is_kept_so() {
+        let dir = scratch("acp").join("state");
+        let mut t = Threads::open(&dir, 10).unwrap();
+        t.ran("over-acp", Some(("s1", true))).unwrap();
+        t.ran("stream", Some(("s2", false))).unwrap();
+        drop(t);
+        let mut t = Threads::open(&dir, 10).unwrap();
+        assert!(t.session_over_acp("over-acp"));
+        assert!(!t.session_over_acp("stream"));
+        assert!(!t.session_over_acp("unknown"));
+        // The same session, now made over ACP: the record is written again.
+        t.ran("stream", Some(("s2", true))).unwrap();
+        drop(t);
+        let t = Threads::open(&dir, 10).unwrap();
+        assert!(t.session_over_acp("stream"));
+        assert_eq!(t.session("stream"), Some("s2"));
+        let earlier = dir.join(format!("{}.json", file_stem("old")));
+        fs::write(&earlier, r#"{"thread":"old","session":"s3"}"#).unwrap();
+        let t = Threads::open(&dir, 10).unwrap();
+        assert_eq!(t.session("old"), Some("s3"));
+        assert!(!t.session_over_acp("old"));
+    }
+
     #[test]
     fn sessions_outlive_the_process_in_a_private_directory() {
         let dir = scratch("outlive").join("state");
         let mut t = Threads::open(&dir, 10).unwrap();
         assert_eq!(mode(&dir), 0o700);
-        t.ran("thread-a", Some("s1")).unwrap();
+        t.ran("thread-a", Some(("s1", false))).unwrap();
         t.ran("thread-b", None).unwrap();
         drop(t);
         let t = Threads::open(&dir, 10).unwrap();
@@ -342,10 +386,11 @@ mod tests {
         let dir = scratch("bounded");
         let mut t = Threads::open(&dir, 3).unwrap();
         for i in 0..3 {
-            t.ran(&format!("t{i}"), Some(&format!("s{i}"))).unwrap();
+            t.ran(&format!("t{i}"), Some((&format!("s{i}"), false)))
+                .unwrap();
             fs::write(t.plan_file(&format!("t{i}")), "[]").unwrap();
         }
-        t.ran("t3", Some("s3")).unwrap();
+        t.ran("t3", Some(("s3", false))).unwrap();
         assert_eq!(t.session("t0"), None);
         assert!(!t.plan_file("t0").exists());
         assert!(t.plan_file("t1").exists());
@@ -366,7 +411,7 @@ mod tests {
         let mut t = Threads::open(&dir, 1).unwrap();
         assert_eq!(t.kept_state("a"), None);
         t.keep_state("a", "{\n  \"branch\": \"dev\"\n}").unwrap();
-        t.ran("a", Some("s1")).unwrap();
+        t.ran("a", Some(("s1", false))).unwrap();
         drop(t);
         let mut t = Threads::open(&dir, 1).unwrap();
         assert_eq!(t.kept_state("a").as_deref(), Some(r#"{"branch":"dev"}"#));
@@ -391,7 +436,7 @@ mod tests {
         fs::remove_file(t.state_file("a")).unwrap();
         t.keep_state("a", "{}").unwrap();
         // Forgotten with its thread.
-        t.ran("b", Some("s2")).unwrap();
+        t.ran("b", Some(("s2", false))).unwrap();
         assert!(!t.state_file("a").exists());
         t.keep_state("c", "{}").unwrap();
         t.ran("c", None).unwrap();

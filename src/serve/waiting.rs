@@ -23,20 +23,39 @@ use crate::serve::Shared;
 pub(super) struct SessionFile(pub(super) PathBuf);
 
 impl SessionFile {
-    /// The session id the run left, if any. The file is opened without
-    /// following a link, and only its start is read.
-    fn read(&self) -> Option<String> {
+    /// The session the run left, if any: its id, and whether the run
+    /// spoke the Agent Client Protocol (a second line `acp`). The file is
+    /// opened without following a link, and only its start is read.
+    fn read(&self) -> Option<Session> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&self.0)
             .ok()?;
-        let mut session = String::new();
-        file.take(MAX_ID as u64 + 1)
-            .read_to_string(&mut session)
+        let mut text = String::new();
+        file.take((MAX_ID + ACP_LINE.len()) as u64 + 1)
+            .read_to_string(&mut text)
             .ok()?;
-        id_ok(&session).then_some(session)
+        let (id, acp) = match text.strip_suffix(ACP_LINE) {
+            Some(id) => (id, true),
+            None => (text.as_str(), false),
+        };
+        id_ok(id).then(|| Session {
+            id: id.to_owned(),
+            acp,
+        })
     }
+}
+
+/// The line a run's session file ends with when the run spoke the Agent
+/// Client Protocol.
+const ACP_LINE: &str = "\nacp";
+
+/// A session a run left: its id, and whether it was made over the Agent
+/// Client Protocol (where it is loaded back from, its history too).
+pub(super) struct Session {
+    pub(super) id: String,
+    pub(super) acp: bool,
 }
 
 impl Drop for SessionFile {
@@ -427,7 +446,7 @@ pub(super) fn settle(
     let said = std::mem::take(&mut w.said);
     drop(w);
     drop(slot);
-    keep_turn(shared, thread, session.as_deref(), *said);
+    keep_turn(shared, thread, session.as_ref(), *said);
 }
 
 /// What a turn leaves for its thread: the session it reported, and what it
@@ -435,14 +454,14 @@ pub(super) fn settle(
 fn keep_turn(
     shared: &Shared,
     thread: &str,
-    session: Option<&str>,
+    session: Option<&Session>,
     said: crate::serve::history::Recorder,
 ) {
     let kept = shared
         .threads
         .lock()
         .expect("not poisoned")
-        .ran(thread, session);
+        .ran(thread, session.map(|s| (s.id.as_str(), s.acp)));
     if let Err(e) = kept {
         let _ = writeln!(
             io::stderr(),
@@ -459,7 +478,7 @@ fn kept_turn(shared: &Shared, thread: &str, w: &mut Waiting) {
     keep_turn(
         shared,
         thread,
-        session.as_deref(),
+        session.as_ref(),
         *std::mem::take(&mut w.said),
     );
     let _ = std::fs::remove_dir_all(w.file.0.with_extension(crate::serve::page::FILES_EXT));
@@ -468,6 +487,26 @@ fn kept_turn(shared: &Shared, thread: &str, w: &mut Waiting) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's session file: the id, and a second line `acp` when the run
+    /// spoke the Agent Client Protocol; any other second line is not a
+    /// session.
+    #[test]
+    fn a_session_file_says_whether_the_session_was_made_over_acp() {
+        let dir = std::env::temp_dir().join(format!("agui-session-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let read = |text: &str| {
+            let file = SessionFile(dir.join("1"));
+            std::fs::write(&file.0, text).unwrap();
+            file.read().map(|s| (s.id, s.acp))
+        };
+        assert_eq!(read("s1"), Some(("s1".into(), false)));
+        assert_eq!(read("s1\nacp"), Some(("s1".into(), true)));
+        assert_eq!(read("s1\nstream"), None);
+        assert_eq!(read("\nacp"), None);
+        assert_eq!(read(&"a".repeat(MAX_ID + 1)), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_resume_line_is_one_line_of_the_request_s_parts() {
