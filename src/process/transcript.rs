@@ -207,19 +207,29 @@ fn codex_answer(stdout: std::process::ChildStdout) -> Result<serde_json::Value, 
     }
 }
 
-/// What the agent said in the time it had to load a session.
-enum Loaded {
-    /// The `session/update` notifications it replayed, then its answer.
-    Replayed(Vec<u8>),
+/// What the reader of a loading agent's output saw, as it saw it.
+enum Seen {
+    /// A `session/update` notification (its line).
+    Update(Vec<u8>),
+    /// The load's answer.
+    Loaded,
     /// Its `initialize` answer has no `agentCapabilities.loadSession`.
     CannotLoad,
+    /// It failed, or could not be asked.
+    Failed(String),
 }
+
+/// How long a loading agent may go quiet, after its answer, before its
+/// replay is taken to be over: Gemini CLI answers `session/load` first and
+/// streams the session's messages after (the others before).
+const REPLAY_QUIET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The session `session` as the ACP agent replays it when asked to load it
 /// (`initialize`, then `session/load` in `cwd` with no MCP server): the
-/// `session/update` notifications sent before the load's answer, handed
-/// to the ACP translator. The agent is started as a run over ACP starts
-/// it, and ended once it has answered, or after [`CODEX_READ_TIMEOUT`].
+/// `session/update` notifications it sends before the load's answer, and
+/// after it until it has been quiet for [`REPLAY_QUIET`], handed to the
+/// ACP translator. The agent is started as a run over ACP starts it, and
+/// ended then, or after [`CODEX_READ_TIMEOUT`] in all.
 fn acp_session(
     cli: Dialect,
     session: &str,
@@ -251,35 +261,69 @@ fn acp_session(
         "params": {"sessionId": session, "cwd": cwd, "mcpServers": []}});
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(acp_replay(stdin, stdout, &load));
+        if let Err(why) = acp_replay(stdin, stdout, &load, &tx) {
+            let _ = tx.send(Seen::Failed(why));
+        }
     });
-    let answer = rx.recv_timeout(CODEX_READ_TIMEOUT);
+    let replayed = replay_of(&rx);
     // SAFETY: the group of the child started here, not yet waited for.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.wait();
-    let records = match answer {
-        Ok(Ok(Loaded::Replayed(records))) => records,
-        Ok(Ok(Loaded::CannotLoad)) => {
+    let records = match replayed {
+        Ok(records) => records,
+        Err(None) => {
             return Err(Cannot::said(format!(
                 "{title} cannot load a session (its initialize answer has no loadSession \
                  capability)"
             )))
         }
-        Ok(Err(why)) => return Err(unread(why)),
-        Err(_) => return Err(unread(format!("no answer in {CODEX_READ_TIMEOUT:?}"))),
+        Err(Some(why)) => return Err(unread(why)),
     };
     let acp = Dialect::named("acp").expect("a dialect");
     translate(acp, records).ok_or_else(|| unread("it replayed no message".into()))
 }
 
-/// The agent's side of a session's load: `initialize` asked, then (if the
-/// agent can load sessions) `load`; the `session/update` notifications
-/// until the load's answer (at most [`MAX_TRANSCRIPT`] bytes read).
+/// The replay the reader of a loading agent passes on: its updates, once
+/// it has answered and then been quiet for [`REPLAY_QUIET`] (or has ended,
+/// or [`CODEX_READ_TIMEOUT`] has passed since it was started). `Err(None)`:
+/// it cannot load sessions; `Err(Some(why))`: it did not answer.
+fn replay_of(rx: &std::sync::mpsc::Receiver<Seen>) -> Result<Vec<u8>, Option<String>> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let deadline = std::time::Instant::now() + CODEX_READ_TIMEOUT;
+    let mut records = Vec::new();
+    let mut loaded = false;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let wait = if loaded { left.min(REPLAY_QUIET) } else { left };
+        match rx.recv_timeout(wait) {
+            Ok(Seen::Update(line)) => {
+                records.extend_from_slice(&line);
+                records.push(b'\n');
+            }
+            Ok(Seen::Loaded) => loaded = true,
+            Ok(Seen::CannotLoad) => return Err(None),
+            Ok(Seen::Failed(_)) | Err(_) if loaded => return Ok(records),
+            Ok(Seen::Failed(why)) => return Err(Some(why)),
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(Some(format!("no answer in {CODEX_READ_TIMEOUT:?}")))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Some("it ended without answering".into()))
+            }
+        }
+    }
+}
+
+/// The agent's side of a session's load, passed on as it comes: `initialize`
+/// asked, then (if the agent can load sessions) `load`; the `session/update`
+/// notifications and the load's answer, until its output ends (at most
+/// [`MAX_TRANSCRIPT`] bytes read).
 fn acp_replay(
     mut stdin: std::process::ChildStdin,
     stdout: std::process::ChildStdout,
     load: &serde_json::Value,
-) -> Result<Loaded, String> {
+    seen: &std::sync::mpsc::Sender<Seen>,
+) -> Result<(), String> {
     use std::io::Write;
     let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": 1,
@@ -290,38 +334,39 @@ fn acp_replay(
         .write_all(format!("{init}\n").as_bytes())
         .map_err(said)?;
     let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
-    let mut records = Vec::new();
     let mut line = Vec::new();
     loop {
         next_line(&mut lines, &mut line)?;
         let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&line) else {
             continue;
         };
-        if msg["method"] == "session/update" {
-            records.extend_from_slice(line.trim_ascii_end());
-            records.push(b'\n');
+        let step = if msg["method"] == "session/update" {
+            Seen::Update(line.trim_ascii_end().to_vec())
+        } else if msg.get("method").is_some() {
             continue;
-        }
-        if msg.get("method").is_some() {
-            continue;
-        }
-        if let Some(error) = msg.get("error") {
+        } else if let Some(error) = msg.get("error") {
             let what = if msg["id"] == 0 {
                 "initialize"
             } else {
                 "session/load"
             };
             return Err(format!("{what}: {error}"));
-        }
-        if msg["id"] == 0 {
+        } else if msg["id"] == 0 {
             if msg["result"]["agentCapabilities"]["loadSession"] != true {
-                return Ok(Loaded::CannotLoad);
+                Seen::CannotLoad
+            } else {
+                stdin
+                    .write_all(format!("{load}\n").as_bytes())
+                    .map_err(said)?;
+                continue;
             }
-            stdin
-                .write_all(format!("{load}\n").as_bytes())
-                .map_err(said)?;
         } else if msg["id"] == 1 {
-            return Ok(Loaded::Replayed(records));
+            Seen::Loaded
+        } else {
+            continue;
+        };
+        if seen.send(step).is_err() {
+            return Ok(());
         }
     }
 }

@@ -390,21 +390,31 @@ fn messages_of(events: &[u8]) -> Vec<Value> {
             r.apply(&e);
         }
     }
-    let mut all: Vec<Value> = r
-        .messages
-        .into_iter()
-        .filter(|m| m["role"] == "tool" || m["content"] != "" || m.get("toolCalls").is_some())
-        .collect();
+    let mut all = r.messages;
     for m in &mut all {
         if m["role"] == "user" {
-            let words =
-                crate::serve::page::without_context(m["content"].as_str().unwrap_or_default());
+            let text = m["content"].as_str().unwrap_or_default();
+            let words = crate::serve::page::without_context(without_cli_context(text));
             m["content"] = words.into();
-        } else if m["content"] == "" {
+        }
+    }
+    all.retain(|m| m["role"] == "tool" || m["content"] != "" || m.get("toolCalls").is_some());
+    for m in &mut all {
+        if m["role"] != "user" && m["content"] == "" {
             m.as_object_mut().expect("an object").remove("content");
         }
     }
     all
+}
+
+/// A user message of a transcript without the context the CLI put before
+/// the first one: Gemini CLI's replay of a session starts the first user
+/// message with the `<session_context>` it gave the model (the date, the
+/// directory, its files), nothing the person wrote.
+fn without_cli_context(text: &str) -> &str {
+    text.strip_prefix("<session_context>")
+        .and_then(|rest| rest.split_once("</session_context>"))
+        .map_or(text, |(_, words)| words.trim_start())
 }
 
 /// The events that give a page that lacks its thread's earlier messages
@@ -1044,6 +1054,53 @@ mod tests {
         let cli = crate::dialect::Dialect::named(cli).unwrap();
         let events = crate::process::transcript::translate(cli, std::fs::read(path).unwrap());
         messages_of(&events.unwrap())
+    }
+
+    /// A real agent's `session/load` (recorded: the second invocation of
+    /// the `resume` scenario, which loads the first's session), replayed by
+    /// the test agent to the reader of the ACP transcript: the thread's
+    /// first turn comes back, whether the agent replays it before its
+    /// answer (Copilot CLI, OpenCode, Qwen Code) or after it (Gemini CLI,
+    /// which also starts it with its own context).
+    #[test]
+    fn a_thread_is_loaded_back_from_real_agents_replays() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("agui-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let acp = crate::dialect::Dialect::named("acp").unwrap();
+        for agent in [
+            "gemini-0.61.0",
+            "copilot-1.0.102",
+            "opencode-1.18.33",
+            "qwen-0.24.4",
+        ] {
+            let recording = root.join("testdata/acp").join(agent).join("resume-2.jsonl");
+            let script = dir.join(agent);
+            std::fs::write(
+                &script,
+                format!(
+                    "#!/bin/sh\nFAKE_ACP=1 ACP_REPLAY='{}' exec '{}' \"$@\"\n",
+                    recording.display(),
+                    root.join("tests/fake/cli").display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            let session = "a44ffed2-7906-4df9-a7b3-01d5635d2a45";
+            let events =
+                crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
+                    .unwrap_or_else(|e| panic!("{agent}: {}", e.why));
+            assert_eq!(
+                said(&messages_of(&events)),
+                [
+                    "user: Remember the word 'teal'.",
+                    "assistant: I will remember teal."
+                ],
+                "{agent}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Each message as `role: text`, its tool calls `role -> name(args)`.
