@@ -75,7 +75,7 @@ pub static EXIT_STATUSES: &[ExitStatus] = &[
         status: "1",
         translate: "some input lines could not be translated (each named on stderr as FILE:LINE, and sent as RAW; with --strict, also lines holding something unknown), or an input is not the --from CLI's, or no CLI was recognized in it",
         check: "a stream breaks a rule (an empty one too: it has no events)",
-        run: "`run --check`: a CLI is missing (else the CLI's own 1)",
+        run: "`run --check`: a CLI is missing; over the app-server or ACP, the run ended in RUN_ERROR and the CLI's own status is 0 (a server that went on, or ended without ending the turn) (else the CLI's own 1)",
         serve: "",
     },
     ExitStatus {

@@ -333,7 +333,7 @@ fn any_acp_agent_runs_and_its_output_is_valid_ag_ui() {
 }
 
 /// Every way the agent can fail ends the run with a RUN_ERROR that says
-/// which.
+/// which, and an exit status that is not 0.
 #[test]
 fn every_failure_of_the_agent_is_a_run_error_that_names_it() {
     for (prompt, args, env, says) in [
@@ -359,11 +359,15 @@ fn every_failure_of_the_agent_is_a_run_error_that_names_it() {
             "with no allow_once option (it offered always (allow_always), no (reject_once))",
         ),
     ] {
-        let (text, _) = run_agent(prompt, args, env);
+        let (text, code) = run_agent(prompt, args, env);
         valid(&text);
         let events = common::values(&text);
         let end = events.last().unwrap();
         assert_eq!(end["type"], "RUN_ERROR", "{prompt}: {text}");
+        // The agent's own status where it exited of itself (3), else 1:
+        // never the 0 of an agent that outlived the failed run.
+        let expected = if prompt == "exit now" { 3 } else { 1 };
+        assert_eq!(code, expected, "{prompt}: {end}");
         assert!(
             end["message"].as_str().unwrap().contains(says),
             "{prompt}: {end}"

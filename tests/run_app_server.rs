@@ -310,14 +310,14 @@ fn a_server_that_dies_mid_turn_ends_in_run_error() {
     // What streamed before is there, closed.
     assert!(evs.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT"));
 
-    // Exit status 0, but no end of the turn.
+    // Exit status 0, but no end of the turn: the run failed, so 1.
     let (mut cmd, _) = run("text");
     let out = cmd
         .env("FAKE_LINES", "14")
         .arg(prompt_of("text"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     let end = valid(&out.stdout).pop().unwrap();
     assert_eq!(end["type"], "RUN_ERROR");
     let msg = end["message"].as_str().unwrap();

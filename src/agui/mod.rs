@@ -1324,6 +1324,11 @@ impl Emitter {
         }
     }
 
+    /// Whether the last run ended, and in RUN_ERROR.
+    pub fn last_run_failed(&self) -> bool {
+        matches!(self.state, RunState::Idle) && self.terminal_index == 2
+    }
+
     /// Whether the held terminal event is a RUN_ERROR.
     pub fn terminal_is_error(&self) -> bool {
         matches!(self.state, RunState::Ending) && self.terminal_index == 2

@@ -391,7 +391,14 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         &mut stats,
     )?;
     keep(&a, &em, tr.as_ref(), agent.is_some())?;
-    Ok(ended.exit_code())
+    let code = ended.exit_code();
+    // A server (the app-server, an ACP agent) outlives its failed turns, or
+    // ends with 0 without ending one: its own status says nothing of the
+    // run's.
+    if server && code == ExitCode::SUCCESS && em.last_run_failed() {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(code)
 }
 
 /// Whether the CLI can take each attachment (`--attach`), `acp`: over the
