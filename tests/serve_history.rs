@@ -379,11 +379,14 @@ fn an_acp_agent_loads_a_thread_back_whose_history_was_lost() {
             "RUN_FINISHED"
         ]
     );
-    // The stand-in replays a turn of its own; only what came before its
-    // answer is the session's.
+    // The stand-in replays the session around its answer, as Gemini CLI
+    // does (a last chunk after it): all of it is the session's.
     assert_eq!(
         said(&back[1]["messages"]),
-        ["user: earlier", "assistant: Earlier answer."]
+        [
+            "user: earlier",
+            "assistant: Earlier answer.Earlier answer, replayed late."
+        ]
     );
     let asked: Vec<serde_json::Value> = std::fs::read_to_string(&sent)
         .unwrap()
@@ -440,7 +443,10 @@ fn an_acp_agent_loads_a_thread_back_whose_history_was_lost() {
     assert_eq!(types(&back)[1], "MESSAGES_SNAPSHOT", "{back:?}");
     assert_eq!(
         said(&back[1]["messages"]),
-        ["user: earlier", "assistant: Earlier answer."]
+        [
+            "user: earlier",
+            "assistant: Earlier answer.Earlier answer, replayed late."
+        ]
     );
     let sent = std::fs::read_to_string(&sent).unwrap();
     assert_eq!(sent.matches("session/load").count(), 1);
