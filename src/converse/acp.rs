@@ -148,6 +148,34 @@ struct RpcError<'a> {
     message: Cow<'a, str>,
 }
 
+/// This client's `initialize`: protocol version 1, no file system and no
+/// terminal offered (the agent uses its own), named `agui-translate`.
+fn client_init() -> InitializeParams<'static> {
+    InitializeParams {
+        protocol_version: 1,
+        client_capabilities: ClientCapabilities {
+            fs: FsCapabilities {
+                read_text_file: false,
+                write_text_file: false,
+            },
+            terminal: false,
+        },
+        client_info: ClientInfo {
+            name: "agui-translate",
+            title: "agui-translate",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+    }
+}
+
+/// The `initialize` request with id `id`, as a line: for an agent started
+/// only to be asked something (a session loaded back).
+pub fn initialize_line(id: u64) -> String {
+    let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": client_init()});
+    format!("{request}\n")
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct InitializeParams<'a> {
@@ -463,22 +491,7 @@ impl<'a> Session<'a> {
         out: &mut dyn Write,
         stop: &dyn Fn() -> bool,
     ) -> io::Result<End> {
-        let init = InitializeParams {
-            protocol_version: 1,
-            client_capabilities: ClientCapabilities {
-                fs: FsCapabilities {
-                    read_text_file: false,
-                    write_text_file: false,
-                },
-                terminal: false,
-            },
-            client_info: ClientInfo {
-                name: "agui-translate",
-                title: "agui-translate",
-                version: env!("CARGO_PKG_VERSION"),
-            },
-        };
-        self.request(agent_in, INITIALIZE, "initialize", init)?;
+        self.request(agent_in, INITIALIZE, "initialize", client_init())?;
         self.converse_all(agent_out, agent_in, tr, em, out, stop)
     }
 

@@ -325,13 +325,9 @@ fn acp_replay(
     seen: &std::sync::mpsc::Sender<Seen>,
 ) -> Result<(), String> {
     use std::io::Write;
-    let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
-            "clientInfo": {"name": "agui-translate", "title": "agui-translate", "version": env!("CARGO_PKG_VERSION")}}});
     let said = |e: std::io::Error| format!("it could not be asked: {e}");
     stdin
-        .write_all(format!("{init}\n").as_bytes())
+        .write_all(crate::converse::acp::initialize_line(0).as_bytes())
         .map_err(said)?;
     let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
     let mut line = Vec::new();
