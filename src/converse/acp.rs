@@ -107,9 +107,10 @@ const PROMPT: u64 = 2;
 /// numbered in the order they are sent).
 const CONFIG: u64 = 2;
 
-/// How long a loaded session's agent stays quiet before the prompt goes:
-/// some replay part of the history after answering `session/load`.
-const SETTLE: Duration = Duration::from_millis(300);
+/// How long a loaded session's agent stays quiet before its replay is
+/// taken to be over (and a run's prompt goes): some replay part of the
+/// history after answering `session/load` (Gemini CLI all of it).
+pub const SETTLE: Duration = Duration::from_millis(300);
 
 #[derive(Serialize)]
 struct Request<'a, P: Serialize> {

@@ -219,15 +219,11 @@ enum Seen {
     Failed(String),
 }
 
-/// How long a loading agent may go quiet, after its answer, before its
-/// replay is taken to be over: Gemini CLI answers `session/load` first and
-/// streams the session's messages after (the others before).
-const REPLAY_QUIET: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// The session `session` as the ACP agent replays it when asked to load it
 /// (`initialize`, then `session/load` in `cwd` with no MCP server): the
 /// `session/update` notifications it sends before the load's answer, and
-/// after it until it has been quiet for [`REPLAY_QUIET`], handed to the
+/// after it until it has been quiet for
+/// [`SETTLE`](crate::converse::acp::SETTLE), handed to the
 /// ACP translator. The agent is started as a run over ACP starts it, and
 /// ended then, or after [`CODEX_READ_TIMEOUT`] in all.
 fn acp_session(
@@ -284,7 +280,8 @@ fn acp_session(
 }
 
 /// The replay the reader of a loading agent passes on: its updates, once
-/// it has answered and then been quiet for [`REPLAY_QUIET`] (or has ended,
+/// it has answered and then been quiet for
+/// [`SETTLE`](crate::converse::acp::SETTLE) (or has ended,
 /// or [`CODEX_READ_TIMEOUT`] has passed since it was started). `Err(None)`:
 /// it cannot load sessions; `Err(Some(why))`: it did not answer.
 fn replay_of(rx: &std::sync::mpsc::Receiver<Seen>) -> Result<Vec<u8>, Option<String>> {
@@ -294,7 +291,11 @@ fn replay_of(rx: &std::sync::mpsc::Receiver<Seen>) -> Result<Vec<u8>, Option<Str
     let mut loaded = false;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let wait = if loaded { left.min(REPLAY_QUIET) } else { left };
+        let wait = if loaded {
+            left.min(crate::converse::acp::SETTLE)
+        } else {
+            left
+        };
         match rx.recv_timeout(wait) {
             Ok(Seen::Update(line)) => {
                 records.extend_from_slice(&line);
