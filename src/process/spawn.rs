@@ -391,14 +391,19 @@ pub fn main(mut a: Run, mut em: crate::agui::Emitter) -> anyhow::Result<ExitCode
         &mut stats,
     )?;
     keep(&a, &em, tr.as_ref(), agent.is_some())?;
+    Ok(run_status(&ended, server, &em))
+}
+
+/// The exit status of a run that went to its end: the CLI's, but 1 for a
+/// server (the app-server, an ACP agent) whose run failed while it ended
+/// well. A server outlives its failed turns, or ends with 0 without ending
+/// one: its own status says nothing of the run's.
+fn run_status(ended: &Ended, server: bool, em: &crate::agui::Emitter) -> ExitCode {
     let code = ended.exit_code();
-    // A server (the app-server, an ACP agent) outlives its failed turns, or
-    // ends with 0 without ending one: its own status says nothing of the
-    // run's.
     if server && code == ExitCode::SUCCESS && em.last_run_failed() {
-        return Ok(ExitCode::FAILURE);
+        return ExitCode::FAILURE;
     }
-    Ok(code)
+    code
 }
 
 /// Whether the CLI can take each attachment (`--attach`), `acp`: over the
