@@ -400,7 +400,9 @@ fn messages_of(events: &[u8]) -> Vec<Value> {
     }
     all.retain(|m| m["role"] == "tool" || m["content"] != "" || m.get("toolCalls").is_some());
     for m in &mut all {
-        if m["role"] != "user" && m["content"] == "" {
+        // A tool message keeps its content, empty or not: AG-UI's schema
+        // requires it there.
+        if m["role"] == "assistant" && m["content"] == "" {
             m.as_object_mut().expect("an object").remove("content");
         }
     }
@@ -1101,6 +1103,32 @@ mod tests {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A tool call whose result is empty keeps its result's `content` (the
+    /// schema of a tool message requires it); an assistant message of tool
+    /// calls alone has none.
+    #[test]
+    fn an_empty_tool_result_keeps_its_content() {
+        let events = concat!(
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"t"}"#,
+            "\n",
+            r#"{"type":"TOOL_CALL_END","toolCallId":"c1"}"#,
+            "\n",
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"m2","toolCallId":"c1","content":""}"#,
+            "\n",
+        );
+        let all = messages_of(events.as_bytes());
+        let tool = all
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .expect("a tool message");
+        assert_eq!(tool["content"], "");
+        let call = all
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .expect("its call");
+        assert!(call.get("content").is_none(), "{call}");
     }
 
     /// Each message as `role: text`, its tool calls `role -> name(args)`.
