@@ -24,6 +24,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -35,6 +36,7 @@ use crate::agui::{
     Usage,
 };
 use crate::base::json::{self, text_of, timestamp_ms};
+use crate::base::plain;
 
 /// What differs between the streams this translator reads: Claude Code's,
 /// and the streams of CLIs that write Claude Code's records with
@@ -163,6 +165,49 @@ impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <&'de RawValue>::deserialize(d).map(|v| Member(Some(v)))
     }
+}
+
+/// How Claude Code begins its init record.
+const INIT: &[u8] = br#"{"type":"system","subtype":"init","#;
+
+/// The members a [`Record`] reads.
+static RECORD_FIELDS: LazyLock<plain::Fields> = LazyLock::new(plain::Fields::of::<Record>);
+
+/// An init record read without the parser, when it is plain (see
+/// [`plain`]). Init records are up to half of a log's bytes (lists of
+/// tools, commands, skills, plugins) of which only the session, the uuid
+/// and the model are read: the parser's skipping them was a third of the
+/// time a log took. None, `rec` as it was, when the parser must read the
+/// line: it is not plain, has one of those members twice or not as a
+/// string, or has another member a record reads.
+fn plain_init<'a>(line: &'a [u8], rec: &mut Record<'a>) -> Option<Line<'a>> {
+    if !line.starts_with(INIT) {
+        return None;
+    }
+    let line = Line::new(line);
+    let text = line.text()?;
+    let ok = plain::walk_object(text, |key, value| {
+        let member = match key {
+            "type" => &mut rec.kind,
+            "subtype" => &mut rec.subtype,
+            "session_id" => &mut rec.session_id,
+            "uuid" => &mut rec.uuid,
+            "model" => &mut rec.model,
+            _ => return !RECORD_FIELDS.contains(key),
+        };
+        match value.strip_prefix('"') {
+            Some(s) if member.is_none() => {
+                *member = Some(Cow::Borrowed(&s[..s.len() - 1]));
+                true
+            }
+            _ => false,
+        }
+    });
+    if ok {
+        return Some(line);
+    }
+    *rec = Record::default();
+    None
 }
 
 /// A control request's fields that say what it asks.
@@ -928,7 +973,11 @@ impl Translate for Claude {
     fn line(&mut self, line: &mut [u8], em: &mut Emitter) -> Result<(), LineError> {
         let mut scratch = self.scratch.take();
         let mut rec = Record::default();
-        let result = match parse_record(line, &mut scratch, &mut rec) {
+        let parsed = match plain_init(line, &mut rec) {
+            Some(line) => Ok(line),
+            None => parse_record(line, &mut scratch, &mut rec),
+        };
+        let result = match parsed {
             Ok(line) => {
                 let r = self.record(&rec, line, em);
                 em.set_subagent(None);
@@ -3205,10 +3254,8 @@ mod tests {
         }
     }
 
-    /// On every recording of Claude Code and Qwen Code, each record with a
-    /// message is placed by the parse, as the scan places it.
-    #[test]
-    fn recordings_are_placed_by_the_parse() {
+    /// The recordings of Claude Code and Qwen Code under `testdata/`.
+    fn recordings() -> Vec<std::path::PathBuf> {
         fn jsonl_under(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
             for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
@@ -3224,8 +3271,86 @@ mod tests {
         for dir in ["claude", "qwen"] {
             jsonl_under(&root.join(dir), &mut files);
         }
+        files
+    }
+
+    /// What an init record's read gives the translator.
+    fn init_facts<'r>(rec: &'r Record) -> [Option<&'r str>; 5] {
+        [
+            &rec.kind,
+            &rec.subtype,
+            &rec.session_id,
+            &rec.uuid,
+            &rec.model,
+        ]
+        .map(|s| s.as_deref())
+    }
+
+    /// Every init record Claude Code wrote in the recordings is read
+    /// without the parser, and as the parser reads it.
+    #[test]
+    fn recorded_init_records_are_read_without_the_parser() {
+        let mut read = 0;
+        for file in recordings() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for line in text.lines().filter(|l| l.as_bytes().starts_with(INIT)) {
+                let mut rec = Record::default();
+                let got = plain_init(line.as_bytes(), &mut rec);
+                assert_eq!(got.and_then(|l| l.text()), Some(line), "{}", file.display());
+                let parsed: Record = serde_json::from_str(line).unwrap();
+                assert_eq!(init_facts(&rec), init_facts(&parsed), "{line}");
+                assert!(rec.session_id.is_some() && rec.model.is_some(), "{line}");
+                read += 1;
+            }
+        }
+        assert!(read > 100, "{read}");
+        for member in [
+            "type",
+            "message",
+            "timestamp",
+            "modelUsage",
+            "parent_tool_use_id",
+        ] {
+            assert!(RECORD_FIELDS.contains(member), "{member}");
+        }
+    }
+
+    /// An init record that the walk cannot read as the parser would is
+    /// left to the parser, the record as it was.
+    #[test]
+    fn odd_init_records_are_left_to_the_parser() {
+        let odd = [
+            r#"{"type":"system","subtype":"init","session_id":"a\u0062"}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","session_id":"b"}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","type":"user"}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","model":null}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","uuid":7}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","timestamp":"2026-01-01T00:00:00Z"}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","parent_tool_use_id":"t"}"#,
+            r#"{"type":"system","subtype":"init","session_id":"a","tools":["Bash",]}"#,
+            "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"a\",\"tools\":[\"Ba\u{1}sh\"]}",
+            r#"{"type":"system","subtype":"init","session_id":"a"} {}"#,
+            r#"{"type":"system","subtype":"init","#,
+            r#"{"type":"system","subtype":"api_retry","session_id":"a"}"#,
+            r#"{"subtype":"init","type":"system","session_id":"a"}"#,
+        ];
+        for line in odd {
+            let mut rec = Record::default();
+            assert!(plain_init(line.as_bytes(), &mut rec).is_none(), "{line}");
+            assert_eq!(init_facts(&rec), [None; 5], "{line}");
+        }
+        // Non-UTF-8 bytes in a string the record does not read.
+        let mut rec = Record::default();
+        let line = b"{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"\xff\"}";
+        assert!(plain_init(line, &mut rec).is_none());
+    }
+
+    /// On every recording of Claude Code and Qwen Code, each record with a
+    /// message is placed by the parse, as the scan places it.
+    #[test]
+    fn recordings_are_placed_by_the_parse() {
         let mut placed = 0;
-        for file in files {
+        for file in recordings() {
             let text = std::fs::read_to_string(&file).unwrap();
             for line in text.lines() {
                 let Ok(rec) = serde_json::from_str::<Record>(line) else {
