@@ -181,7 +181,8 @@ static RECORD_FIELDS: LazyLock<plain::Fields> = LazyLock::new(plain::Fields::of:
 /// line: it is not plain, has one of those members twice or not as a
 /// string, or has another member a record reads.
 fn plain_init<'a>(line: &'a [u8], rec: &mut Record<'a>) -> Option<Line<'a>> {
-    if !line.starts_with(INIT) {
+    // Most lines are told apart by one comparison of eight bytes.
+    if line.get(8..16) != Some(&INIT[8..16]) || !line.starts_with(INIT) {
         return None;
     }
     let line = Line::new(line);
