@@ -19,8 +19,10 @@ noise hits them alike:
 and the ratios. With `--baseline PATH` (a release build of an earlier
 commit), that binary reading the file is timed in the same rounds, its row
 beside the current one's, and the current one's speed is given as a ratio
-to it (the `vs baseline` column: above 1, faster); a dialect the baseline
-has no translator for gets no baseline row. It also measures start-up on a one-event input and the
+to it (the `vs baseline` column: above 1, faster; the median of the
+ratios of the two runs of each round, which run next to each other, every
+other round in the opposite order); a dialect the baseline has no
+translator for gets no baseline row. It also measures start-up on a one-event input and the
 added latency of one event on a live pipe, and the shapes that once took
 quadratic time (40,000 tool calls left open; one 64 MiB line from a file and
 through a pipe; `--no-extras` leaves these out). Results go to stdout as
@@ -224,8 +226,11 @@ def main():
                 cmds[f"jq -c -f jq/{flag}.jq FILE"] = f"jq -c -f {jq_prog} {path}"
             times = {k: [] for k in cmds}
             rss = {k: peak_rss_kib(cmd) for k, cmd in cmds.items()}
-            for _ in range(args.rounds):
-                for name, cmd in cmds.items():
+            for r in range(args.rounds):
+                # Every other round backwards: a command is not always the
+                # one run right after another.
+                order = list(cmds.items())
+                for name, cmd in order if r % 2 == 0 else reversed(order):
                     times[name].append(run_timed(cmd))
             med = {k: median(v) for k, v in times.items()}
             pipe = med["cat FILE | cat"]
@@ -238,7 +243,13 @@ def main():
                 row = f"| {dialect} | {size} | `{name}` | {mbs:,.0f} | {evs} | {rss[name] / 1024:.1f} MiB | {vs_pipe} | {vs_jq} |"
                 if base:
                     ours = name == f"agui-translate --from {flag} FILE"
-                    vs_base = f"{med[base_name] / t:.2f}×" if ours and base_name in med else ""
+                    # The median of each round's ratio: the two ran next
+                    # to each other, so a machine that slows down for a
+                    # while slows both.
+                    vs_base = ""
+                    if ours and base_name in med:
+                        ratios = [b / o for o, b in zip(times[name], times[base_name])]
+                        vs_base = f"{median(ratios):.2f}×"
                     row += f" {vs_base} |"
                 print(row)
             sys.stdout.flush()
