@@ -316,8 +316,9 @@ fn replay_of(rx: &std::sync::mpsc::Receiver<Seen>) -> Result<Vec<u8>, Option<Str
 }
 
 /// The agent's side of a session's load, passed on as it comes: `initialize`
-/// asked, then (if the agent can load sessions) `load`; the `session/update`
-/// notifications and the load's answer, until its output ends (at most
+/// asked, then (if the agent can load sessions) `load`; the `initialize`
+/// request and its answer, the `session/update` notifications and the
+/// load's answer, until its output ends (at most
 /// [`MAX_TRANSCRIPT`] bytes read).
 fn acp_replay(
     mut stdin: std::process::ChildStdin,
@@ -355,7 +356,14 @@ fn acp_replay(
                 stdin
                     .write_all(format!("{load}\n").as_bytes())
                     .map_err(said)?;
-                continue;
+                // The translator is told the agent's `initialize` answer, as
+                // in a run: OpenCode's calls are named by what it says.
+                let asked = crate::converse::acp::initialize_line(0);
+                let asked = Seen::Update(asked.trim_ascii_end().as_bytes().to_vec());
+                if seen.send(asked).is_err() {
+                    return Ok(());
+                }
+                Seen::Update(line.trim_ascii_end().to_vec())
             }
         } else if msg["id"] == 1 {
             Seen::Loaded

@@ -1077,18 +1077,7 @@ mod tests {
             "qwen-0.24.4",
         ] {
             let recording = root.join("testdata/acp").join(agent).join("resume-2.jsonl");
-            let script = dir.join(agent);
-            std::fs::write(
-                &script,
-                format!(
-                    "#!/bin/sh\nFAKE_ACP=1 ACP_REPLAY='{}' exec '{}' \"$@\"\n",
-                    recording.display(),
-                    root.join("tests/fake/cli").display()
-                ),
-            )
-            .unwrap();
-            std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-                .unwrap();
+            let script = replaying(&dir, agent, &recording);
             let session = "a44ffed2-7906-4df9-a7b3-01d5635d2a45";
             let events =
                 crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
@@ -1102,6 +1091,53 @@ mod tests {
                 "{agent}"
             );
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A program in `dir` named `name` that plays an ACP agent answering
+    /// as `recording` (a real agent's lines, both ways) says.
+    fn replaying(dir: &Path, name: &str, recording: &Path) -> std::path::PathBuf {
+        let script = dir.join(name);
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nFAKE_ACP=1 ACP_REPLAY='{}' exec '{}' \"$@\"\n",
+                recording.display(),
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fake/cli")
+                    .display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        script
+    }
+
+    /// OpenCode 1.18.33's real replay of two turns, each with a call
+    /// (`testdata/transcripts/opencode-1.18.33/load.transcript`, loaded by
+    /// a new process after `conversation.transcript`): each call comes back
+    /// named as in the run that made it, by its kind (`bash`, `read`), not
+    /// by the kind ACP gives every command (`execute`). The translator
+    /// names OpenCode's calls so once it has seen the agent's `initialize`
+    /// answer, which the reader of a load passes on to it.
+    #[test]
+    fn opencode_s_replayed_calls_are_named_as_in_its_runs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("agui-load-oc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recording = root.join("testdata/transcripts/opencode-1.18.33/load.transcript");
+        let script = replaying(&dir, "opencode", &recording);
+        let acp = crate::dialect::Dialect::named("acp").unwrap();
+        let session = "ses_ddbd0c4edffejcvvAegVtCjxMg";
+        let events = crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
+            .unwrap_or_else(|e| panic!("{}", e.why));
+        let calls: Vec<String> = said(&messages_of(&events))
+            .into_iter()
+            .filter(|m| m.starts_with("assistant -> "))
+            .map(|m| m[..m.find('(').unwrap()].to_owned())
+            .collect();
+        assert_eq!(calls, ["assistant -> bash", "assistant -> read"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
