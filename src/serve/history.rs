@@ -409,14 +409,38 @@ fn messages_of(events: &[u8]) -> Vec<Value> {
     all
 }
 
-/// A user message of a transcript without the context the CLI put before
-/// the first one: Gemini CLI's replay of a session starts the first user
-/// message with the `<session_context>` it gave the model (the date, the
-/// directory, its files), nothing the person wrote.
+/// A user message of a transcript without what the CLI put there of its
+/// own, nothing the person wrote: Gemini CLI's replay of a session starts
+/// the first user message with the `<session_context>` it gave the model
+/// (the date, the directory, its files), and sends a user message of
+/// stand-ins for its calls' output (`[Function Response: NAME]`, one or
+/// several) after each call's turn: that message is left empty.
 fn without_cli_context(text: &str) -> &str {
+    if only_function_responses(text) {
+        return "";
+    }
     text.strip_prefix("<session_context>")
         .and_then(|rest| rest.split_once("</session_context>"))
         .map_or(text, |(_, words)| words.trim_start())
+}
+
+/// Whether `text` is only Gemini CLI's stand-ins for its calls' output,
+/// `[Function Response: NAME]`, with whitespace around them.
+fn only_function_responses(text: &str) -> bool {
+    let mut rest = text.trim();
+    while let Some(after) = rest.strip_prefix("[Function Response: ") {
+        let Some((name, more)) = after.split_once(']') else {
+            return false;
+        };
+        if name.is_empty() || name.contains(['[', '\n']) {
+            return false;
+        }
+        rest = more.trim_start();
+        if rest.is_empty() {
+            return true;
+        }
+    }
+    false
 }
 
 /// The events that give a page that lacks its thread's earlier messages
@@ -1139,6 +1163,62 @@ mod tests {
             .collect();
         assert_eq!(calls, ["assistant -> bash", "assistant -> read"]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Gemini CLI 0.61.0's real replay of two turns, each with calls
+    /// (`testdata/transcripts/gemini-0.61.0/load.transcript`, loaded by a
+    /// new process after `conversation.transcript`): it answers the load
+    /// first and replays after, starts with its context, and sends a user
+    /// message of stand-ins for the calls' output after each turn's calls.
+    /// The thread gets the person's two messages and nothing else as the
+    /// user's.
+    #[test]
+    fn gemini_cli_s_replayed_stand_ins_are_not_the_user_s() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("agui-load-gm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recording = root.join("testdata/transcripts/gemini-0.61.0/load.transcript");
+        let script = replaying(&dir, "gemini", &recording);
+        let acp = crate::dialect::Dialect::named("acp").unwrap();
+        let session = "9d424170-91ab-499f-b27e-6af78fdcf65a";
+        let events = crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
+            .unwrap_or_else(|e| panic!("{}", e.why));
+        let all = said(&messages_of(&events));
+        let users: Vec<&String> = all.iter().filter(|m| m.starts_with("user")).collect();
+        assert_eq!(
+            users,
+            [
+                "user: Remember the word 'teal': write it to word.txt.",
+                "user: Which word did I ask you to remember? Read word.txt.",
+            ],
+            "{all:#?}"
+        );
+        assert!(
+            all.iter().any(|m| m == "assistant: The word was teal."),
+            "{all:#?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_stand_ins_for_output_are_left_out() {
+        for stand_ins in [
+            "[Function Response: read_file]",
+            "[Function Response: a][Function Response: b]\n",
+            " [Function Response: a]\n[Function Response: b] ",
+        ] {
+            assert_eq!(without_cli_context(stand_ins), "", "{stand_ins}");
+        }
+        for words in [
+            "Hi",
+            "[Function Response: a] and then?",
+            "[Function Response: a",
+            "[Function Response: ]",
+            "[Function Response: a\nb]",
+            "",
+        ] {
+            assert_eq!(without_cli_context(words), words, "{words}");
+        }
     }
 
     /// A tool call whose result is empty keeps its result's `content` (the
