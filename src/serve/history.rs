@@ -1138,6 +1138,25 @@ mod tests {
         script
     }
 
+    /// The messages a thread gets back from `agent`'s real replay of
+    /// `session` (`testdata/transcripts/AGENT/load.transcript`), as
+    /// [`said`] gives them.
+    fn loaded(agent: &str, session: &str) -> Vec<String> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("agui-load-{agent}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recording = root
+            .join("testdata/transcripts")
+            .join(agent)
+            .join("load.transcript");
+        let script = replaying(&dir, agent, &recording);
+        let acp = crate::dialect::Dialect::named("acp").unwrap();
+        let events = crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
+            .unwrap_or_else(|e| panic!("{agent}: {}", e.why));
+        let _ = std::fs::remove_dir_all(&dir);
+        said(&messages_of(&events))
+    }
+
     /// OpenCode 1.18.33's real replay of two turns, each with a call
     /// (`testdata/transcripts/opencode-1.18.33/load.transcript`, loaded by
     /// a new process after `conversation.transcript`): each call comes back
@@ -1147,22 +1166,12 @@ mod tests {
     /// answer, which the reader of a load passes on to it.
     #[test]
     fn opencode_s_replayed_calls_are_named_as_in_its_runs() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let dir = std::env::temp_dir().join(format!("agui-load-oc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let recording = root.join("testdata/transcripts/opencode-1.18.33/load.transcript");
-        let script = replaying(&dir, "opencode", &recording);
-        let acp = crate::dialect::Dialect::named("acp").unwrap();
-        let session = "ses_ddbd0c4edffejcvvAegVtCjxMg";
-        let events = crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
-            .unwrap_or_else(|e| panic!("{}", e.why));
-        let calls: Vec<String> = said(&messages_of(&events))
+        let calls: Vec<String> = loaded("opencode-1.18.33", "ses_ddbd0c4edffejcvvAegVtCjxMg")
             .into_iter()
             .filter(|m| m.starts_with("assistant -> "))
             .map(|m| m[..m.find('(').unwrap()].to_owned())
             .collect();
         assert_eq!(calls, ["assistant -> bash", "assistant -> read"]);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Gemini CLI 0.61.0's real replay of two turns, each with calls
@@ -1174,16 +1183,7 @@ mod tests {
     /// user's.
     #[test]
     fn gemini_cli_s_replayed_stand_ins_are_not_the_user_s() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let dir = std::env::temp_dir().join(format!("agui-load-gm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let recording = root.join("testdata/transcripts/gemini-0.61.0/load.transcript");
-        let script = replaying(&dir, "gemini", &recording);
-        let acp = crate::dialect::Dialect::named("acp").unwrap();
-        let session = "9d424170-91ab-499f-b27e-6af78fdcf65a";
-        let events = crate::process::transcript::read(acp, session, &dir, Some(&script), Some(&[]))
-            .unwrap_or_else(|e| panic!("{}", e.why));
-        let all = said(&messages_of(&events));
+        let all = loaded("gemini-0.61.0", "9d424170-91ab-499f-b27e-6af78fdcf65a");
         let users: Vec<&String> = all.iter().filter(|m| m.starts_with("user")).collect();
         assert_eq!(
             users,
@@ -1197,7 +1197,6 @@ mod tests {
             all.iter().any(|m| m == "assistant: The word was teal."),
             "{all:#?}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
