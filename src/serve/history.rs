@@ -1174,6 +1174,58 @@ mod tests {
         assert_eq!(calls, ["assistant -> bash", "assistant -> read"]);
     }
 
+    /// Copilot CLI 1.0.102's and Qwen Code 0.24.4's real replays of the
+    /// same two turns (`testdata/transcripts/copilot-1.0.102/`,
+    /// `qwen-0.24.4/`): each turn's words, its call (named by the agent's
+    /// kind of tool) and the call's output, in order; the second call's
+    /// output is the word.
+    #[test]
+    fn copilot_cli_s_and_qwen_code_s_replays_give_both_turns_back() {
+        for (agent, session, shell, read) in [
+            (
+                "copilot-1.0.102",
+                "bce32fb0-9b30-4823-bd52-653ba6aa96f1",
+                "execute",
+                "read",
+            ),
+            (
+                "qwen-0.24.4",
+                "470622bb-0002-4120-ad92-dda3e3276a23",
+                "run_shell_command",
+                "read_file",
+            ),
+        ] {
+            let all = loaded(agent, session);
+            // Each message's first words: the calls' arguments and output
+            // are each agent's own.
+            let shown: Vec<&str> = all
+                .iter()
+                .map(|m| m.split(['(', '\n']).next().unwrap())
+                .collect();
+            assert_eq!(
+                shown,
+                [
+                    "user: Remember the word 'teal': write it to word.txt.".to_owned(),
+                    "assistant: Writing it down.".to_owned(),
+                    format!("assistant -> {shell}"),
+                    shown[3].to_owned(),
+                    "assistant: I wrote teal to word.txt.".to_owned(),
+                    "user: Which word did I ask you to remember? Read word.txt.".to_owned(),
+                    "assistant: Reading it back.".to_owned(),
+                    format!("assistant -> {read}"),
+                    shown[8].to_owned(),
+                    "assistant: The word was teal.".to_owned(),
+                ],
+                "{agent}: {all:#?}"
+            );
+            assert!(
+                shown[3].starts_with("tool: ") && shown[8].starts_with("tool: "),
+                "{agent}"
+            );
+            assert!(all[8].contains("teal"), "{agent}: {}", all[8]);
+        }
+    }
+
     /// Gemini CLI 0.61.0's real replay of two turns, each with calls
     /// (`testdata/transcripts/gemini-0.61.0/load.transcript`, loaded by a
     /// new process after `conversation.transcript`): it answers the load
