@@ -26,8 +26,12 @@ prompt. A scenario with a `model` has it chosen after `session/new`:
 an `effort` has it chosen next, the same way (configId: the id of the
 option of category `thought_level`, OpenCode's `effort`). A scenario that needs "page" gets the front end's tools in
 `session/new` `mcpServers`: an MCP server over HTTP (pagehttp.py). A module with LOAD_NEXT_MINUTE waits for the next clock minute
-after the first run began (Gemini CLI finds no session of the minute it is
-in). A turn with signal "CANCEL" is cancelled the protocol's way: a few
+after the run before began and after it ended (Gemini CLI finds no session
+of the minute it is in). A scenario with a `next_prompt` sends it once the
+first prompt is answered, in the same session. One with `load_after` has a
+last run (`-load`), a new process that loads the session and asks
+nothing: what the agent replays, before and after its answer, until it
+has said nothing for LOAD_QUIET seconds. A turn with signal "CANCEL" is cancelled the protocol's way: a few
 seconds after the model served it, the client sends `session/cancel`.
 
 The recording (NAME.jsonl) is the transcript: every message of both
@@ -47,12 +51,15 @@ import stdio
 # What the ACP recordings cover: the run's shapes a client meets.
 SCENARIOS = {"text", "shell", "files", "reasoning", "tool-errors", "http500", "plan", "approval-allow",
              "approval-deny", "approval-interrupt", "resume", "cancel", "page-tool", "page-tools-two",
-             "approval-page-tool", "approval-page-tool-together", "image", "audio", "state-update"}
+             "approval-page-tool", "approval-page-tool-together", "image", "audio", "state-update", "history"}
 
 # How long after the model served a turn marked "CANCEL" the client cancels.
 CANCEL_AFTER = 3.0
 
 CLIENT_INFO = {"name": "agui-translate-recorder", "title": "agui-translate recorder", "version": "0.1.0"}
+
+# How long a load-only run listens on after the agent's last line.
+LOAD_QUIET = 5.0
 
 # How long the client waits for the agent's answer to a setup request.
 SETUP_TIMEOUT = 90.0
@@ -150,12 +157,13 @@ def converse(proc, ctx, engine, stdout_file, deadline):
     """Play the client until the prompt is answered (or the deadline); the
     transcript is the recording, so nothing is returned for NAME.client.txt."""
     client = Client(proc, stdout_file)
-    if not ctx.resume:
-        ctx.state["started"] = time.time()
+    ctx.state["before"] = ctx.state.get("started")
+    ctx.state["started"] = time.time()
     try:
         _play(client, ctx, engine, deadline)
     finally:
         client.end(deadline)
+        ctx.state["ended"] = time.time()
     return None
 
 
@@ -177,11 +185,26 @@ def _first_session(ctx):
 
 
 def _next_minute(ctx):
-    """Sleep into the clock minute after the first run began."""
-    started = ctx.state.get("started", time.time())
+    """Sleep into the clock minute after the run before began."""
+    started = max(ctx.state.get("before") or 0, ctx.state.get("ended") or 0) or time.time()
     until = (int(started) // 60 + 1) * 60 + 1
     if time.time() < until:
         time.sleep(until - time.time())
+
+
+def _quiet(client, deadline, on_request):
+    """Listen until the agent has said nothing for LOAD_QUIET seconds."""
+    until = min(deadline, time.monotonic() + LOAD_QUIET)
+    while time.monotonic() < until:
+        try:
+            msg = client.messages.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if msg is None:
+            return
+        if "method" in msg and "id" in msg:
+            on_request(msg)
+        until = min(deadline, time.monotonic() + LOAD_QUIET)
 
 
 def _canceller(client, engine, session_id):
@@ -220,6 +243,9 @@ def _play(client, ctx, engine, deadline):
         if answer is None or "error" in answer:
             print("  session/load failed", file=sys.stderr)
             return
+        if getattr(ctx, "load_only", False):
+            _quiet(client, deadline, refuse)
+            return
     else:
         servers = []
         if "page" in ctx.scenario.needs:
@@ -254,7 +280,11 @@ def _play(client, ctx, engine, deadline):
     # A scenario's files: image (or audio) blocks before the text.
     images = [{"type": attach.mime(p).split("/")[0], "mimeType": attach.mime(p), "data": attach.b64(p)}
               for p in ctx.files]
-    rid = client.request("session/prompt", {"sessionId": session_id,
-                                            "prompt": images + [{"type": "text", "text": ctx.prompt}]})
-    if _wait_for(client, rid, deadline, session.handle, _canceller(client, engine, session_id)) is None:
-        print("  the prompt was not answered in time", file=sys.stderr)
+    prompts = [images + [{"type": "text", "text": ctx.prompt}]]
+    if ctx.scenario.next_prompt and not ctx.resume:
+        prompts.append([{"type": "text", "text": ctx.scenario.next_prompt}])
+    for prompt in prompts:
+        rid = client.request("session/prompt", {"sessionId": session_id, "prompt": prompt})
+        if _wait_for(client, rid, deadline, session.handle, _canceller(client, engine, session_id)) is None:
+            print("  the prompt was not answered in time", file=sys.stderr)
+            return

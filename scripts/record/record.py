@@ -51,7 +51,8 @@ and may provide
                                     its CLI, e.g. {"image/png"}; without
                                     it, scenarios with files are skipped
 ctx carries version, bin, home, work, base_url, port, scenario, timeout, prompt,
-resume (True on a scenario's second run), variant, first_stdout, files (the
+resume (True on a scenario's second run, and on its load-only run),
+load_only (True on a scenario's load-only run, acp.py), variant, first_stdout, files (the
 paths of the scenario's files) and a free `state` dict.
 
 A scenario whose files did not reach the model byte for byte is written
@@ -188,7 +189,7 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
     timeout = getattr(cli, "timeout", lambda version, scenario: scenario.timeout)(version, scenario)
     ctx = types.SimpleNamespace(version=version, bin=str(exe), home=home, work=work, scratch=scratch,
                                 scenario=scenario, timeout=timeout, prompt=scenario.prompt, resume=False, variant=variant,
-                                first_stdout=b"", state={}, port=0, base_url="", files=[])
+                                first_stdout=b"", state={}, port=0, base_url="", files=[], load_only=False)
     ctx.files = attach.place(ctx)
     engine = mock.Engine(cli, scenario, ctx, scratch / "requests.jsonl")
     server = mock.start(engine)
@@ -208,10 +209,15 @@ def record_one(cli, version, exe, install_dir, scenario, variant, scratch_root, 
     runs = [name]
     if scenario.resume_prompt:
         runs.append(name + "-2")
+    if scenario.load_after:
+        runs.append(name + "-load")
     for i, base in enumerate(runs):
-        if i == 1:
+        if base.endswith("-2"):
             ctx.resume = True
             ctx.prompt = scenario.resume_prompt
+        if base.endswith("-load"):
+            ctx.resume = True
+            ctx.load_only = True
         started = time.monotonic()
         stdout, stderr, code, client = run_once(cli, ctx, engine, base, replacements)
         if i == 0:

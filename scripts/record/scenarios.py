@@ -100,6 +100,12 @@ class Scenario:
     max_turns: int = 0
     # A second prompt run with the CLI's resume option, after the first run.
     resume_prompt: str = ""
+    # Over ACP, a second prompt in the same session and process, once the
+    # first is answered.
+    next_prompt: str = ""
+    # Over ACP, a run after those: a new process that only loads the
+    # session (`session/load`) and records what the agent replays.
+    load_after: bool = False
     timeout: float = 180.0
     # The host's answers to the CLI's approval questions.
     answers: list = field(default_factory=list)
@@ -270,6 +276,19 @@ SCENARIOS = [
         [turn(text="I will remember teal."), turn(text="The word was teal.")],
         needs={"resume"},
         resume_prompt="Which word did I ask you to remember?",
+    ),
+    Scenario(
+        "history",
+        "Remember the word 'teal': write it to word.txt.",
+        [
+            turn(text="Writing it down.", calls=[call("shell", command="echo teal > word.txt")]),
+            turn(text="I wrote teal to word.txt."),
+            turn(text="Reading it back.", calls=[call("read", path="word.txt")]),
+            turn(text="The word was teal."),
+        ],
+        needs={"resume", "acp"},
+        next_prompt="Which word did I ask you to remember? Read word.txt.",
+        load_after=True,
     ),
     Scenario(
         "subagent",
