@@ -328,9 +328,8 @@ fn acp_replay(
 ) -> Result<(), String> {
     use std::io::Write;
     let said = |e: std::io::Error| format!("it could not be asked: {e}");
-    stdin
-        .write_all(crate::converse::acp::initialize_line(0).as_bytes())
-        .map_err(said)?;
+    let initialize = crate::converse::acp::initialize_line(0);
+    stdin.write_all(initialize.as_bytes()).map_err(said)?;
     let mut lines = std::io::BufReader::new(stdout.take(MAX_TRANSCRIPT));
     let mut line = Vec::new();
     loop {
@@ -358,8 +357,7 @@ fn acp_replay(
                     .map_err(said)?;
                 // The translator is told the agent's `initialize` answer, as
                 // in a run: OpenCode's calls are named by what it says.
-                let asked = crate::converse::acp::initialize_line(0);
-                let asked = Seen::Update(asked.trim_ascii_end().as_bytes().to_vec());
+                let asked = Seen::Update(initialize.trim_ascii_end().as_bytes().to_vec());
                 if seen.send(asked).is_err() {
                     return Ok(());
                 }
